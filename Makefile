@@ -1,0 +1,33 @@
+# Course workbook tasks. Every target sets up .venv first, so a fresh clone needs only `make lab` or `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+ASSIGNMENT := transformer
+export MPLBACKEND := Agg
+
+.PHONY: lab test test-unit test-notebooks release fixtures clean
+
+$(STAMP): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+lab: $(STAMP)  ## open JupyterLab on the student notebooks
+	MPLBACKEND= $(BIN)/jupyter lab notebooks/
+
+test: $(STAMP)  ## all tests: unit tests, checkers, release, notebooks (reference executed end to end)
+	$(BIN)/python tools/timed.py "unit tests and checkers" -- $(BIN)/pytest -q tests
+	$(BIN)/python tools/timed.py "reference notebook (nbval)" -- \
+		$(BIN)/pytest -q --nbval-lax -p no:cacheprovider solutions/$(ASSIGNMENT)/$(ASSIGNMENT).ipynb
+
+release: $(STAMP)  ## regenerate the student notebook from the reference (nbgrader generate_assignment)
+	$(BIN)/nbgrader generate_assignment $(ASSIGNMENT) --no-db --force --log-level=WARN
+
+fixtures: $(STAMP)  ## recompute the checkers' expected values from the reference notebook
+	$(BIN)/python tools/make_fixtures.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info gradebook.db

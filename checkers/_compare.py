@@ -1,0 +1,73 @@
+"""Type, shape, dtype and value checks of student tensors, with messages that say what differs."""
+import torch
+
+
+def describe(value):
+    return "None" if value is None else type(value).__name__
+
+
+def expect_tensor(task, what, value, shape=None, dtype=None):
+    """Fail unless value is a tensor of the given shape and dtype."""
+    if value is None:
+        task.fail(f"{what} is None: is a `return` statement missing?")
+    if type(value).__module__ == "numpy":
+        task.fail(f"{what} is a NumPy array; compute it with torch so it stays a tensor and gradients can flow.")
+    if not isinstance(value, torch.Tensor):
+        task.fail(f"{what} should be a torch.Tensor, got {describe(value)}.")
+    if shape is not None and tuple(value.shape) != tuple(shape):
+        task.fail(f"{what} has shape {tuple(value.shape)}, expected {tuple(shape)}.")
+    if dtype is not None and value.dtype != dtype:
+        task.fail(f"{what} has dtype {value.dtype} for {dtype} inputs; the dtype should follow the input "
+                  "(a tensor created inside your code with a fixed dtype can cause this).")
+    return value
+
+
+def expect_pair(task, what, value, names):
+    """Fail unless value is a tuple of two items (e.g. (res, attention))."""
+    if isinstance(value, torch.Tensor):
+        task.fail(f"{what} returned a single tensor; it should return a tuple {names}.")
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        size = f" of length {len(value)}" if isinstance(value, (tuple, list)) else ""
+        task.fail(f"{what} should return a tuple {names}, got {describe(value)}{size}.")
+    return value
+
+
+def expect_finite(task, what, value):
+    bad = ~torch.isfinite(value.detach())
+    if bad.any():
+        index = tuple(bad.nonzero()[0].tolist())
+        task.fail(f"{what} contains {int(bad.sum())} NaN or inf value(s), the first at index {index}.")
+
+
+def _worst(got, expected, atol, rtol):
+    excess = (got - expected).abs() - (atol + rtol * expected.abs())
+    flat = int(excess.argmax())
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), got.shape)) if got.dim() else ()
+    return excess.max().item() > 0, index
+
+
+def matches(got, expected, atol, rtol):
+    """True when got has expected's shape and every entry is within atol + rtol * |expected|."""
+    if tuple(got.shape) != tuple(expected.shape) or not torch.isfinite(got).all():
+        return False
+    return not _worst(got.detach().to(expected.dtype), expected, atol, rtol)[0]
+
+
+def expect_close(task, what, got, expected, atol, rtol, mistakes=None):
+    """Fail unless got matches expected; name a known mistake when got matches one of its signatures.
+
+    Args:
+        mistakes: optional dict "diagnosis sentence" -> the output that mistake would produce.
+    """
+    expect_finite(task, what, got)
+    got = got.detach().to(device=expected.device, dtype=expected.dtype)
+    too_far, index = _worst(got, expected, atol, rtol)
+    if not too_far:
+        return
+    for diagnosis, signature in (mistakes or {}).items():
+        if matches(got, signature, atol, rtol):
+            task.fail(f"{what} is wrong: {diagnosis}")
+    deviation = (got - expected).abs().max().item()
+    task.fail(f"{what} differs from the expected values: largest deviation {deviation:.3g} at index {index} "
+              f"(got {got[index].item():.6g}, expected {expected[index].item():.6g}; "
+              f"tolerance {atol:g} + {rtol:g}·|expected|).")

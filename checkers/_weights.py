@@ -1,0 +1,76 @@
+"""Name the weights of a student's module by their role, so fixed test weights can be loaded into it.
+
+Roles follow the pinned API (q_proj, feedforward, norm1, ...), not parameter registration
+order, so any valid layout loads: a Dropout inside `feedforward`, an nn.Sequential or
+nn.ModuleList encoder, submodules created in any order.
+"""
+import torch.nn as nn
+
+ATTENTION_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
+LINFORMER_PROJECTIONS = ATTENTION_PROJECTIONS + ("e_proj", "f_proj")
+
+
+class MissingPart(Exception):
+    """A submodule the API pins is missing or has the wrong type; the message says which."""
+
+
+def _child(module, name, kind, path):
+    part = getattr(module, name, None)
+    if not isinstance(part, kind):
+        found = "nothing" if part is None else type(part).__name__
+        raise MissingPart(f"`{path}{name}` should be an nn.{kind.__name__}, found {found}")
+    return part
+
+
+def _linear(layer, prefix):
+    slots = {f"{prefix}.weight": layer.weight}
+    if layer.bias is not None:
+        slots[f"{prefix}.bias"] = layer.bias
+    return slots
+
+
+def attention_slots(attention, path="", projections=ATTENTION_PROJECTIONS):
+    """Role name -> parameter for an attention module with the pinned projection names."""
+    slots = {}
+    for name in projections:
+        slots.update(_linear(_child(attention, name, nn.Linear, path), f"{path}{name}"))
+    return slots
+
+
+def feedforward_linears(feedforward, path):
+    """The first and last nn.Linear inside the feed-forward network, whatever else it holds."""
+    linears = [m for m in feedforward.modules() if isinstance(m, nn.Linear)]
+    if len(linears) != 2:
+        raise MissingPart(f"`{path}feedforward` should hold exactly two nn.Linear layers, found {len(linears)}")
+    return linears
+
+
+def block_slots(block, path="", projections=ATTENTION_PROJECTIONS):
+    """Role name -> parameter for an encoder block (attention, feedforward, norm1, norm2)."""
+    slots = attention_slots(_child(block, "attention", nn.Module, path), f"{path}attention.", projections)
+    first, last = feedforward_linears(_child(block, "feedforward", nn.Module, path), path)
+    slots.update(_linear(first, f"{path}feedforward.in"))
+    slots.update(_linear(last, f"{path}feedforward.out"))
+    for name in ("norm1", "norm2"):
+        norm = _child(block, name, nn.LayerNorm, path)
+        slots.update({f"{path}{name}.weight": norm.weight, f"{path}{name}.bias": norm.bias})
+    return slots
+
+
+def encoder_blocks(model):
+    """The encoder blocks of a classifier, from an nn.Sequential or nn.ModuleList `encoder`."""
+    encoder = _child(model, "encoder", nn.Module, "")
+    return list(encoder.children())
+
+
+def classifier_slots(model, projections=ATTENTION_PROJECTIONS):
+    """Role name -> parameter for a sequence classifier with a [CLS] token."""
+    cls_token = getattr(model, "cls_token", None)
+    if not isinstance(cls_token, nn.Parameter):
+        raise MissingPart(f"`cls_token` should be an nn.Parameter, found {type(cls_token).__name__}")
+    slots = {"cls_token": cls_token}
+    slots.update(_linear(_child(model, "input_embedding", nn.Linear, ""), "input_embedding"))
+    for index, block in enumerate(encoder_blocks(model)):
+        slots.update(block_slots(block, f"encoder.{index}.", projections))
+    slots.update(_linear(_child(model, "classifier", nn.Linear, ""), "classifier"))
+    return slots

@@ -1,0 +1,68 @@
+"""Task 1: scaled dot-product attention."""
+import torch
+
+from ._compare import expect_close, expect_finite, expect_pair, expect_tensor
+from ._core import check_function, expect_callable, load_fixture
+
+ATOL, RTOL = 1e-6, 1e-6  # float64 inputs: any correct formulation lands within ~1e-12
+
+
+def _run(task, attention_fn, case, dtype=torch.float64, mask=None):
+    inputs = {name: case[name].to(dtype) for name in ("query", "key", "value")}
+    originals = {name: tensor.clone() for name, tensor in inputs.items()}
+    mask = case.get("mask") if mask is None else mask
+    args = (inputs["query"], inputs["key"], inputs["value"]) + (() if mask is None else (mask,))
+    result = task.call("scaled_softmax_attention(query, key, value" + (", mask)" if mask is not None else ")"),
+                       attention_fn, *args)
+    res, attention = expect_pair(task, "scaled_softmax_attention", result, "(res, attention)")
+    expect_tensor(task, "res", res, case["res"].shape, dtype)
+    expect_tensor(task, "attention", attention, case["attention"].shape, dtype)
+    for name, tensor in inputs.items():
+        if not torch.equal(tensor, originals[name]):
+            task.fail(f"the input `{name}` was modified in place; compute new tensors instead.")
+    return res, attention
+
+
+def _expect_case(task, attention_fn, name, case, mask=None):
+    res, attention = _run(task, attention_fn, case, mask=mask)
+    rows = attention.sum(-1)
+    if not torch.allclose(rows, torch.ones_like(rows), atol=1e-6):
+        task.fail(f"attention rows should sum to 1 along the last axis (the keys); in case '{name}' a row sums "
+                  f"to {rows.flatten()[(rows - 1).abs().argmax()].item():.4f}. Is the softmax over the right axis?")
+    expect_close(task, f"attention ({name})", attention, case["attention"], ATOL, RTOL, case.get("mistakes"))
+    expect_close(task, f"res ({name})", res, case["res"], ATOL, RTOL)
+
+
+def _expect_masked_keys_ignored(task, attention_fn, case):
+    ignored = ~case["mask"]  # (B, 1, 1, L_k): keys no query may see
+    changed = dict(case, key=case["key"] + 5 * ignored.transpose(-1, -2), value=case["value"] + 5 * ignored.transpose(-1, -2))
+    res, attention = _run(task, attention_fn, changed)
+    if not torch.allclose(res, case["res"], atol=ATOL) or attention[..., ignored[0, 0, 0]].abs().max() > 0:
+        task.fail("changing keys and values that the mask forbids changed the output: masked positions must get "
+                  "weight exactly 0 (fill their scores with -inf before the softmax, where mask is 0 / False).")
+
+
+def _expect_gradients(task, attention_fn, case):
+    inputs = {name: case[name].clone().requires_grad_(True) for name in ("query", "key", "value")}
+    result = task.call("scaled_softmax_attention", attention_fn, inputs["query"], inputs["key"], inputs["value"])
+    task.call("backward through scaled_softmax_attention", lambda: result[0].sum().backward())
+    for name, tensor in inputs.items():
+        if tensor.grad is None or not torch.isfinite(tensor.grad).all():
+            task.fail(f"no finite gradient reaches `{name}`: is the computation detached or done outside torch?")
+
+
+@check_function(1)
+def check_task_1(task, scaled_softmax_attention):
+    """Check scaled_softmax_attention(query, key, value, mask=None) -> (res, attention)."""
+    expect_callable(task, scaled_softmax_attention, "scaled_softmax_attention")
+    fixture = load_fixture(1)
+    for name in ("unbatched", "batched", "random_mask", "causal_mask", "padding_mask"):
+        _expect_case(task, scaled_softmax_attention, name, fixture[name])
+    float_mask = fixture["random_mask"]["mask"].double()
+    _expect_case(task, scaled_softmax_attention, "random_mask given as 0/1 floats", fixture["random_mask"], float_mask)
+    _expect_masked_keys_ignored(task, scaled_softmax_attention, fixture["padding_mask"])
+    res, attention = _run(task, scaled_softmax_attention, fixture["large_logits"], dtype=torch.float32)
+    expect_finite(task, "attention for large scores (float32)", attention)
+    expect_close(task, "attention for large scores (float32)", attention, fixture["large_logits"]["attention"], 1e-3, 1e-3)
+    _expect_gradients(task, scaled_softmax_attention, fixture["batched"])
+    task.passed("shapes, values, masks (bool and 0/1), large scores and gradients are right.")

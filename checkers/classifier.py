@@ -1,0 +1,85 @@
+"""Task 5: the Transformer sequence classifier with a [CLS] token (Task 7 reuses it for Linformer)."""
+import torch
+import torch.nn as nn
+
+from ._compare import expect_close, expect_tensor
+from ._core import check_function, expect_module_class, load_fixture
+from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
+from ._weights import MissingPart, classifier_slots, encoder_blocks
+
+ATOL, RTOL = 1e-5, 1e-5  # a float32 `pe` table, converted to float64, costs up to ~1e-6 here
+
+
+def expect_structure(task, model, config, name):
+    """cls_token learnable of shape (embed_dim,), and num_layers distinct encoder blocks."""
+    cls_token = getattr(model, "cls_token", None)
+    if not isinstance(cls_token, nn.Parameter) or not cls_token.requires_grad:
+        task.fail(f"{name}.cls_token should be a learnable nn.Parameter, found {type(cls_token).__name__}.")
+    expect_tensor(task, f"{name}.cls_token", cls_token.detach(), (config["embed_dim"],))
+    try:
+        blocks = encoder_blocks(model)
+    except MissingPart as missing:
+        task.fail(f"{name}: {missing}.")
+    if len(blocks) != config["num_layers"]:
+        task.fail(f"{name}.encoder holds {len(blocks)} blocks, expected num_layers = {config['num_layers']}.")
+    if len({id(block) for block in blocks}) != len(blocks):
+        task.fail(f"{name}.encoder repeats the same block object: create a new block for every layer "
+                  "(a list comprehension), or the layers share their weights.")
+
+
+def expect_classifier(task, model, case, x, name):
+    """Logits and attention maps against the fixture, then [CLS] use, batch independence and gradients."""
+    batch_size, seq_len, _ = x.shape
+    before = x.clone()
+    logits = expect_output(task, f"{name}(x)", task.call(f"{name}.forward", model, x), case["logits"].shape, x.dtype)
+    expect_unchanged(task, before, x)
+    expect_close(task, f"{name} logits", logits, case["logits"], ATOL, RTOL, case.get("mistakes"))
+    maps = task.call(f"{name}.forward_attention", model.forward_attention, x) if hasattr(model, "forward_attention") \
+        else task.fail(f"{name} has no method forward_attention.")
+    if not isinstance(maps, (list, tuple)) or len(maps) != len(case["attention"]):
+        task.fail(f"{name}.forward_attention should return a list with one attention tensor per encoder block "
+                  f"({len(case['attention'])}), got {type(maps).__name__}" + (f" of length {len(maps)}" if isinstance(maps, (list, tuple)) else "") + ".")
+    for layer, (got, expected) in enumerate(zip(maps, case["attention"])):
+        expect_tensor(task, f"{name}.forward_attention(x)[{layer}]", got, expected.shape, x.dtype)
+        expect_close(task, f"{name}.forward_attention(x)[{layer}]", got, expected, ATOL, RTOL)
+    alone = task.call(f"{name}.forward", model, x[1:])
+    if not torch.allclose(alone, logits[1:], atol=ATOL):
+        task.fail(f"the logits of one sequence depend on the other sequences in the batch: is [CLS] expanded "
+                  "over the batch dimension and concatenated along the sequence axis (dim=1)?")
+    _expect_cls_token_used(task, model, x, logits, name)
+    inputs = x.clone().requires_grad_(True)
+    expect_gradients_everywhere(task, model, task.call(f"{name}.forward", model, inputs).pow(2).sum(), inputs, name)
+
+
+def _expect_cls_token_used(task, model, x, logits, name):
+    with torch.no_grad():
+        model.cls_token.add_(1.0)
+        changed = task.call(f"{name}.forward", model, x)
+        model.cls_token.sub_(1.0)
+    if torch.allclose(changed, logits, atol=ATOL):
+        task.fail(f"changing {name}.cls_token does not change the logits: prepend it to every sequence at position 0.")
+
+
+def build_loaded(task, cls, name, config, case, activation, slots_of=classifier_slots):
+    kwargs = {} if activation is None else {"activation": activation}
+    model = build(task, cls, name, **config, **kwargs)
+    expect_structure(task, model, config, name)
+    return load(task, model, slots_of, case["weights"], name).eval()
+
+
+@check_function(5)
+def check_task_5(task, TransformerForSequenceClassification):
+    """Check TransformerForSequenceClassification: structure, logits, attention maps, [CLS] and gradients."""
+    cls, name = TransformerForSequenceClassification, "TransformerForSequenceClassification"
+    expect_module_class(task, cls, name)
+    fixture = load_fixture(5)
+    for case_name, activation in (("GELU", None), ("ReLU", nn.ReLU)):
+        model = build_loaded(task, cls, name, fixture["config"], fixture["cases"][case_name], activation)
+        expect_classifier(task, model, fixture["cases"][case_name], fixture["x"], name)
+    first, second = task.call(f"{name}.forward", model, fixture["x"]), task.call(f"{name}.forward", model, fixture["x"])
+    if not torch.equal(first, second):
+        task.fail(f"{name} in eval mode gave two different outputs for the same input.")
+    single = build(task, cls, name, **fixture["config"], dtype=torch.float32).eval()
+    expect_output(task, f"{name} on float32 input", task.call(f"{name}.forward", single, fixture["x"].float()),
+                  fixture["cases"]["GELU"]["logits"].shape, torch.float32)
+    task.passed("[CLS] token, embedding, positions, encoder stack, read-out, attention maps and gradients are right.")

@@ -1,0 +1,75 @@
+"""Task 3: the post-norm encoder block."""
+import torch
+import torch.nn as nn
+
+from ._compare import expect_close, expect_tensor
+from ._core import check_function, expect_module_class, load_fixture
+from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
+from ._weights import block_slots
+
+ATOL, RTOL = 1e-6, 1e-6
+
+
+def _forward(task, block, x, what="EncoderBlock.forward", **kwargs):
+    before = x.clone()
+    result = task.call(what, block, x, **kwargs)
+    expect_unchanged(task, before, x)
+    return result
+
+
+def _loaded_block(task, cls, fixture, case_name, dropout=0.0):
+    activation = {"ReLU": nn.ReLU, "GELU": nn.GELU}[case_name]
+    block = build(task, cls, "EncoderBlock", fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"],
+                  activation=activation, dropout=dropout)
+    return load(task, block, block_slots, fixture["cases"][case_name]["weights"], "EncoderBlock").eval()
+
+
+def _expect_values(task, block, fixture, case_name):
+    x, case, what = fixture["x"], fixture["cases"][case_name], f"EncoderBlock (activation=nn.{case_name})"
+    outputs = expect_output(task, what, _forward(task, block, x), x.shape, x.dtype)
+    expect_close(task, f"{what} output", outputs, case["outputs"], ATOL, RTOL, case.get("mistakes"))
+    outputs, attention = expect_output(task, what, _forward(task, block, x, return_attention=True), x.shape, x.dtype, True)
+    expect_tensor(task, f"{what} attention", attention, case["attention"].shape, x.dtype)
+    expect_close(task, f"{what} attention", attention, case["attention"], ATOL, RTOL)
+    masked = expect_output(task, f"{what} with a mask", _forward(task, block, x, mask=fixture["mask"]), x.shape, x.dtype)
+    expect_close(task, f"{what} output with a causal mask", masked, case["masked_outputs"], ATOL, RTOL)
+
+
+def _expect_dropout(task, cls, fixture):
+    block = _loaded_block(task, cls, fixture, "ReLU", dropout=0.5)
+    x = fixture["x"]
+    expect_close(task, "EncoderBlock(dropout=0.5) in eval mode (dropout must be off)", _forward(task, block, x),
+                 fixture["cases"]["ReLU"]["outputs"], ATOL, RTOL)
+    block.train()
+    torch.manual_seed(0)
+    first, second = _forward(task, block, x), _forward(task, block, x)
+    if torch.allclose(first, second):
+        task.fail("with dropout=0.5 in train mode two forward passes gave the same output: is `dropout` used "
+                  "(and created as nn.Dropout(dropout))?")
+
+
+def _expect_permutation_equivariant(task, block, x):
+    permutation = torch.randperm(x.size(1), generator=torch.Generator().manual_seed(0))
+    shuffled_outputs = _forward(task, block, x[:, permutation])
+    if not torch.allclose(_forward(task, block, x)[:, permutation], shuffled_outputs, atol=ATOL):
+        task.fail("shuffling the input positions should shuffle the outputs the same way (no positional "
+                  "information inside the block): does something depend on the position index?")
+
+
+@check_function(3)
+def check_task_3(task, EncoderBlock):
+    """Check EncoderBlock(embed_dim, num_heads, feedforward_dim, activation, dropout)."""
+    expect_module_class(task, EncoderBlock, "EncoderBlock")
+    fixture = load_fixture(3)
+    for case_name in ("ReLU", "GELU"):
+        block = _loaded_block(task, EncoderBlock, fixture, case_name)
+        _expect_values(task, block, fixture, case_name)
+    _expect_permutation_equivariant(task, block, fixture["x"])
+    _expect_dropout(task, EncoderBlock, fixture)
+    inputs = fixture["x"].clone().requires_grad_(True)
+    expect_gradients_everywhere(task, block, _forward(task, block, inputs).pow(2).sum(), inputs, "EncoderBlock")
+    sizes = fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"]
+    single = build(task, EncoderBlock, "EncoderBlock", *sizes, dtype=torch.float32).eval()
+    expect_output(task, "EncoderBlock on float32 input", _forward(task, single, fixture["x"].float()),
+                  fixture["x"].shape, torch.float32)
+    task.passed("post-norm residual layout, activation, masks, dropout, gradients and dtypes are right.")

@@ -1,0 +1,58 @@
+"""Task 2: multi-head attention."""
+import torch
+
+from ._compare import expect_close, expect_tensor
+from ._core import check_function, expect_module_class, load_fixture
+from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
+from ._weights import attention_slots
+
+ATOL, RTOL = 1e-6, 1e-6
+
+
+def _forward(task, layer, x, mask=None, return_attention=True, what="MultiheadAttention.forward"):
+    before = x.clone()
+    kwargs = {} if mask is None else {"mask": mask}
+    result = task.call(what, layer, x, return_attention=return_attention, **kwargs)
+    expect_unchanged(task, before, x)
+    return result
+
+
+def _expect_heads(task, cls, case, embed_dim, num_heads):
+    layer = load(task, build(task, cls, "MultiheadAttention", embed_dim, num_heads), attention_slots, case["weights"],
+                 "MultiheadAttention")
+    x, (batch_size, seq_len, _) = case["x"], case["x"].shape
+    plain = _forward(task, layer, x, return_attention=False)
+    expect_output(task, "MultiheadAttention(x)", plain, x.shape, x.dtype)
+    for mask_name, expected in case["masks"].items():
+        what = f"MultiheadAttention with {num_heads} heads" + ("" if mask_name == "none" else f", mask {mask_name}")
+        outputs, attention = expect_output(task, what, _forward(task, layer, x, expected["mask"]), x.shape, x.dtype, True)
+        expect_tensor(task, f"{what}: attention", attention, (batch_size, num_heads, seq_len, seq_len), x.dtype)
+        expect_close(task, f"{what}: attention", attention, expected["attention"], ATOL, RTOL, expected.get("mistakes"))
+        expect_close(task, f"{what}: outputs", outputs, expected["outputs"], ATOL, RTOL, expected.get("mistakes"))
+    return layer
+
+
+def _expect_batch_independent(task, layer, x):
+    full = _forward(task, layer, x, return_attention=False)
+    alone = _forward(task, layer, x[1:], return_attention=False)
+    if not torch.allclose(full[1:], alone, atol=ATOL):
+        task.fail("the output for one batch element depends on the other elements: check the order of your "
+                  "view / transpose / reshape when splitting and merging heads.")
+
+
+@check_function(2)
+def check_task_2(task, MultiheadAttention):
+    """Check MultiheadAttention(embed_dim, num_heads) against fixed weights, masks and properties."""
+    expect_module_class(task, MultiheadAttention, "MultiheadAttention")
+    fixture = load_fixture(2)
+    for num_heads, case in fixture["cases"].items():
+        layer = _expect_heads(task, MultiheadAttention, case, fixture["embed_dim"], num_heads)
+    x = fixture["cases"][2]["x"]
+    _expect_batch_independent(task, layer, x)
+    inputs = x.clone().requires_grad_(True)
+    expect_gradients_everywhere(task, layer, _forward(task, layer, inputs, return_attention=False).pow(2).sum(),
+                                inputs, "MultiheadAttention")
+    single = build(task, MultiheadAttention, "MultiheadAttention", fixture["embed_dim"], 2, dtype=torch.float32)
+    expect_output(task, "MultiheadAttention on float32 input", _forward(task, single, x.float(), return_attention=False),
+                  x.shape, torch.float32)
+    task.passed("projections, head split and merge, all mask shapes, 2 and 4 heads, gradients and dtypes are right.")

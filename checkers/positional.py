@@ -1,0 +1,56 @@
+"""Task 4: sinusoidal positional encoding."""
+import torch
+import torch.nn as nn
+
+from ._compare import expect_close, expect_tensor
+from ._core import check_function, expect_module_class, load_fixture
+from ._modules import build, expect_output, expect_unchanged
+
+# A float32 table is accurate to about 1e-7 relative in the angle pos / 10000^(2i/D), i.e. an
+# absolute error growing with the position: allow 1e-6 per position on top of 1e-5.
+ATOL, ATOL_PER_POSITION = 1e-5, 1e-6
+
+
+def _table(task, module, embed_dim, max_len):
+    pe = getattr(module, "pe", None)
+    if pe is None:
+        task.fail("PositionalEncoding has no attribute `pe`: register the table with "
+                  "self.register_buffer('pe', table, persistent=False).")
+    if isinstance(pe, nn.Parameter) or pe.requires_grad:
+        task.fail("`pe` is trainable; the sinusoidal table is fixed: register it as a buffer, not an nn.Parameter.")
+    if not any(buffer is pe for buffer in module.buffers()):
+        task.fail("`pe` is a plain attribute, not a buffer: use self.register_buffer('pe', ...) so that "
+                  ".to(device) moves it with the model.")
+    return expect_tensor(task, "`pe`", pe, (1, max_len, embed_dim))
+
+
+def _expect_rows(task, pe, positions, expected):
+    got = pe[0, positions].double()
+    tolerance = ATOL + ATOL_PER_POSITION * positions.double().unsqueeze(1)  # (P, 1)
+    bad = (got - expected).abs() > tolerance
+    if bad.any():
+        row, column = bad.nonzero()[0].tolist()
+        kind = "sin" if column % 2 == 0 else "cos"
+        task.fail(f"pe[0, {positions[row].item()}, {column}] is {got[row, column].item():.6f}, expected "
+                  f"{expected[row, column].item():.6f} (= {kind}(pos / 10000^({column - column % 2}/D))).")
+
+
+@check_function(4)
+def check_task_4(task, PositionalEncoding):
+    """Check PositionalEncoding(embed_dim, max_len): the buffer `pe` and forward(x) = x + pe[:, :L]."""
+    expect_module_class(task, PositionalEncoding, "PositionalEncoding")
+    fixture = load_fixture(4)
+    long, small = fixture["long"], fixture["small"]
+    module = build(task, PositionalEncoding, "PositionalEncoding", long["embed_dim"], long["max_len"],
+                   dtype=torch.float32)
+    pe = _table(task, module, long["embed_dim"], long["max_len"])
+    _expect_rows(task, pe, long["positions"], long["rows"])
+    module = build(task, PositionalEncoding, "PositionalEncoding", small["embed_dim"], small["max_len"])
+    _expect_rows(task, _table(task, module, small["embed_dim"], small["max_len"]),
+                 torch.arange(small["max_len"]), small["table"])
+    x = small["x"].clone()
+    outputs = expect_output(task, "PositionalEncoding(x)", task.call("PositionalEncoding.forward", module, x),
+                            x.shape, x.dtype)
+    expect_unchanged(task, small["x"], x)
+    expect_close(task, "PositionalEncoding(x)", outputs, small["outputs"], 1e-6, 1e-6)
+    task.passed("the sin/cos table, its buffer registration and x + pe[:, :L] are right.")

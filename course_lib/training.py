@@ -1,0 +1,133 @@
+"""A small, model-agnostic training loop with evaluation, early stopping and callbacks."""
+import time
+from dataclasses import dataclass, field
+
+import torch
+from tqdm.auto import tqdm
+
+from .metrics import accuracy, classification_loss
+from .schedule import WarmupCosineSchedule, warmup_cosine_factor
+
+
+@dataclass
+class History:
+    """What happened during training, one entry per evaluation."""
+
+    step: list = field(default_factory=list)
+    seconds: list = field(default_factory=list)  # training time so far, evaluation excluded
+    train_loss: list = field(default_factory=list)
+    val_loss: list = field(default_factory=list)
+    val_accuracy: list = field(default_factory=list)
+    lr: list = field(default_factory=list)
+
+    def record(self, **values):
+        for name, value in values.items():
+            getattr(self, name).append(value)
+
+
+@torch.no_grad()
+def evaluate(model, loader, device, loss_fn=classification_loss):
+    """Mean loss and accuracy of model over loader, in eval mode.
+
+    Returns:
+        (loss, accuracy) as Python floats.
+    """
+    was_training = model.training
+    model.eval()
+    total_loss, total_correct, count = 0.0, 0.0, 0
+    for inputs, labels in loader:
+        inputs, labels = inputs.to(device), labels.to(device)
+        logits = model(inputs)  # (batch_size, num_classes)
+        total_loss += loss_fn(logits, labels).item() * len(labels)
+        total_correct += accuracy(logits, labels) * len(labels)
+        count += len(labels)
+    model.train(was_training)
+    return total_loss / count, total_correct / count
+
+
+def stop_at_accuracy(target):
+    """Callback that stops training once validation accuracy reaches target."""
+    return lambda history: history.val_accuracy[-1] >= target
+
+
+def train(model, train_loader, val_loader, num_epochs, lr, warmup_steps=0, device=None,
+          weight_decay=0.0, eval_every=50, max_seconds=None, callbacks=(), loss_fn=classification_loss):
+    """Train model with AdamW and a warm-up + cosine schedule, evaluating every eval_every steps.
+
+    The model is evaluated once before the first step, so the curves start at the untrained loss.
+
+    Args:
+        model: any nn.Module mapping a batch of inputs to logits (batch_size, num_classes).
+        train_loader, val_loader: DataLoaders yielding (inputs, labels).
+        num_epochs: passes over train_loader; the schedule spans all of them.
+        lr: peak learning rate.
+        warmup_steps: optimizer steps of linear warm-up.
+        device: where to train; defaults to the device of the model's parameters.
+        weight_decay: AdamW weight decay.
+        eval_every: optimizer steps between evaluations (and callback calls).
+        max_seconds: stop once this much training time (evaluation excluded) has passed.
+        callbacks: callables taking the History after each evaluation; one returning True stops training.
+        loss_fn: loss_fn(logits, labels) -> scalar tensor.
+
+    Returns:
+        History of the run.
+    """
+    device = device or next(model.parameters()).device
+    history = History()
+    run = _Run(model, train_loader, val_loader, device, loss_fn, history, callbacks)
+    total_steps = num_epochs * len(train_loader)
+    run.evaluate(step=0, train_loss=float("nan"), lr=lr * warmup_cosine_factor(0, warmup_steps, total_steps))
+    # built after the first evaluation, so an unfinished model fails in its own forward first
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    schedule = WarmupCosineSchedule(optimizer, warmup_steps, total_steps)
+    run.loop(optimizer, schedule, num_epochs, eval_every, max_seconds)
+    return history
+
+
+class _Run:
+    """State of one call to train(); keeps train() itself short."""
+
+    def __init__(self, model, train_loader, val_loader, device, loss_fn, history, callbacks):
+        self.model, self.train_loader, self.val_loader = model, train_loader, val_loader
+        self.device, self.loss_fn, self.history, self.callbacks = device, loss_fn, history, callbacks
+        self.seconds = 0.0
+
+    def evaluate(self, step, train_loss, lr):
+        val_loss, val_accuracy = evaluate(self.model, self.val_loader, self.device, self.loss_fn)
+        self.history.record(step=step, seconds=self.seconds, train_loss=train_loss,
+                            val_loss=val_loss, val_accuracy=val_accuracy, lr=lr)
+        stops = [bool(callback(self.history)) for callback in self.callbacks]
+        return any(stops)
+
+    def step(self, optimizer, schedule, inputs, labels):
+        start = time.perf_counter()
+        loss = self.loss_fn(self.model(inputs.to(self.device)), labels.to(self.device))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)  # so the clock measures the step, not its launch
+        self.seconds += time.perf_counter() - start
+        return loss.item()
+
+    def loop(self, optimizer, schedule, num_epochs, eval_every, max_seconds):
+        self.model.train()
+        total_steps, losses = num_epochs * len(self.train_loader), []
+        with tqdm(total=total_steps, desc="training", unit="step") as progress:
+            for step, (inputs, labels) in enumerate(_batches(self.train_loader, num_epochs), start=1):
+                losses.append(self.step(optimizer, schedule, inputs, labels))
+                progress.update()
+                out_of_time = max_seconds is not None and self.seconds >= max_seconds
+                if step % eval_every and step != total_steps and not out_of_time:
+                    continue
+                stop = self.evaluate(step, sum(losses) / len(losses), optimizer.param_groups[0]["lr"])
+                progress.set_postfix(loss=f"{losses[-1]:.3f}", val_acc=f"{self.history.val_accuracy[-1]:.3f}")
+                losses = []
+                if stop or out_of_time:
+                    break
+
+
+def _batches(loader, num_epochs):
+    for _ in range(num_epochs):
+        yield from loader
