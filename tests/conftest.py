@@ -2,9 +2,12 @@
 import importlib.util
 from pathlib import Path
 
+import sys
+
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests import their helper modules (mutants)
 
 
 def _load_tool(name):
@@ -18,3 +21,10 @@ def _load_tool(name):
 def reference():
     """Namespace with the reference classes and functions of tasks 1-5 and 7."""
     return _load_tool("make_fixtures").load_reference()
+
+
+@pytest.fixture(scope="session")
+def load_variant():
+    """load_variant(edit) -> namespace of the reference source after edit(source) -> source."""
+    tool = _load_tool("make_fixtures")
+    return lambda edit: tool.load_reference(edit(tool.reference_source()))

@@ -25,14 +25,21 @@ FIXTURES = ROOT / "checkers" / "fixtures"
 REFERENCE_TASKS = ("task_1_", "task_2_", "task_3_", "task_4_", "task_5_", "task_7_")
 
 
-def load_reference(notebook=NOTEBOOK):
-    """Execute the reference answer cells and return their namespace (scaled_softmax_attention, ...)."""
+def reference_source(notebook=NOTEBOOK):
+    """The code of the reference answer cells of tasks 1-5 and 7, in notebook order."""
     cells = json.loads(Path(notebook).read_text())["cells"]
-    namespace = {"math": math, "torch": torch, "nn": nn, "F": F}
+    chosen = []
     for cell in cells:
-        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id", "")
-        if cell["metadata"].get("nbgrader", {}).get("solution") and grade_id.startswith(REFERENCE_TASKS):
-            exec(compile("".join(cell["source"]), f"<{grade_id}>", "exec"), namespace)
+        nbgrader = cell["metadata"].get("nbgrader", {})
+        if nbgrader.get("solution") and nbgrader.get("grade_id", "").startswith(REFERENCE_TASKS):
+            chosen.append("".join(cell["source"]))
+    return "\n\n".join(chosen)
+
+
+def load_reference(source=None):
+    """Execute the reference answer cells (or a variant of their source) and return their namespace."""
+    namespace = {"math": math, "torch": torch, "nn": nn, "F": F}
+    exec(compile(source or reference_source(), "<reference answer cells>", "exec"), namespace)
     return namespace
 
 
