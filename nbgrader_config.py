@@ -1,7 +1,7 @@
 """nbgrader configuration for the course (read by every `nbgrader` command run from this folder)."""
 import re
 
-from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
+from nbgrader.preprocessors import ClearSolutions
 from nbgrader.converters.generate_assignment import GenerateAssignment
 
 c = get_config()  # noqa: F821 -- injected by traitlets when it loads this file
@@ -11,35 +11,40 @@ c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "notebooks"
 
 
-class ClearConstructorSolutions(NbGraderPreprocessor):
-    """Clear `### BEGIN SOLUTION (constructor)` regions with a stub that does not raise.
+class ClearSolutionsKeepingConstructors(ClearSolutions):
+    """ClearSolutions that clears `### BEGIN SOLUTION (constructor)` regions with a stub that does not raise.
 
-    An untouched model class must still construct, so that later cells which build,
-    train and check it fail in its forward with NotImplementedError instead of a
-    NameError. Plain BEGIN SOLUTION regions are left to ClearSolutions.
+    An untouched model class must still construct, so that later cells which build, train
+    and check it fail in its forward with NotImplementedError instead of a NameError.
+    Plain BEGIN SOLUTION regions get the usual raising stub.
     """
 
-    begin = re.compile(r"^(\s*)### BEGIN SOLUTION \(constructor\)\s*$")
-    stub = "# YOUR CODE HERE: create the layers and parameters listed in the task above"
+    constructor_begin = re.compile(r"^(\s*)### BEGIN SOLUTION \(constructor\)\s*$")
+    constructor_stub = "# YOUR CODE HERE: create the layers and parameters listed in the task above"
 
-    def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type != "code":
-            return cell, resources
-        lines, kept, inside = cell.source.split("\n"), [], False
-        for line in lines:
-            opening = self.begin.match(line)
+    def _replace_solution_region(self, cell, language):
+        cleared_constructor = self._clear_constructor_regions(cell)
+        return super()._replace_solution_region(cell, language) or cleared_constructor
+
+    def _clear_constructor_regions(self, cell):
+        kept, inside, cleared = [], False, False
+        for line in cell.source.split("\n"):
+            opening = self.constructor_begin.match(line)
             if opening:
-                kept.append(opening.group(1) + self.stub)
-                inside = True
+                kept.append(opening.group(1) + self.constructor_stub)
+                inside = cleared = True
             elif inside and "### END SOLUTION" in line:
                 inside = False
             elif not inside:
                 kept.append(line)
         cell.source = "\n".join(kept)
-        return cell, resources
+        return cleared
 
 
 _default = GenerateAssignment.class_traits()["preprocessors"].default()
-c.GenerateAssignment.preprocessors = (
-    _default[: _default.index(ClearSolutions)] + [ClearConstructorSolutions] + _default[_default.index(ClearSolutions):]
-)
+c.GenerateAssignment.preprocessors = [
+    ClearSolutionsKeepingConstructors if step is ClearSolutions else step for step in _default
+]
+
+# Every generated notebook opens with a line saying it is generated, and from what.
+c.IncludeHeaderFooter.header = "solutions/header.ipynb"

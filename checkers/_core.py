@@ -23,10 +23,12 @@ class Task:
         self.number = number
 
     def fail(self, message):
+        __tracebackhide__ = True  # IPython and pytest then show the message, not the checker's internals
         raise CheckFailure(f"Task {self.number}: {message}")
 
     def call(self, what, fn, *args, **kwargs):
         """Call student code; turn any exception it raises into a one-sentence failure."""
+        __tracebackhide__ = True
         try:
             return fn(*args, **kwargs)
         except NotImplementedError:
@@ -47,6 +49,7 @@ def check_function(number):
     def decorate(check):
         @functools.wraps(check)
         def wrapper(*args, **kwargs):
+            __tracebackhide__ = True
             task = Task(number)
             try:
                 return check(task, *args, **kwargs)

@@ -3,7 +3,7 @@ import torch
 import torch.nn as nn
 
 from ._compare import expect_tensor
-from ._core import default_dtype
+from ._core import NotImplementedYet, default_dtype
 from ._weights import MissingPart
 
 
@@ -14,6 +14,9 @@ def build(task, cls, name, *args, dtype=torch.float64, **kwargs):
         module = task.call(f"{name}({arguments})", cls, *args, **kwargs)
     if not isinstance(module, nn.Module):
         task.fail(f"{name}(...) should create an nn.Module; did {name} forget to subclass nn.Module?")
+    if next(module.parameters(), None) is None and next(module.buffers(), None) is None:
+        raise NotImplementedYet(f"Task {task.number} is not implemented yet: {name}.__init__ creates no layers "
+                                "(replace the `# YOUR CODE HERE` comment with your code).")
     return module.to(dtype)
 
 

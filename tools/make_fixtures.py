@@ -55,11 +55,11 @@ def weights(slots):
     return {name: parameter.detach().clone() for name, parameter in slots.items()}
 
 
-def save(name, fixture):
+def save(folder, name, fixture):
     """torch.save into a buffer first: the bytes depend only on the tensors, so reruns are identical."""
     buffer = io.BytesIO()
     torch.save(fixture, buffer)
-    (FIXTURES / f"{name}.pt").write_bytes(buffer.getvalue())
+    (folder / f"{name}.pt").write_bytes(buffer.getvalue())
 
 
 def random_mask(shape, generator):
@@ -185,17 +185,17 @@ BUILDERS = {1: attention_fixture, 2: multihead_fixture, 3: encoder_fixture, 4: p
             5: classifier_fixture, 7: linformer_fixture}
 
 
-def main():
+def main(folder=FIXTURES):
     torch.set_default_dtype(torch.float64)  # expected values in float64, so tolerances measure the student
     reference = load_reference()
-    FIXTURES.mkdir(exist_ok=True)
+    folder.mkdir(exist_ok=True)
     for task, build in BUILDERS.items():
         generator = torch.Generator().manual_seed(1000 + task)
         torch.manual_seed(task)  # module constructors draw from the global generator
         with torch.no_grad():
-            save(f"task_{task}", build(reference, generator))
-        print(f"wrote {FIXTURES.relative_to(ROOT)}/task_{task}.pt")
+            save(folder, f"task_{task}", build(reference, generator))
+        print(f"wrote {folder / f'task_{task}.pt'}")
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else FIXTURES)

@@ -1,0 +1,153 @@
+"""Unit tests of course_lib: data, schedule, metrics, training loop and plots."""
+import math
+
+import matplotlib
+import pytest
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+matplotlib.use("Agg")
+
+from course_lib import (PalindromeDataset, WarmupCosineSchedule, accuracy, classification_loss, get_device,  # noqa: E402
+                        plot_attention_maps, plot_explained_variance, plot_history, plot_lr_schedule,
+                        plot_positional_encoding, plot_scaling, seed_everything, stop_at_accuracy, train,
+                        warmup_cosine_factor)
+from course_lib.plotting import explained_variance  # noqa: E402
+
+
+def is_palindrome(row):
+    return row.tolist() == row.flip(0).tolist()
+
+
+@pytest.mark.parametrize("seq_len", [7, 16])
+def test_palindrome_dataset_is_balanced_and_labelled_by_definition(seq_len):
+    data = PalindromeDataset(400, seq_len, seed=3)
+    assert data.labels.mean().item() == 0.5
+    for row, label in zip(data.tokens, data.labels):
+        assert is_palindrome(row) == bool(label)
+
+
+def test_negatives_keep_the_token_counts_of_a_palindrome():
+    data = PalindromeDataset(200, 12, seed=4)
+    for row, label in zip(data.tokens, data.labels):
+        counts = torch.bincount(row, minlength=data.vocab_size)
+        # in a palindrome of even length every token occurs an even number of times
+        assert (counts % 2 == 0).all() or label == 1
+
+
+def test_one_hot_items_and_reproducibility():
+    first, second = PalindromeDataset(50, 9, seed=5), PalindromeDataset(50, 9, seed=5)
+    assert torch.equal(first.tokens, second.tokens)
+    assert not torch.equal(first.tokens, PalindromeDataset(50, 9, seed=6).tokens)
+    one_hot, label = first[0]
+    assert one_hot.shape == (9, 33) and one_hot.dtype == torch.float32
+    assert torch.equal(one_hot.argmax(-1), first.tokens[0]) and one_hot.sum().item() == 9
+    assert label.item() in (0.0, 1.0)
+    assert len(first.decode(0)) == 9 and first.label_name(1) == "palindrome"
+
+
+def test_swapped_negatives_differ_from_a_palindrome_in_few_positions():
+    data = PalindromeDataset(300, 32, num_swaps=1, seed=7)
+    negatives = data.tokens[data.labels == 0]
+    mismatched_pairs = (negatives != negatives.flip(1)).sum(1) // 2
+    assert (mismatched_pairs >= 1).all() and (mismatched_pairs <= 2).all()
+
+
+def test_schedule_warms_up_then_decays_to_zero():
+    warmup, total = 10, 110
+    factors = [warmup_cosine_factor(step, warmup, total) for step in range(total + 1)]
+    assert factors[0] == pytest.approx(1 / warmup) and factors[0] > 0
+    assert factors[warmup - 1] == pytest.approx(1.0)
+    assert factors[warmup + 50] == pytest.approx(0.5)  # halfway through the cosine: cos(pi/2) = 0
+    assert factors[total] == pytest.approx(0.0)
+    assert all(a < b for a, b in zip(factors[:warmup], factors[1:warmup]))
+    assert warmup_cosine_factor(0, 0, 100) == 1.0
+
+
+def test_schedule_object_drives_an_optimizer():
+    parameter = nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([parameter], lr=0.1)
+    schedule = WarmupCosineSchedule(optimizer, warmup_steps=4, max_steps=8)
+    rates = []
+    for _ in range(8):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    assert rates[0] == pytest.approx(0.025) and rates[3] == pytest.approx(0.1)
+    with pytest.raises(ValueError):
+        WarmupCosineSchedule(optimizer, warmup_steps=9, max_steps=8)
+
+
+def test_metrics_binary_and_multiclass():
+    binary_logits, labels = torch.tensor([[2.0], [-1.0], [0.5]]), torch.tensor([1.0, 0.0, 0.0])
+    assert accuracy(binary_logits, labels) == pytest.approx(2 / 3)
+    expected = -(math.log(torch.sigmoid(torch.tensor(2.0))) + math.log(1 - torch.sigmoid(torch.tensor(-1.0)))
+                 + math.log(1 - torch.sigmoid(torch.tensor(0.5)))) / 3
+    assert classification_loss(binary_logits, labels).item() == pytest.approx(expected, rel=1e-6)
+    multi = torch.tensor([[0.0, 3.0], [5.0, 0.0]])
+    assert accuracy(multi, torch.tensor([1, 1])) == 0.5
+
+
+def toy_loaders():
+    generator = torch.Generator().manual_seed(0)
+    inputs = torch.randn(512, 4, generator=generator)
+    labels = (inputs[:, 0] > 0).float()  # linearly separable
+    data = TensorDataset(inputs, labels)
+    return DataLoader(data, batch_size=32, shuffle=True), DataLoader(data, batch_size=256)
+
+
+def test_train_learns_a_separable_problem_and_records_history():
+    seed_everything(0)
+    train_loader, val_loader = toy_loaders()
+    history = train(nn.Linear(4, 1), train_loader, val_loader, num_epochs=10, lr=0.1, warmup_steps=5, eval_every=10)
+    assert history.step[0] == 0 and history.step[-1] == 10 * len(train_loader)
+    assert history.val_accuracy[-1] > 0.95 and history.val_loss[-1] < history.val_loss[0]
+    assert len({len(history.step), len(history.lr), len(history.val_loss), len(history.seconds)}) == 1
+    assert history.lr[-1] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_train_stops_early_by_callback_and_by_time():
+    train_loader, val_loader = toy_loaders()
+    history = train(nn.Linear(4, 1), train_loader, val_loader, num_epochs=50, lr=0.05, eval_every=5,
+                    callbacks=[stop_at_accuracy(0.9)])
+    assert history.val_accuracy[-1] >= 0.9 and history.step[-1] < 50 * len(train_loader)
+    history = train(nn.Linear(4, 1), train_loader, val_loader, num_epochs=50, lr=0.05, max_seconds=0.0)
+    assert history.step == [0, 1]
+
+
+def test_train_surfaces_an_unfinished_model_as_not_implemented():
+    class Unfinished(nn.Module):
+        def forward(self, x):
+            raise NotImplementedError()
+
+    train_loader, val_loader = toy_loaders()
+    with pytest.raises(NotImplementedError):
+        train(Unfinished(), train_loader, val_loader, num_epochs=1, lr=0.1, device=torch.device("cpu"))
+
+
+def test_explained_variance_of_a_rank_one_matrix():
+    matrix = torch.outer(torch.arange(1.0, 6.0), torch.ones(5))
+    curve = explained_variance(matrix)
+    assert curve[0] == pytest.approx(1.0) and curve[-1] == pytest.approx(1.0)
+
+
+def test_plots_return_labelled_figures():
+    train_loader, val_loader = toy_loaders()
+    history = train(nn.Linear(4, 1), train_loader, val_loader, num_epochs=1, lr=0.05)
+    figures = [
+        plot_positional_encoding(torch.randn(1, 20, 8)),
+        plot_lr_schedule(1e-3, 10, 100),
+        plot_history(history),
+        plot_explained_variance(torch.softmax(torch.randn(3, 6, 6), -1)),
+        plot_attention_maps(torch.softmax(torch.randn(2, 4, 4), -1)),
+        plot_scaling([64, 128], {"a": [1.0, 4.0]}, "peak memory (MiB)", "t", ideal_slopes={"a": 2}),
+    ]
+    for figure in figures:
+        axes = [ax for ax in figure.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+        assert axes and all(ax.get_xlabel() and ax.get_ylabel() for ax in axes)
+        assert any(ax.get_title() for ax in axes) or figure._suptitle is not None
+
+
+def test_device_is_cuda_only_when_available():
+    assert get_device().type == ("cuda" if torch.cuda.is_available() else "cpu")

@@ -1,0 +1,55 @@
+"""The untouched student notebook runs top to bottom with only clean, expected failures."""
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+RELEASE = ROOT / "notebooks" / "transformer" / "transformer.ipynb"
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    notebook = nbformat.read(RELEASE, as_version=4)
+    workdir = tmp_path_factory.mktemp("student")  # like a student's folder: no repository files beside it
+    NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(workdir)}}).execute()
+    return notebook
+
+
+def errors(cell):
+    return [output for output in cell.get("outputs", []) if output["output_type"] == "error"]
+
+
+def test_every_check_cell_says_its_task_is_not_implemented(executed):
+    checked = []
+    for cell in executed.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            task = int(re.search(r"\d", meta["grade_id"]).group())
+            (error,) = errors(cell)
+            assert error["ename"] == "NotImplementedYet", (task, error["ename"], error["evalue"])
+            assert error["evalue"].startswith(f"Task {task} is not implemented yet"), error["evalue"]
+            checked.append(task)
+    assert checked == list(range(1, 9))
+
+
+def test_other_cells_fail_only_with_not_implemented_error(executed):
+    failing = []
+    for index, cell in enumerate(executed.cells):
+        if cell.cell_type != "code" or cell.metadata.get("nbgrader", {}).get("grade"):
+            continue
+        for error in errors(cell):
+            assert error["ename"] == "NotImplementedError", (index, cell.source[:80], error["ename"], error["evalue"])
+            failing.append(index)
+    assert failing, "the untouched notebook should fail where the TODOs are"
+
+
+def test_cells_without_todos_run(executed):
+    """Set-up, data and plotting cells that use no student code must succeed."""
+    for cell in executed.cells:
+        if cell.cell_type == "code" and ("PalindromeDataset(" in cell.source or "plot_lr_schedule" in cell.source):
+            assert not errors(cell), cell.source[:80]
