@@ -53,6 +53,18 @@ def matches(got, expected, atol, rtol):
     return not _worst(got.detach().to(expected.dtype), expected, atol, rtol)[0]
 
 
+def signatures(case, key):
+    """The outputs of known mistakes stored beside an expected output (see tools/make_fixtures.py)."""
+    return case.get("mistakes", {}).get(key)
+
+
+def diagnose(task, what, got, mistakes, atol, rtol):
+    """Fail naming the mistake if got matches the output of a known mistake; otherwise return."""
+    for diagnosis, signature in (mistakes or {}).items():
+        if matches(got, signature, atol, rtol):
+            task.fail(f"{what} is wrong: {diagnosis}")
+
+
 def expect_close(task, what, got, expected, atol, rtol, mistakes=None):
     """Fail unless got matches expected; name a known mistake when got matches one of its signatures.
 
@@ -64,9 +76,7 @@ def expect_close(task, what, got, expected, atol, rtol, mistakes=None):
     too_far, index = _worst(got, expected, atol, rtol)
     if not too_far:
         return
-    for diagnosis, signature in (mistakes or {}).items():
-        if matches(got, signature, atol, rtol):
-            task.fail(f"{what} is wrong: {diagnosis}")
+    diagnose(task, what, got, mistakes, atol, rtol)
     deviation = (got - expected).abs().max().item()
     task.fail(f"{what} differs from the expected values: largest deviation {deviation:.3g} at index {index} "
               f"(got {got[index].item():.6g}, expected {expected[index].item():.6g}; "

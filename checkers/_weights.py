@@ -60,7 +60,8 @@ def block_slots(block, path="", projections=ATTENTION_PROJECTIONS):
 def encoder_blocks(model):
     """The encoder blocks of a classifier, from an nn.Sequential or nn.ModuleList `encoder`."""
     encoder = _child(model, "encoder", nn.Module, "")
-    return list(encoder.children())
+    # iterate rather than .children(), which would hide a block listed twice
+    return list(encoder) if isinstance(encoder, (nn.Sequential, nn.ModuleList)) else list(encoder.children())
 
 
 def classifier_slots(model, projections=ATTENTION_PROJECTIONS):

@@ -1,7 +1,7 @@
 """Task 1: scaled dot-product attention."""
 import torch
 
-from ._compare import expect_close, expect_finite, expect_pair, expect_tensor
+from ._compare import diagnose, expect_close, expect_finite, expect_pair, expect_tensor, matches, signatures
 from ._core import check_function, expect_callable, load_fixture
 
 ATOL, RTOL = 1e-6, 1e-6  # float64 inputs: any correct formulation lands within ~1e-12
@@ -25,12 +25,27 @@ def _run(task, attention_fn, case, dtype=torch.float64, mask=None):
 
 def _expect_case(task, attention_fn, name, case, mask=None):
     res, attention = _run(task, attention_fn, case, mask=mask)
+    if not matches(attention, case["attention"], ATOL, RTOL):
+        diagnose(task, f"attention ({name})", attention, signatures(case, "attention"), ATOL, RTOL)
+        _explain_attention(task, name, attention, case["mask"] if "mask" in case else None)
+    expect_close(task, f"attention ({name})", attention, case["attention"], ATOL, RTOL)
+    expect_close(task, f"res ({name})", res, case["res"], ATOL, RTOL, signatures(case, "res"))
+
+
+def _explain_attention(task, name, attention, mask):
+    """Property checks that name the usual reason when the weights are wrong and no known mistake matched."""
+    if mask is not None:
+        forbidden = (mask == 0).expand_as(attention)
+        if not torch.isfinite(attention).all() or attention[~forbidden].abs().max() == 0:
+            task.fail(f"in case '{name}' the allowed positions get no weight (or NaN): is the mask inverted? "
+                      "mask is nonzero / True where a query MAY attend.")
+        if attention[forbidden].abs().max() > 0:
+            task.fail(f"in case '{name}' positions where the mask is 0 / False get nonzero weight: fill their "
+                      "scores with -inf before the softmax.")
     rows = attention.sum(-1)
     if not torch.allclose(rows, torch.ones_like(rows), atol=1e-6):
         task.fail(f"attention rows should sum to 1 along the last axis (the keys); in case '{name}' a row sums "
                   f"to {rows.flatten()[(rows - 1).abs().argmax()].item():.4f}. Is the softmax over the right axis?")
-    expect_close(task, f"attention ({name})", attention, case["attention"], ATOL, RTOL, case.get("mistakes"))
-    expect_close(task, f"res ({name})", res, case["res"], ATOL, RTOL)
 
 
 def _expect_masked_keys_ignored(task, attention_fn, case):

@@ -2,7 +2,7 @@
 import torch
 import torch.nn as nn
 
-from ._compare import expect_close, expect_tensor
+from ._compare import expect_close, expect_tensor, signatures
 from ._core import check_function, expect_module_class, load_fixture
 from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
 from ._weights import MissingPart, classifier_slots, encoder_blocks
@@ -13,8 +13,10 @@ ATOL, RTOL = 1e-5, 1e-5  # a float32 `pe` table, converted to float64, costs up 
 def expect_structure(task, model, config, name):
     """cls_token learnable of shape (embed_dim,), and num_layers distinct encoder blocks."""
     cls_token = getattr(model, "cls_token", None)
-    if not isinstance(cls_token, nn.Parameter) or not cls_token.requires_grad:
+    if not isinstance(cls_token, nn.Parameter):
         task.fail(f"{name}.cls_token should be a learnable nn.Parameter, found {type(cls_token).__name__}.")
+    if not cls_token.requires_grad:
+        task.fail(f"{name}.cls_token has requires_grad=False: the [CLS] embedding must be learnable.")
     expect_tensor(task, f"{name}.cls_token", cls_token.detach(), (config["embed_dim"],))
     try:
         blocks = encoder_blocks(model)
@@ -33,7 +35,7 @@ def expect_classifier(task, model, case, x, name):
     before = x.clone()
     logits = expect_output(task, f"{name}(x)", task.call(f"{name}.forward", model, x), case["logits"].shape, x.dtype)
     expect_unchanged(task, before, x)
-    expect_close(task, f"{name} logits", logits, case["logits"], ATOL, RTOL, case.get("mistakes"))
+    expect_close(task, f"{name} logits", logits, case["logits"], ATOL, RTOL, signatures(case, "logits"))
     maps = task.call(f"{name}.forward_attention", model.forward_attention, x) if hasattr(model, "forward_attention") \
         else task.fail(f"{name} has no method forward_attention.")
     if not isinstance(maps, (list, tuple)) or len(maps) != len(case["attention"]):

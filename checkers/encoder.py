@@ -2,7 +2,7 @@
 import torch
 import torch.nn as nn
 
-from ._compare import expect_close, expect_tensor
+from ._compare import expect_close, expect_tensor, signatures
 from ._core import check_function, expect_module_class, load_fixture
 from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
 from ._weights import block_slots
@@ -27,12 +27,13 @@ def _loaded_block(task, cls, fixture, case_name, dropout=0.0):
 def _expect_values(task, block, fixture, case_name):
     x, case, what = fixture["x"], fixture["cases"][case_name], f"EncoderBlock (activation=nn.{case_name})"
     outputs = expect_output(task, what, _forward(task, block, x), x.shape, x.dtype)
-    expect_close(task, f"{what} output", outputs, case["outputs"], ATOL, RTOL, case.get("mistakes"))
+    expect_close(task, f"{what} output", outputs, case["outputs"], ATOL, RTOL, signatures(case, "outputs"))
     outputs, attention = expect_output(task, what, _forward(task, block, x, return_attention=True), x.shape, x.dtype, True)
     expect_tensor(task, f"{what} attention", attention, case["attention"].shape, x.dtype)
-    expect_close(task, f"{what} attention", attention, case["attention"], ATOL, RTOL)
+    expect_close(task, f"{what} attention", attention, case["attention"], ATOL, RTOL, signatures(case, "attention"))
     masked = expect_output(task, f"{what} with a mask", _forward(task, block, x, mask=fixture["mask"]), x.shape, x.dtype)
-    expect_close(task, f"{what} output with a causal mask", masked, case["masked_outputs"], ATOL, RTOL)
+    expect_close(task, f"{what} output with a causal mask", masked, case["masked_outputs"], ATOL, RTOL,
+                 signatures(case, "masked_outputs"))
 
 
 def _expect_dropout(task, cls, fixture):

@@ -2,7 +2,7 @@
 import torch
 from functools import partial
 
-from ._compare import expect_close, expect_tensor
+from ._compare import expect_close, expect_tensor, signatures
 from ._core import check_function, expect_module_class, load_fixture
 from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
 from ._weights import LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots
@@ -21,11 +21,11 @@ def _forward(task, module, x, what, **kwargs):
 def _expect_layer(task, module, case, name):
     x = case["x"]
     outputs = expect_output(task, f"{name}(x)", _forward(task, module, x, f"{name}.forward"), x.shape, x.dtype)
-    expect_close(task, f"{name} output", outputs, case["outputs"], ATOL, RTOL, case.get("mistakes"))
+    expect_close(task, f"{name} output", outputs, case["outputs"], ATOL, RTOL, signatures(case, "outputs"))
     result = _forward(task, module, x, f"{name}.forward", return_attention=True)
     _, attention = expect_output(task, name, result, x.shape, x.dtype, with_attention=True)
     expect_tensor(task, f"{name} attention (B, H, L, proj_dim)", attention, case["attention"].shape, x.dtype)
-    expect_close(task, f"{name} attention", attention, case["attention"], ATOL, RTOL)
+    expect_close(task, f"{name} attention", attention, case["attention"], ATOL, RTOL, signatures(case, "attention"))
     inputs = x.clone().requires_grad_(True)
     loss = _forward(task, module, inputs, f"{name}.forward").pow(2).sum()
     expect_gradients_everywhere(task, module, loss, inputs, name)

@@ -1,7 +1,7 @@
 """Task 2: multi-head attention."""
 import torch
 
-from ._compare import expect_close, expect_tensor
+from ._compare import expect_close, expect_tensor, signatures
 from ._core import check_function, expect_module_class, load_fixture
 from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
 from ._weights import attention_slots
@@ -27,8 +27,8 @@ def _expect_heads(task, cls, case, embed_dim, num_heads):
         what = f"MultiheadAttention with {num_heads} heads" + ("" if mask_name == "none" else f", mask {mask_name}")
         outputs, attention = expect_output(task, what, _forward(task, layer, x, expected["mask"]), x.shape, x.dtype, True)
         expect_tensor(task, f"{what}: attention", attention, (batch_size, num_heads, seq_len, seq_len), x.dtype)
-        expect_close(task, f"{what}: attention", attention, expected["attention"], ATOL, RTOL, expected.get("mistakes"))
-        expect_close(task, f"{what}: outputs", outputs, expected["outputs"], ATOL, RTOL, expected.get("mistakes"))
+        expect_close(task, f"{what}: attention", attention, expected["attention"], ATOL, RTOL, signatures(expected, "attention"))
+        expect_close(task, f"{what}: outputs", outputs, expected["outputs"], ATOL, RTOL, signatures(expected, "outputs"))
     return layer
 
 

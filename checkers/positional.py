@@ -2,7 +2,7 @@
 import torch
 import torch.nn as nn
 
-from ._compare import expect_close, expect_tensor
+from ._compare import diagnose, expect_close, expect_tensor, signatures
 from ._core import check_function, expect_module_class, load_fixture
 from ._modules import build, expect_output, expect_unchanged
 
@@ -24,11 +24,12 @@ def _table(task, module, embed_dim, max_len):
     return expect_tensor(task, "`pe`", pe, (1, max_len, embed_dim))
 
 
-def _expect_rows(task, pe, positions, expected):
+def _expect_rows(task, pe, positions, expected, mistakes):
     got = pe[0, positions].double()
     tolerance = ATOL + ATOL_PER_POSITION * positions.double().unsqueeze(1)  # (P, 1)
     bad = (got - expected).abs() > tolerance
     if bad.any():
+        diagnose(task, "`pe`", got, mistakes, tolerance.max().item(), 0.0)
         row, column = bad.nonzero()[0].tolist()
         kind = "sin" if column % 2 == 0 else "cos"
         task.fail(f"pe[0, {positions[row].item()}, {column}] is {got[row, column].item():.6f}, expected "
@@ -44,13 +45,13 @@ def check_task_4(task, PositionalEncoding):
     module = build(task, PositionalEncoding, "PositionalEncoding", long["embed_dim"], long["max_len"],
                    dtype=torch.float32)
     pe = _table(task, module, long["embed_dim"], long["max_len"])
-    _expect_rows(task, pe, long["positions"], long["rows"])
+    _expect_rows(task, pe, long["positions"], long["rows"], signatures(long, "rows"))
     module = build(task, PositionalEncoding, "PositionalEncoding", small["embed_dim"], small["max_len"])
     _expect_rows(task, _table(task, module, small["embed_dim"], small["max_len"]),
-                 torch.arange(small["max_len"]), small["table"])
+                 torch.arange(small["max_len"]), small["table"], signatures(small, "table"))
     x = small["x"].clone()
     outputs = expect_output(task, "PositionalEncoding(x)", task.call("PositionalEncoding.forward", module, x),
                             x.shape, x.dtype)
     expect_unchanged(task, small["x"], x)
-    expect_close(task, "PositionalEncoding(x)", outputs, small["outputs"], 1e-6, 1e-6)
+    expect_close(task, "PositionalEncoding(x)", outputs, small["outputs"], 1e-6, 1e-6, signatures(small, "outputs"))
     task.passed("the sin/cos table, its buffer registration and x + pe[:, :L] are right.")

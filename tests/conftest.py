@@ -7,7 +7,7 @@ import sys
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests import their helper modules (mutants)
+sys.path.insert(0, str(ROOT / "tools"))  # the planted mistakes live with the instructor tools
 
 
 def _load_tool(name):

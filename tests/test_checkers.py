@@ -5,7 +5,7 @@ import torch.nn as nn
 
 import checkers
 from checkers import CheckFailure
-from mutants import MUTANTS
+from mistakes import MUTANTS
 
 STUDENT_OBJECTS = {
     1: ("scaled_softmax_attention",),

@@ -20,9 +20,14 @@ sys.path.insert(0, str(ROOT))  # this script runs from a checkout, before or wit
 
 from checkers._weights import LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "tools"))
+from mistakes import MUTANTS  # noqa: E402
+
 NOTEBOOK = ROOT / "solutions" / "transformer" / "transformer.ipynb"
 FIXTURES = ROOT / "checkers" / "fixtures"
 REFERENCE_TASKS = ("task_1_", "task_2_", "task_3_", "task_4_", "task_5_", "task_7_")
+# Fixture entries holding outputs; a mistake's differing output is stored beside them under "mistakes".
+OUTPUT_KEYS = ("res", "attention", "outputs", "masked_outputs", "logits", "rows", "table")
 
 
 def reference_source(notebook=NOTEBOOK):
@@ -185,15 +190,44 @@ BUILDERS = {1: attention_fixture, 2: multihead_fixture, 3: encoder_fixture, 4: p
             5: classifier_fixture, 7: linformer_fixture}
 
 
+def build_fixture(task, namespace):
+    """The fixture of one task from a namespace; fixed seeds make every run draw the same inputs."""
+    generator = torch.Generator().manual_seed(1000 + task)
+    torch.manual_seed(task)  # module constructors draw from the global generator
+    with torch.no_grad():
+        return BUILDERS[task](namespace, generator)
+
+
+def graft_mistake(right, wrong, diagnosis):
+    """Store each output of the mistaken run that differs from the correct one, keyed by its diagnosis."""
+    for key, value in list(right.items()):
+        other = wrong.get(key) if isinstance(wrong, dict) else None
+        if isinstance(value, dict) and key != "mistakes" and isinstance(other, dict):
+            graft_mistake(value, other, diagnosis)
+        elif key in OUTPUT_KEYS and isinstance(other, torch.Tensor) and other.shape == value.shape \
+                and torch.isfinite(other).all() and not torch.allclose(other, value, atol=1e-6):
+            right.setdefault("mistakes", {}).setdefault(key, {})[diagnosis] = other
+
+
+def add_mistakes(task, fixture, source):
+    """Run every diagnosed mistake of this task on the same inputs and weights as the correct run."""
+    for mutant in (m for m in MUTANTS if m.task == task and m.diagnosis):
+        try:
+            wrong = build_fixture(task, load_reference(mutant.apply(source)))
+        except Exception:  # noqa: BLE001 -- a mistake that crashes here has no output to recognise
+            continue
+        graft_mistake(fixture, wrong, mutant.diagnosis)
+    return fixture
+
+
 def main(folder=FIXTURES):
     torch.set_default_dtype(torch.float64)  # expected values in float64, so tolerances measure the student
-    reference = load_reference()
+    torch.set_num_threads(1)  # seen: multi-threaded float64 sin differed in the last bits between runs
+    source = reference_source()
+    reference = load_reference(source)
     folder.mkdir(exist_ok=True)
-    for task, build in BUILDERS.items():
-        generator = torch.Generator().manual_seed(1000 + task)
-        torch.manual_seed(task)  # module constructors draw from the global generator
-        with torch.no_grad():
-            save(folder, f"task_{task}", build(reference, generator))
+    for task in BUILDERS:
+        save(folder, f"task_{task}", add_mistakes(task, build_fixture(task, reference), source))
         print(f"wrote {folder / f'task_{task}.pt'}")
 
 

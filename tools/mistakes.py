@@ -1,7 +1,10 @@
-"""Planted mistakes: each mutant edits the reference source (from the solution notebook) in a few places.
+"""Known student mistakes, each written as a few edits of the reference source (the solution notebook).
 
-Deriving wrong implementations from the one reference keeps tests free of hand-kept copies; a
-mutation whose target text disappears from the notebook fails loudly, so the list cannot rot.
+Two users: `make fixtures` runs each mistake on the fixture inputs and stores its output beside
+the correct one, so a checker can name the mistake when a student's output matches it; and the
+tests plant every mistake and require its checker to fail. Deriving the mistakes from the one
+reference keeps both free of hand-kept copies; an edit whose target text disappears from the
+notebook fails loudly, so the list cannot rot. Instructor-side only: never shipped to students.
 """
 from dataclasses import dataclass
 
@@ -11,6 +14,7 @@ class Mutant:
     task: int
     name: str
     edits: tuple  # ((old, new), ...) applied to the reference source in order
+    diagnosis: str = ""  # what a checker says when a student's output matches this mistake
 
     def apply(self, source):
         for old, new in self.edits:
@@ -104,3 +108,43 @@ MUTANTS = [
     Mutant(7, "projection along the feature axis",
            (("key = self.e_proj(key).transpose(-2, -1)", "key = self.e_proj(key.transpose(-2, -1).reshape(batch_size, -1, seq_len)).reshape(key.shape[0], key.shape[1], -1, key.shape[2])"),)),
 ]
+
+# What a checker tells the student when the output matches the mistake (one sentence, with the fix).
+DIAGNOSES = {
+    (1, "no scaling"): "your weights equal softmax(QKᵀ): divide the scores by √D, with D = query.size(-1).",
+    (1, "scaled by d"): "your weights equal softmax(QKᵀ/D): divide by √D, not by D.",
+    (1, "scaled by d/2"): "your weights equal softmax(QKᵀ/(D/2)): in Python `D**1/2` is D/2; write `D ** 0.5` or math.sqrt(D).",
+    (1, "scaled by the sequence length"): "your scores are divided by √L_k, the number of keys; divide by √D, the feature size query.size(-1).",
+    (1, "softmax over the queries"): "your softmax runs over the queries (dim=-2); it must run over the keys, the last axis.",
+    (1, "mask ignored"): "the mask has no effect: set the scores to -inf where mask is 0 / False, before the softmax.",
+    (1, "mask applied after the softmax"): "the mask is applied after the softmax, so rows no longer sum to 1: fill the masked scores with -inf before it.",
+    (2, "heads split without the transpose"): "the heads are split with a view straight to (B, H, L, head_dim): view as (B, L, H, head_dim), then transpose(1, 2).",
+    (2, "heads merged without the transpose"): "the heads are merged without transposing back: transpose (B, H, L, head_dim) to (B, L, H, head_dim) before reshaping to (B, L, D).",
+    (2, "no output projection"): "the output projection is missing: apply o_proj to the merged heads.",
+    (2, "scaled by the full embedding width"): "the scores are scaled by √embed_dim; each head must scale by √head_dim (call your attention on the per-head tensors).",
+    (2, "query and key projections swapped"): "a projection feeds the wrong role: queries come from q_proj, keys from k_proj, values from v_proj.",
+    (2, "attention averaged over heads"): "the returned attention is averaged over the heads: return each head's weights, shape (B, H, L, L).",
+    (2, "(B, L, L) mask without a head axis"): "a (B, L, L) mask must get a head axis, mask.unsqueeze(1) -> (B, 1, L, L), or it broadcasts against the wrong dimension.",
+    (3, "pre-norm instead of post-norm"): "this is the pre-norm layout (LayerNorm before each sub-layer); the task asks for post-norm: x = norm1(x + dropout(attention(x))).",
+    (3, "no residual around attention"): "the residual connection around attention is missing: norm1(x + dropout(attention(x))).",
+    (3, "no residual around the feed-forward network"): "the residual connection around the feed-forward network is missing: norm2(x + dropout(feedforward(x))).",
+    (3, "one LayerNorm reused"): "norm1 is used for both sub-layers; the feed-forward sub-layer needs its own norm2.",
+    (3, "second LayerNorm missing"): "the LayerNorm after the feed-forward sub-layer (norm2) is missing.",
+    (3, "activation argument ignored"): "the feed-forward network ignores the `activation` argument: build it with activation(), not a fixed nn.ReLU().",
+    (3, "dropout active in eval mode"): "dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off under .eval().",
+    (3, "feed-forward applied to the block input"): "the feed-forward network reads the block's input; it must read the output of the attention sub-layer.",
+    (3, "mask not passed to attention"): "the mask is not passed on to the attention.",
+    (4, "sin and cos swapped"): "sin and cos are swapped: even columns (2i) hold sin, odd columns (2i+1) hold cos.",
+    (4, "halves concatenated instead of interleaved"): "sines and cosines are concatenated in two halves; interleave them: pe[:, 0::2] = sin, pe[:, 1::2] = cos.",
+    (4, "wrong base"): "the frequencies use the wrong base: the angle is pos / 10000^(2i/D).",
+    (4, "exponent i/D instead of 2i/D"): "the exponent is off: the angle is pos / 10000^(2i/D), where 2i is the even column index.",
+    (4, "multiplied instead of added"): "pe is multiplied with x; add it: x + pe[:, :L].",
+    (4, "positions start at 1"): "the positions start at 1; the first position is 0.",
+    (5, "no positional encoding"): "no positional encoding is added to the embedded sequence, so the model cannot tell positions apart.",
+    (5, "[CLS] read from the last position"): "the logits are read from the last position; read position 0, where [CLS] was prepended.",
+    (5, "mean pooling instead of [CLS]"): "the logits come from the mean over all positions; classify the [CLS] output hidden[:, 0] only.",
+    (7, "E reused for the values"): "the values are compressed with e_proj; use f_proj (F) for the values, e_proj (E) for the keys.",
+    (7, "no scaling"): "the scores are not divided by √head_dim.",
+    (7, "softmax over the queries"): "the softmax runs over the queries (dim=-2); it must run over the proj_dim compressed keys, the last axis.",
+}
+MUTANTS = [Mutant(m.task, m.name, m.edits, DIAGNOSES.get((m.task, m.name), "")) for m in MUTANTS]
