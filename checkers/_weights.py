@@ -53,7 +53,8 @@ def block_slots(block, path="", projections=ATTENTION_PROJECTIONS):
     slots.update(_linear(last, f"{path}feedforward.out"))
     for name in ("norm1", "norm2"):
         norm = _child(block, name, nn.LayerNorm, path)
-        slots.update({f"{path}{name}.weight": norm.weight, f"{path}{name}.bias": norm.bias})
+        slots.update({f"{path}{name}.{key}": value for key, value in (("weight", norm.weight), ("bias", norm.bias))
+                      if value is not None})  # elementwise_affine=False leaves none: load() names the gap
     return slots
 
 

@@ -2,9 +2,17 @@
 import torch
 
 from ._compare import diagnose, expect_close, expect_finite, expect_pair, expect_tensor, matches, signatures
-from ._core import check_function, expect_callable, load_fixture
+from ._core import CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture
 
 ATOL, RTOL = 1e-6, 1e-6  # float64 inputs: any correct formulation lands within ~1e-12
+# What the property checks below say; tools/mistakes.py quotes them as the diagnoses of its planted mistakes.
+RES_FROM_KEY = "res takes its last axis from `key` instead of `value`: compute res = attention @ value."
+BATCHED = ("`.T` reverses all axes of a batched tensor: transpose only the last two, key.transpose(-2, -1), and "
+           "multiply with @ or torch.matmul, which broadcast over the leading axes.")
+MASK_INVERTED = ("the mask looks inverted: mask is nonzero / True where a query MAY attend, so fill the scores with "
+                 "-inf where mask == 0.")
+OVERFLOW = ("the softmax overflows for large scores: subtract each row's maximum before exp(), or use "
+            "torch.softmax(scores, dim=-1).")
 
 
 def _run(task, attention_fn, case, dtype=torch.float64, mask=None):
@@ -15,6 +23,9 @@ def _run(task, attention_fn, case, dtype=torch.float64, mask=None):
     result = task.call("scaled_softmax_attention(query, key, value" + (", mask)" if mask is not None else ")"),
                        attention_fn, *args)
     res, attention = expect_pair(task, "scaled_softmax_attention", result, "(res, attention)")
+    if isinstance(res, torch.Tensor) and res.shape[:-1] == case["res"].shape[:-1] \
+            and res.size(-1) == inputs["key"].size(-1) != inputs["value"].size(-1):
+        task.fail(f"res has shape {tuple(res.shape)}, expected {tuple(case['res'].shape)}: {RES_FROM_KEY}")
     expect_tensor(task, "res", res, case["res"].shape, dtype)
     expect_tensor(task, "attention", attention, case["attention"].shape, dtype)
     for name, tensor in inputs.items():
@@ -24,12 +35,33 @@ def _run(task, attention_fn, case, dtype=torch.float64, mask=None):
 
 
 def _expect_case(task, attention_fn, name, case, mask=None):
-    res, attention = _run(task, attention_fn, case, mask=mask)
+    try:
+        res, attention = _run(task, attention_fn, case, mask=mask)
+    except NotImplementedYet:
+        raise
+    except CheckFailure:
+        _explain_batched(task, attention_fn, name, case)
+        raise
     if not matches(attention, case["attention"], ATOL, RTOL):
         diagnose(task, f"attention ({name})", attention, signatures(case, "attention"), ATOL, RTOL)
+        _explain_batched(task, attention_fn, name, case)
         _explain_attention(task, name, attention, case["mask"] if "mask" in case else None)
     expect_close(task, f"attention ({name})", attention, case["attention"], ATOL, RTOL)
     expect_close(task, f"res ({name})", res, case["res"], ATOL, RTOL, signatures(case, "res"))
+
+
+def _explain_batched(task, attention_fn, name, case):
+    """Fail naming `.T` (or torch.mm) when a batched case is wrong but its first 2-D slice is right."""
+    if case["query"].dim() <= 2 or "mask" in case:
+        return
+    first = (0,) * (case["query"].dim() - 2)
+    try:
+        res, attention = attention_fn(*(case[key][first] for key in ("query", "key", "value")))
+        right = matches(res, case["res"][first], ATOL, RTOL) and matches(attention, case["attention"][first], ATOL, RTOL)
+    except Exception:  # noqa: BLE001 -- only a probe: the caller reports the failure itself
+        return
+    if right:
+        task.fail(f"in case '{name}' the result is right for 2-D inputs but not for batched ones: {BATCHED}")
 
 
 def _explain_attention(task, name, attention, mask):
@@ -37,11 +69,11 @@ def _explain_attention(task, name, attention, mask):
     if mask is not None:
         forbidden = (mask == 0).expand_as(attention)
         if not torch.isfinite(attention).all() or attention[~forbidden].abs().max() == 0:
-            task.fail(f"in case '{name}' the allowed positions get no weight (or NaN): is the mask inverted? "
-                      "mask is nonzero / True where a query MAY attend.")
+            task.fail(f"in case '{name}' the allowed positions get no weight (or NaN): {MASK_INVERTED}")
         if attention[forbidden].abs().max() > 0:
             task.fail(f"in case '{name}' positions where the mask is 0 / False get nonzero weight: fill their "
                       "scores with -inf before the softmax.")
+    expect_finite(task, f"attention ({name})", attention)
     rows = attention.sum(-1)
     if not torch.allclose(rows, torch.ones_like(rows), atol=1e-6):
         task.fail(f"attention rows should sum to 1 along the last axis (the keys); in case '{name}' a row sums "
@@ -77,7 +109,8 @@ def check_task_1(task, scaled_softmax_attention):
     _expect_case(task, scaled_softmax_attention, "random_mask given as 0/1 floats", fixture["random_mask"], float_mask)
     _expect_masked_keys_ignored(task, scaled_softmax_attention, fixture["padding_mask"])
     res, attention = _run(task, scaled_softmax_attention, fixture["large_logits"], dtype=torch.float32)
-    expect_finite(task, "attention for large scores (float32)", attention)
+    if not torch.isfinite(attention).all():
+        task.fail(f"attention for large scores (float32) contains NaN or inf: {OVERFLOW}")
     expect_close(task, "attention for large scores (float32)", attention, fixture["large_logits"]["attention"], 1e-3, 1e-3)
     _expect_gradients(task, scaled_softmax_attention, fixture["batched"])
     task.passed("shapes, values, masks (bool and 0/1), large scores and gradients are right.")

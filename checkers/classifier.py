@@ -2,12 +2,14 @@
 import torch
 import torch.nn as nn
 
-from ._compare import expect_close, expect_tensor, signatures
+from ._compare import diagnose, expect_close, expect_tensor, matches, signatures
 from ._core import check_function, expect_module_class, load_fixture
 from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
 from ._weights import MissingPart, classifier_slots, encoder_blocks
 
 ATOL, RTOL = 1e-5, 1e-5  # a float32 `pe` table, converted to float64, costs up to ~1e-6 here
+CLS_NOT_PREPENDED = ("[CLS] is not prepended: the encoder sees L positions instead of L + 1; put cls_token in front "
+                     "of the embedded tokens with torch.cat([cls, tokens], dim=1), do not add it to them.")
 
 
 def expect_structure(task, model, config, name):
@@ -17,7 +19,8 @@ def expect_structure(task, model, config, name):
         task.fail(f"{name}.cls_token should be a learnable nn.Parameter, found {type(cls_token).__name__}.")
     if not cls_token.requires_grad:
         task.fail(f"{name}.cls_token has requires_grad=False: the [CLS] embedding must be learnable.")
-    expect_tensor(task, f"{name}.cls_token", cls_token.detach(), (config["embed_dim"],))
+    if tuple(cls_token.detach().squeeze().shape) != (config["embed_dim"],):  # (D,), or as (1, 1, D)
+        expect_tensor(task, f"{name}.cls_token", cls_token.detach(), (config["embed_dim"],))
     try:
         blocks = encoder_blocks(model)
     except MissingPart as missing:
@@ -35,7 +38,10 @@ def expect_classifier(task, model, case, x, name):
     before = x.clone()
     logits = expect_output(task, f"{name}(x)", task.call(f"{name}.forward", model, x), case["logits"].shape, x.dtype)
     expect_unchanged(task, before, x)
-    expect_close(task, f"{name} logits", logits, case["logits"], ATOL, RTOL, signatures(case, "logits"))
+    if not matches(logits, case["logits"], ATOL, RTOL):
+        diagnose(task, f"{name} logits", logits, signatures(case, "logits"), ATOL, RTOL)
+        _explain_logits(task, model, x, name)
+    expect_close(task, f"{name} logits", logits, case["logits"], ATOL, RTOL)
     maps = task.call(f"{name}.forward_attention", model.forward_attention, x) if hasattr(model, "forward_attention") \
         else task.fail(f"{name} has no method forward_attention.")
     if not isinstance(maps, (list, tuple)) or len(maps) != len(case["attention"]):
@@ -51,6 +57,19 @@ def expect_classifier(task, model, case, x, name):
     _expect_cls_token_used(task, model, x, logits, name)
     inputs = x.clone().requires_grad_(True)
     expect_gradients_everywhere(task, model, task.call(f"{name}.forward", model, inputs).pow(2).sum(), inputs, name)
+
+
+def _explain_logits(task, model, x, name):
+    """Fail naming a [CLS] token added rather than prepended, seen in the length of embed(x) or of the maps."""
+    def length(method):
+        try:
+            result = getattr(model, method)(x)
+            return (result[0] if method == "forward_attention" else result).size(-2)
+        except Exception:  # noqa: BLE001 -- only a probe: the caller reports the wrong logits itself
+            return None
+
+    if x.size(1) in (length("embed"), length("forward_attention")):
+        task.fail(f"{name}: {CLS_NOT_PREPENDED}")
 
 
 def _expect_cls_token_used(task, model, x, logits, name):

@@ -8,6 +8,8 @@ from ._modules import build, expect_gradients_everywhere, expect_output, expect_
 from ._weights import block_slots
 
 ATOL, RTOL = 1e-6, 1e-6
+DROPOUT_IN_EVAL = ("dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
+                   "under .eval().")
 
 
 def _forward(task, block, x, what="EncoderBlock.forward", **kwargs):
@@ -39,6 +41,8 @@ def _expect_values(task, block, fixture, case_name):
 def _expect_dropout(task, cls, fixture):
     block = _loaded_block(task, cls, fixture, "ReLU", dropout=0.5)
     x = fixture["x"]
+    if not torch.equal(_forward(task, block, x), _forward(task, block, x)):
+        task.fail(f"EncoderBlock(dropout=0.5) gave two different outputs for one input in eval mode: {DROPOUT_IN_EVAL}")
     expect_close(task, "EncoderBlock(dropout=0.5) in eval mode (dropout must be off)", _forward(task, block, x),
                  fixture["cases"]["ReLU"]["outputs"], ATOL, RTOL)
     block.train()

@@ -1,12 +1,14 @@
 """Task 2: multi-head attention."""
 import torch
 
-from ._compare import expect_close, expect_tensor, signatures
+from ._compare import expect_close, expect_tensor, matches, signatures
 from ._core import check_function, expect_module_class, load_fixture
 from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
 from ._weights import attention_slots
 
 ATOL, RTOL = 1e-6, 1e-6
+HEAD_AXIS_MISSING = ("a (B, L, L) mask must get a head axis, mask.unsqueeze(1) -> (B, 1, L, L), or it broadcasts "
+                     "against the wrong dimension.")
 
 
 def _forward(task, layer, x, mask=None, return_attention=True, what="MultiheadAttention.forward"):
@@ -25,11 +27,23 @@ def _expect_heads(task, cls, case, embed_dim, num_heads):
     expect_output(task, "MultiheadAttention(x)", plain, x.shape, x.dtype)
     for mask_name, expected in case["masks"].items():
         what = f"MultiheadAttention with {num_heads} heads" + ("" if mask_name == "none" else f", mask {mask_name}")
+        if mask_name == "(B, L, L)" and not _right(layer, x, expected["mask"], expected) \
+                and _right(layer, x, expected["mask"].unsqueeze(1), expected):
+            task.fail(f"{what}: {HEAD_AXIS_MISSING}")
         outputs, attention = expect_output(task, what, _forward(task, layer, x, expected["mask"]), x.shape, x.dtype, True)
         expect_tensor(task, f"{what}: attention", attention, (batch_size, num_heads, seq_len, seq_len), x.dtype)
         expect_close(task, f"{what}: attention", attention, expected["attention"], ATOL, RTOL, signatures(expected, "attention"))
         expect_close(task, f"{what}: outputs", outputs, expected["outputs"], ATOL, RTOL, signatures(expected, "outputs"))
     return layer
+
+
+def _right(layer, x, mask, expected):
+    """Whether the layer gives the expected outputs and attention with this mask (any error: no)."""
+    try:
+        outputs, attention = layer(x, mask=mask, return_attention=True)
+        return matches(outputs, expected["outputs"], ATOL, RTOL) and matches(attention, expected["attention"], ATOL, RTOL)
+    except Exception:  # noqa: BLE001 -- only a probe: the checks that follow report the error itself
+        return False
 
 
 def _expect_batch_independent(task, layer, x):

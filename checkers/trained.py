@@ -1,4 +1,6 @@
 """Tasks 6 and 8: the trained classifiers, evaluated on palindromes the checker draws itself."""
+import inspect
+
 import torch
 import torch.nn as nn
 
@@ -11,6 +13,9 @@ from ._core import check_function
 CHECK_SEED = 31337  # never the seed of the notebook's training or validation data
 CHECK_SIZE = 2000
 TARGET_ACCURACY = 0.95
+# Lengths the check can draw data for: shorter ones have palindromes (e.g. "aaa") that no shuffle turns into
+# a non-palindrome, so drawing the negatives would never end; longer ones would take minutes and gigabytes.
+MIN_SEQ_LEN, MAX_SEQ_LEN = 16, 512
 
 
 def _model_device(model):
@@ -30,7 +35,7 @@ def _predict(task, model, inputs, name):
     finally:
         model.train(was_training)
     logits = task.call(f"joining the batches of {name}(x)", torch.cat, outputs)
-    if logits.dim() != 2 or logits.size(0) != len(inputs):
+    if logits.dim() != 2 or logits.size(0) != len(inputs) or logits.size(1) == 0:
         task.fail(f"{name}(x) should return logits of shape (batch_size, num_classes), got {tuple(outputs[0].shape)}.")
     expect_finite(task, f"{name}(x)", logits)
     return predictions(logits)
@@ -40,8 +45,13 @@ def expect_accuracy(task, model, seq_len, name):
     """Fail unless model classifies fresh palindromes of length seq_len with accuracy >= 95%."""
     if model is None:
         task.fail(f"got None instead of the trained {name}: build and train it in the cells above.")
+    if inspect.isclass(model):
+        task.fail(f"got the class {model.__name__}, not a trained model: pass the model object you trained.")
     if not isinstance(model, nn.Module):
         task.fail(f"expected the trained {name} (an nn.Module), got {type(model).__name__}.")
+    if not isinstance(seq_len, int) or not MIN_SEQ_LEN <= seq_len <= MAX_SEQ_LEN:
+        task.fail(f"the {name} is built for sequences of length {seq_len}; the check evaluates lengths "
+                  f"{MIN_SEQ_LEN} to {MAX_SEQ_LEN}: build and train it for SEQ_LEN = {DEFAULT_SEQ_LEN}.")
     data = PalindromeDataset(CHECK_SIZE, seq_len, seed=CHECK_SEED)
     inputs = torch.nn.functional.one_hot(data.tokens, data.vocab_size).float()  # (N, L, vocab_size)
     predicted = _predict(task, model, inputs, name)

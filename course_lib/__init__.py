@@ -1,4 +1,5 @@
 """Shared utilities of the Transformer workbook: data, training, schedules, plots and measurement."""
+from . import defaults
 from .data import ALPHABET, VOCAB_SIZE, PalindromeDataset
 from .device import get_device, seed_everything
 from .measure import Measurement, measure
@@ -10,7 +11,7 @@ from .schedule import WarmupCosineSchedule, warmup_cosine_factor
 from .training import History, evaluate, stop_at_accuracy, train
 
 __all__ = [
-    "ALPHABET", "VOCAB_SIZE", "PalindromeDataset", "get_device", "seed_everything", "Measurement", "measure",
+    "defaults", "ALPHABET", "VOCAB_SIZE", "PalindromeDataset", "get_device", "seed_everything", "Measurement", "measure",
     "accuracy", "classification_loss", "LiveCurves", "plot_attention_maps", "plot_explained_variance",
     "plot_history", "plot_lr_schedule", "plot_positional_encoding", "plot_scaling", "measure_attention_scaling",
     "WarmupCosineSchedule", "warmup_cosine_factor", "History", "evaluate", "stop_at_accuracy", "train",

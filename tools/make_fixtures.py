@@ -198,8 +198,17 @@ def build_fixture(task, namespace):
         return BUILDERS[task](namespace, generator)
 
 
+def same_weights(right, wrong):
+    """Whether both runs used the same weights: a mistake that changes them (say, one block shared by all
+    layers) draws other random values, and its outputs then describe weights no student module is loaded with."""
+    mine, theirs = right.get("weights", {}), wrong.get("weights", {})
+    return mine.keys() == theirs.keys() and all(torch.equal(mine[key], theirs[key]) for key in mine)
+
+
 def graft_mistake(right, wrong, diagnosis):
     """Store each output of the mistaken run that differs from the correct one, keyed by its diagnosis."""
+    if not same_weights(right, wrong):
+        return
     for key, value in list(right.items()):
         other = wrong.get(key) if isinstance(wrong, dict) else None
         if isinstance(value, dict) and key != "mistakes" and isinstance(other, dict):

@@ -8,6 +8,14 @@ notebook fails loudly, so the list cannot rot. Instructor-side only: never shipp
 """
 from dataclasses import dataclass
 
+# Sentences of the checkers' property checks (for mistakes whose output cannot be stored: a crash, NaN,
+# randomness, a wrong shape): quoted, not copied, so a mistake's diagnosis is what its checker really says.
+from checkers.attention import BATCHED, MASK_INVERTED, OVERFLOW, RES_FROM_KEY
+from checkers.classifier import CLS_NOT_PREPENDED
+from checkers.encoder import DROPOUT_IN_EVAL
+from checkers.linformer import NOT_LINFORMER, QUERIES_PROJECTED
+from checkers.multihead import HEAD_AXIS_MISSING
+
 
 @dataclass(frozen=True)
 class Mutant:
@@ -116,22 +124,26 @@ DIAGNOSES = {
     (1, "scaled by d/2"): "your weights equal softmax(QKᵀ/(D/2)): in Python `D**1/2` is D/2; write `D ** 0.5` or math.sqrt(D).",
     (1, "scaled by the sequence length"): "your scores are divided by √L_k, the number of keys; divide by √D, the feature size query.size(-1).",
     (1, "softmax over the queries"): "your softmax runs over the queries (dim=-2); it must run over the keys, the last axis.",
+    (1, "mask inverted"): MASK_INVERTED,
     (1, "mask ignored"): "the mask has no effect: set the scores to -inf where mask is 0 / False, before the softmax.",
     (1, "mask applied after the softmax"): "the mask is applied after the softmax, so rows no longer sum to 1: fill the masked scores with -inf before it.",
+    (1, "value replaced by key"): RES_FROM_KEY,
+    (1, "unstable softmax"): OVERFLOW,
+    (1, ".T on batched input"): BATCHED,
     (2, "heads split without the transpose"): "the heads are split with a view straight to (B, H, L, head_dim): view as (B, L, H, head_dim), then transpose(1, 2).",
     (2, "heads merged without the transpose"): "the heads are merged without transposing back: transpose (B, H, L, head_dim) to (B, L, H, head_dim) before reshaping to (B, L, D).",
     (2, "no output projection"): "the output projection is missing: apply o_proj to the merged heads.",
     (2, "scaled by the full embedding width"): "the scores are scaled by √embed_dim; each head must scale by √head_dim (call your attention on the per-head tensors).",
     (2, "query and key projections swapped"): "a projection feeds the wrong role: queries come from q_proj, keys from k_proj, values from v_proj.",
     (2, "attention averaged over heads"): "the returned attention is averaged over the heads: return each head's weights, shape (B, H, L, L).",
-    (2, "(B, L, L) mask without a head axis"): "a (B, L, L) mask must get a head axis, mask.unsqueeze(1) -> (B, 1, L, L), or it broadcasts against the wrong dimension.",
+    (2, "(B, L, L) mask without a head axis"): HEAD_AXIS_MISSING,
     (3, "pre-norm instead of post-norm"): "this is the pre-norm layout (LayerNorm before each sub-layer); the task asks for post-norm: x = norm1(x + dropout(attention(x))).",
     (3, "no residual around attention"): "the residual connection around attention is missing: norm1(x + dropout(attention(x))).",
     (3, "no residual around the feed-forward network"): "the residual connection around the feed-forward network is missing: norm2(x + dropout(feedforward(x))).",
     (3, "one LayerNorm reused"): "norm1 is used for both sub-layers; the feed-forward sub-layer needs its own norm2.",
     (3, "second LayerNorm missing"): "the LayerNorm after the feed-forward sub-layer (norm2) is missing.",
     (3, "activation argument ignored"): "the feed-forward network ignores the `activation` argument: build it with activation(), not a fixed nn.ReLU().",
-    (3, "dropout active in eval mode"): "dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off under .eval().",
+    (3, "dropout active in eval mode"): DROPOUT_IN_EVAL,
     (3, "feed-forward applied to the block input"): "the feed-forward network reads the block's input; it must read the output of the attention sub-layer.",
     (3, "mask not passed to attention"): "the mask is not passed on to the attention.",
     (4, "sin and cos swapped"): "sin and cos are swapped: even columns (2i) hold sin, odd columns (2i+1) hold cos.",
@@ -140,11 +152,20 @@ DIAGNOSES = {
     (4, "exponent i/D instead of 2i/D"): "the exponent is off: the angle is pos / 10000^(2i/D), where 2i is the even column index.",
     (4, "multiplied instead of added"): "pe is multiplied with x; add it: x + pe[:, :L].",
     (4, "positions start at 1"): "the positions start at 1; the first position is 0.",
+    (4, "added in place"): "forward modified its input `x` in place (e.g. `x += ...`); build a new tensor instead.",
+    (4, "trainable pe"): "`pe` is trainable; the sinusoidal table is fixed: register it as a buffer, not an nn.Parameter.",
     (5, "no positional encoding"): "no positional encoding is added to the embedded sequence, so the model cannot tell positions apart.",
     (5, "[CLS] read from the last position"): "the logits are read from the last position; read position 0, where [CLS] was prepended.",
     (5, "mean pooling instead of [CLS]"): "the logits come from the mean over all positions; classify the [CLS] output hidden[:, 0] only.",
+    (5, "[CLS] summed instead of prepended"): CLS_NOT_PREPENDED,
+    (5, "[CLS] not learnable"): "cls_token has requires_grad=False: the [CLS] embedding must be learnable.",
+    (5, "one block reused for every layer"): "encoder repeats the same block object: create a new block for every layer (a list comprehension), or the layers share their weights.",
+    (5, "attention maps of the last layer only"): "forward_attention should return a list with one attention tensor per encoder block",
     (7, "E reused for the values"): "the values are compressed with e_proj; use f_proj (F) for the values, e_proj (E) for the keys.",
     (7, "no scaling"): "the scores are not divided by √head_dim.",
     (7, "softmax over the queries"): "the softmax runs over the queries (dim=-2); it must run over the proj_dim compressed keys, the last axis.",
+    (7, "queries projected along the sequence too"): QUERIES_PROJECTED,
+    (7, "full attention left in place"): NOT_LINFORMER,
+    (7, "projection along the feature axis"): "E and F must mix the L positions of each feature: lay the keys and values out as (B, H, head_dim, L) with permute or transpose (a reshape scrambles them), apply e_proj / f_proj, then transpose back to (B, H, proj_dim, head_dim).",
 }
 MUTANTS = [Mutant(m.task, m.name, m.edits, DIAGNOSES.get((m.task, m.name), "")) for m in MUTANTS]
