@@ -24,6 +24,8 @@ def expect_tensor(task, what, value, shape=None, dtype=None):
 
 def expect_pair(task, what, value, names):
     """Fail unless value is a tuple of two items (e.g. (res, attention))."""
+    if value is None:
+        task.fail(f"{what} returned None: is the `return {names.strip('()')}` line missing?")
     if isinstance(value, torch.Tensor):
         task.fail(f"{what} returned a single tensor; it should return a tuple {names}.")
     if not isinstance(value, (tuple, list)) or len(value) != 2:

@@ -108,6 +108,8 @@ def default_dtype(dtype):
 
 def describe_object(obj):
     """`type repr` of a student object, on one short line (a broken __repr__ included)."""
+    if inspect.isfunction(obj) or inspect.ismethod(obj):
+        return f"the function {obj.__name__}"
     try:
         text = one_line(repr(obj), 60)
     except Exception:  # noqa: BLE001 -- a student's __repr__ may raise

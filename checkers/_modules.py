@@ -111,13 +111,17 @@ def expect_unchanged(task, before, after, name="x"):
         task.fail(f"forward modified its input `{name}` in place (e.g. `x += ...`); build a new tensor instead.")
 
 
-def expect_output(task, what, result, shape, dtype, with_attention=False):
-    """Check a module's output: a tensor, or (tensor, attention) when return_attention=True."""
+def expect_output(task, what, result, shape, dtype, with_attention=False, attention_api=True):
+    """Check a module's output: a tensor, or (tensor, attention) when return_attention=True.
+
+    attention_api: whether the module has a return_attention argument (the messages mention it).
+    """
     if with_attention:
         if isinstance(result, torch.Tensor) or not isinstance(result, (tuple, list)) or len(result) != 2:
             task.fail(f"{what} with return_attention=True should return (outputs, attention).")
         expect_tensor(task, f"{what} outputs", result[0], shape, dtype)
         return result
     if isinstance(result, (tuple, list)):
-        task.fail(f"{what} should return only the outputs tensor unless return_attention=True, got a tuple.")
+        when = " unless return_attention=True" if attention_api else ""
+        task.fail(f"{what} should return only the outputs tensor{when}, got a {type(result).__name__}.")
     return expect_tensor(task, f"{what} output", result, shape, dtype)

@@ -57,7 +57,8 @@ def _explain_batched(task, attention_fn, name, case):
     first = (0,) * (case["query"].dim() - 2)
     try:
         res, attention = attention_fn(*(case[key][first] for key in ("query", "key", "value")))
-        right = matches(res, case["res"][first], ATOL, RTOL) and matches(attention, case["attention"][first], ATOL, RTOL)
+        right = matches(res, case["res"][first], ATOL, RTOL) \
+            and matches(attention, case["attention"][first], ATOL, RTOL)
     except Exception:  # noqa: BLE001 -- only a probe: the caller reports the failure itself
         return
     if right:

@@ -34,29 +34,46 @@ def expect_structure(task, model, config, name):
 
 def expect_classifier(task, model, case, x, name):
     """Logits and attention maps against the fixture, then [CLS] use, batch independence and gradients."""
-    batch_size, seq_len, _ = x.shape
     before = x.clone()
-    logits = expect_output(task, f"{name}(x)", task.call(f"{name}.forward", model, x), case["logits"].shape, x.dtype)
+    num_classes = case["logits"].size(1)
+    logits = _logits(task, model, x, name, num_classes)
     expect_unchanged(task, before, x)
     if not matches(logits, case["logits"], ATOL, RTOL):
         diagnose(task, f"{name} logits", logits, signatures(case, "logits"), ATOL, RTOL)
         _explain_logits(task, model, x, name)
     expect_close(task, f"{name} logits", logits, case["logits"], ATOL, RTOL)
-    maps = task.call(f"{name}.forward_attention", model.forward_attention, x) if hasattr(model, "forward_attention") \
-        else task.fail(f"{name} has no method forward_attention.")
-    if not isinstance(maps, (list, tuple)) or len(maps) != len(case["attention"]):
-        task.fail(f"{name}.forward_attention should return a list with one attention tensor per encoder block "
-                  f"({len(case['attention'])}), got {type(maps).__name__}" + (f" of length {len(maps)}" if isinstance(maps, (list, tuple)) else "") + ".")
-    for layer, (got, expected) in enumerate(zip(maps, case["attention"])):
-        expect_tensor(task, f"{name}.forward_attention(x)[{layer}]", got, expected.shape, x.dtype)
-        expect_close(task, f"{name}.forward_attention(x)[{layer}]", got, expected, ATOL, RTOL)
-    alone = task.call(f"{name}.forward", model, x[1:])
-    if not torch.allclose(alone, logits[1:], atol=ATOL):
+    _expect_attention_maps(task, model, case, x, name)
+    if not torch.allclose(_logits(task, model, x[1:], name, num_classes, "x[1:]"), logits[1:], atol=ATOL):
         task.fail(f"the logits of one sequence depend on the other sequences in the batch: is [CLS] expanded "
                   "over the batch dimension and concatenated along the sequence axis (dim=1)?")
     _expect_cls_token_used(task, model, x, logits, name)
     inputs = x.clone().requires_grad_(True)
-    expect_gradients_everywhere(task, model, task.call(f"{name}.forward", model, inputs).pow(2).sum(), inputs, name)
+    expect_gradients_everywhere(task, model, _logits(task, model, inputs, name, num_classes).pow(2).sum(), inputs, name)
+
+
+def _logits(task, model, x, name, num_classes, shown="x"):
+    """model(x) checked to be one tensor (batch_size, num_classes) of x's dtype."""
+    logits = expect_output(task, f"{name}({shown})", task.call(f"{name}.forward", model, x), None, x.dtype,
+                           attention_api=False)
+    if tuple(logits.shape) != (x.size(0), num_classes):
+        hint = ": apply the classifier to the [CLS] output hidden[:, 0] only" if logits.dim() == 3 else ""
+        task.fail(f"{name}({shown}) has shape {tuple(logits.shape)}, expected (batch_size, num_classes) = "
+                  f"({x.size(0)}, {num_classes}){hint}.")
+    return logits
+
+
+def _expect_attention_maps(task, model, case, x, name):
+    """forward_attention(x): one (B, H, L + 1, L + 1) map per block, equal to the fixture's."""
+    if not callable(getattr(model, "forward_attention", None)):
+        task.fail(f"{name} has no method forward_attention.")
+    maps = task.call(f"{name}.forward_attention", model.forward_attention, x)
+    if not isinstance(maps, (list, tuple)) or len(maps) != len(case["attention"]):
+        size = f" of length {len(maps)}" if isinstance(maps, (list, tuple)) else ""
+        task.fail(f"{name}.forward_attention should return a list with one attention tensor per encoder block "
+                  f"({len(case['attention'])}), got {type(maps).__name__}{size}.")
+    for layer, (got, expected) in enumerate(zip(maps, case["attention"])):
+        expect_tensor(task, f"{name}.forward_attention(x)[{layer}]", got, expected.shape, x.dtype)
+        expect_close(task, f"{name}.forward_attention(x)[{layer}]", got, expected, ATOL, RTOL)
 
 
 def _explain_logits(task, model, x, name):
@@ -73,10 +90,13 @@ def _explain_logits(task, model, x, name):
 
 
 def _expect_cls_token_used(task, model, x, logits, name):
+    """Fail unless shifting cls_token changes the logits."""
     with torch.no_grad():
         model.cls_token.add_(1.0)
-        changed = task.call(f"{name}.forward", model, x)
-        model.cls_token.sub_(1.0)
+        try:
+            changed = _logits(task, model, x, name, logits.size(1))
+        finally:
+            model.cls_token.sub_(1.0)
     if torch.allclose(changed, logits, atol=ATOL):
         task.fail(f"changing {name}.cls_token does not change the logits: prepend it to every sequence at position 0.")
 
@@ -97,10 +117,11 @@ def check_task_5(task, TransformerForSequenceClassification):
     for case_name, activation in (("GELU", None), ("ReLU", nn.ReLU)):
         model = build_loaded(task, cls, name, fixture["config"], fixture["cases"][case_name], activation)
         expect_classifier(task, model, fixture["cases"][case_name], fixture["x"], name)
-    first, second = task.call(f"{name}.forward", model, fixture["x"]), task.call(f"{name}.forward", model, fixture["x"])
+    num_classes = fixture["config"]["num_classes"]
+    first, second = (_logits(task, model, fixture["x"], name, num_classes) for _ in range(2))
     if not torch.equal(first, second):
         task.fail(f"{name} in eval mode gave two different outputs for the same input.")
     single = build(task, cls, name, **fixture["config"], dtype=torch.float32).eval()
     expect_output(task, f"{name} on float32 input", task.call(f"{name}.forward", single, fixture["x"].float()),
-                  fixture["cases"]["GELU"]["logits"].shape, torch.float32)
+                  fixture["cases"]["GELU"]["logits"].shape, torch.float32, attention_api=False)
     task.passed("[CLS] token, embedding, positions, encoder stack, read-out, attention maps and gradients are right.")

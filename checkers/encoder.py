@@ -19,6 +19,11 @@ def _forward(task, block, x, what="EncoderBlock.forward", **kwargs):
     return result
 
 
+def _outputs(task, block, x, what="EncoderBlock(x)"):
+    """block(x) checked to be one tensor of x's shape and dtype."""
+    return expect_output(task, what, _forward(task, block, x), x.shape, x.dtype)
+
+
 def _loaded_block(task, cls, fixture, case_name, dropout=0.0):
     activation = {"ReLU": nn.ReLU, "GELU": nn.GELU}[case_name]
     block = build(task, cls, "EncoderBlock", fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"],
@@ -41,13 +46,13 @@ def _expect_values(task, block, fixture, case_name):
 def _expect_dropout(task, cls, fixture):
     block = _loaded_block(task, cls, fixture, "ReLU", dropout=0.5)
     x = fixture["x"]
-    if not torch.equal(_forward(task, block, x), _forward(task, block, x)):
+    if not torch.equal(_outputs(task, block, x), _outputs(task, block, x)):
         task.fail(f"EncoderBlock(dropout=0.5) gave two different outputs for one input in eval mode: {DROPOUT_IN_EVAL}")
-    expect_close(task, "EncoderBlock(dropout=0.5) in eval mode (dropout must be off)", _forward(task, block, x),
+    expect_close(task, "EncoderBlock(dropout=0.5) in eval mode (dropout must be off)", _outputs(task, block, x),
                  fixture["cases"]["ReLU"]["outputs"], ATOL, RTOL)
     block.train()
     torch.manual_seed(0)
-    first, second = _forward(task, block, x), _forward(task, block, x)
+    first, second = _outputs(task, block, x), _outputs(task, block, x)
     if torch.allclose(first, second):
         task.fail("with dropout=0.5 in train mode two forward passes gave the same output: is `dropout` used "
                   "(and created as nn.Dropout(dropout))?")
@@ -55,8 +60,8 @@ def _expect_dropout(task, cls, fixture):
 
 def _expect_permutation_equivariant(task, block, x):
     permutation = torch.randperm(x.size(1), generator=torch.Generator().manual_seed(0))
-    shuffled_outputs = _forward(task, block, x[:, permutation])
-    if not torch.allclose(_forward(task, block, x)[:, permutation], shuffled_outputs, atol=ATOL):
+    shuffled_outputs = _outputs(task, block, x[:, permutation])
+    if not torch.allclose(_outputs(task, block, x)[:, permutation], shuffled_outputs, atol=ATOL):
         task.fail("shuffling the input positions should shuffle the outputs the same way (no positional "
                   "information inside the block): does something depend on the position index?")
 
@@ -72,7 +77,7 @@ def check_task_3(task, EncoderBlock):
     _expect_permutation_equivariant(task, block, fixture["x"])
     _expect_dropout(task, EncoderBlock, fixture)
     inputs = fixture["x"].clone().requires_grad_(True)
-    expect_gradients_everywhere(task, block, _forward(task, block, inputs).pow(2).sum(), inputs, "EncoderBlock")
+    expect_gradients_everywhere(task, block, _outputs(task, block, inputs).pow(2).sum(), inputs, "EncoderBlock")
     sizes = fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"]
     single = build(task, EncoderBlock, "EncoderBlock", *sizes, dtype=torch.float32).eval()
     expect_output(task, "EncoderBlock on float32 input", _forward(task, single, fixture["x"].float()),

@@ -41,14 +41,17 @@ def _right(layer, x, mask, expected):
     """Whether the layer gives the expected outputs and attention with this mask (any error: no)."""
     try:
         outputs, attention = layer(x, mask=mask, return_attention=True)
-        return matches(outputs, expected["outputs"], ATOL, RTOL) and matches(attention, expected["attention"], ATOL, RTOL)
+        return matches(outputs, expected["outputs"], ATOL, RTOL) \
+            and matches(attention, expected["attention"], ATOL, RTOL)
     except Exception:  # noqa: BLE001 -- only a probe: the checks that follow report the error itself
         return False
 
 
 def _expect_batch_independent(task, layer, x):
-    full = _forward(task, layer, x, return_attention=False)
-    alone = _forward(task, layer, x[1:], return_attention=False)
+    full = expect_output(task, "MultiheadAttention(x)", _forward(task, layer, x, return_attention=False),
+                         x.shape, x.dtype)
+    alone = expect_output(task, "MultiheadAttention(x[1:])", _forward(task, layer, x[1:], return_attention=False),
+                          x[1:].shape, x.dtype)
     if not torch.allclose(full[1:], alone, atol=ATOL):
         task.fail("the output for one batch element depends on the other elements: check the order of your "
                   "view / transpose / reshape when splitting and merging heads.")
@@ -64,8 +67,9 @@ def check_task_2(task, MultiheadAttention):
     x = fixture["cases"][2]["x"]
     _expect_batch_independent(task, layer, x)
     inputs = x.clone().requires_grad_(True)
-    expect_gradients_everywhere(task, layer, _forward(task, layer, inputs, return_attention=False).pow(2).sum(),
-                                inputs, "MultiheadAttention")
+    outputs = expect_output(task, "MultiheadAttention(x)", _forward(task, layer, inputs, return_attention=False),
+                            x.shape, x.dtype)
+    expect_gradients_everywhere(task, layer, outputs.pow(2).sum(), inputs, "MultiheadAttention")
     single = build(task, MultiheadAttention, "MultiheadAttention", fixture["embed_dim"], 2, dtype=torch.float32)
     expect_output(task, "MultiheadAttention on float32 input", _forward(task, single, x.float(), return_attention=False),
                   x.shape, torch.float32)

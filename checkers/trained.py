@@ -50,8 +50,9 @@ def expect_accuracy(task, model, seq_len, name):
     if not isinstance(model, nn.Module):
         task.fail(f"expected the trained {name} (an nn.Module), got {type(model).__name__}.")
     if not isinstance(seq_len, int) or not MIN_SEQ_LEN <= seq_len <= MAX_SEQ_LEN:
-        task.fail(f"the {name} is built for sequences of length {seq_len}; the check evaluates lengths "
-                  f"{MIN_SEQ_LEN} to {MAX_SEQ_LEN}: build and train it for SEQ_LEN = {DEFAULT_SEQ_LEN}.")
+        task.fail(f"the {name} would be evaluated on sequences of length {seq_len!r}, but the check can only draw "
+                  f"lengths {MIN_SEQ_LEN} to {MAX_SEQ_LEN}: build and train it for SEQ_LEN = {DEFAULT_SEQ_LEN} "
+                  "(a Linformer with sequence_length = SEQ_LEN + 1).")
     data = PalindromeDataset(CHECK_SIZE, seq_len, seed=CHECK_SEED)
     inputs = torch.nn.functional.one_hot(data.tokens, data.vocab_size).float()  # (N, L, vocab_size)
     predicted = _predict(task, model, inputs, name)

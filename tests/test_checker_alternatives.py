@@ -404,7 +404,20 @@ class ClassifierRenamed(ClassifierModuleList):
         super().__init__(n_in, d, n_out, h, d_ff, n_layers, act, max_len, p)
 
 
-CLASSIFIERS = [ClassifierModuleList, ClassifierSequential, ClassifierReordered, ClassifierRenamed]
+class ClassifierClsToken3d(ClassifierModuleList):
+    """cls_token of shape (1, 1, D), as in BERT and ViT code, instead of the pinned (D,)."""
+
+    def __init__(self, input_dim, embed_dim, num_classes, num_heads, feedforward_dim, num_layers,
+                 activation=nn.GELU, max_len=5000, dropout=0.0):
+        super().__init__(input_dim, embed_dim, num_classes, num_heads, feedforward_dim, num_layers, activation,
+                         max_len, dropout)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, embed_dim))
+
+    def prepend(self, tokens):
+        return torch.cat([self.cls_token.expand(tokens.size(0), -1, -1), tokens], dim=1)
+
+
+CLASSIFIERS = [ClassifierModuleList, ClassifierSequential, ClassifierReordered, ClassifierRenamed, ClassifierClsToken3d]
 
 
 @pytest.mark.parametrize("cls", CLASSIFIERS, ids=lambda c: c.__name__)
@@ -523,3 +536,75 @@ def test_planted_mistake_is_named(mutant, load_variant):
         getattr(checkers, f"check_task_{mutant.task}")(*(namespace[name] for name in STUDENT_OBJECTS[mutant.task]))
     assert str(failure.value).startswith(f"Task {mutant.task}")
     assert mutant.diagnosis in str(failure.value)
+
+
+# ----- Mistakes that no stored output describes are still named, by the checkers' property checks ---
+
+def attention_transposed_first_axes(query, key, value, mask=None):
+    """Wrong: transpose(0, 1) is right for 2-D inputs only."""
+    attention = torch.softmax(query @ key.transpose(0, 1) / math.sqrt(query.size(-1)), dim=-1)
+    return attention @ value, attention
+
+
+def attention_naive_softmax(query, key, value, mask=None):
+    """Wrong: exp without subtracting the row maximum overflows in float32."""
+    scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(query.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, float("-inf"))
+    weights = torch.exp(scores)
+    weights = weights / weights.sum(dim=-1, keepdim=True)
+    return weights @ value, weights
+
+
+class MultiheadAttentionMaskAxisFirst(MultiheadAttentionPermute):
+    """Wrong: a (B, L, L) mask gets its new axis in front, (1, B, L, L)."""
+
+    def forward(self, x, mask=None, return_attention=False):
+        if mask is not None and mask.dim() == 3:
+            mask = mask.unsqueeze(0)  # (1, B, L, L): B is then matched against the heads
+        return super().forward(x, mask, return_attention)
+
+
+class EncoderBlockFunctionalDropout(EncoderBlockTwoDropouts):
+    """Wrong: F.dropout's training flag defaults to True, so dropout stays on in eval mode."""
+
+    def forward(self, x, mask=None, return_attention=False):
+        attended, attention = self.attention(x, mask, True)
+        x = self.norm1(x + F.dropout(attended, self.dropout.p))
+        x = self.norm2(x + F.dropout(self.feedforward(x), self.dropout.p))
+        return (x, attention) if return_attention else x
+
+
+class ClassifierClsIntoFirstToken(ClassifierModuleList):
+    """Wrong: [CLS] is added to the first token instead of being prepended."""
+
+    def prepend(self, tokens):
+        return torch.cat([tokens[:, :1] + self.cls_token, tokens[:, 1:]], dim=1)
+
+
+class LinformerAttentionQueriesByF(LinformerAttentionEinsum):
+    """Wrong: the queries are compressed too (with F), so the output has proj_dim rows."""
+
+    def forward(self, x, mask=None, return_attention=False):
+        batch_size, seq_len, embed_dim = x.shape
+        heads = lambda t: t.reshape(batch_size, seq_len, self.num_heads, self.head_dim).permute(0, 2, 3, 1)  # noqa: E731
+        query = self.f_proj(heads(self.q_proj(x))).transpose(-2, -1)
+        key = self.e_proj(heads(self.k_proj(x))).transpose(-2, -1)
+        value = self.f_proj(heads(self.v_proj(x))).transpose(-2, -1)
+        res, attention = attention_einsum(query, key, value)
+        outputs = self.o_proj(res.transpose(1, 2).reshape(batch_size, seq_len, embed_dim))
+        return (outputs, attention) if return_attention else outputs
+
+
+@pytest.mark.parametrize("task, student_objects, words", [
+    (1, (attention_transposed_first_axes,), "key.transpose(-2, -1)"),
+    (1, (attention_naive_softmax,), "subtract each row's maximum"),
+    (2, (MultiheadAttentionMaskAxisFirst,), "mask.unsqueeze(1)"),
+    (3, (EncoderBlockFunctionalDropout,), "dropout stays active in eval mode"),
+    (5, (ClassifierClsIntoFirstToken,), "[CLS] is not prepended"),
+    (7, (LinformerAttentionQueriesByF, LinformerBlockInherited, LINFORMERS[0][2]), "queries are compressed"),
+], ids=lambda value: value.__name__ if callable(value) else None)
+def test_unrecorded_mistake_is_named(task, student_objects, words):
+    with pytest.raises(CheckFailure, match=f"^Task {task}") as failure:
+        getattr(checkers, f"check_task_{task}")(*student_objects)
+    assert words in str(failure.value)

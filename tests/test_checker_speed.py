@@ -1,0 +1,70 @@
+"""Checks are instant: 1-5 and 7 on the reference within 1 s, 6 and 8 on a perfect model within 10 s.
+
+Each check runs once to warm up (imports, first allocations), then five timed times; every timed run
+must be within the limit. `pytest -s` prints the median and maximum.
+"""
+import contextlib
+import io
+import statistics
+import time
+
+import pytest
+import torch
+import torch.nn as nn
+
+import checkers
+
+STUDENT_OBJECTS = {
+    1: ("scaled_softmax_attention",),
+    2: ("MultiheadAttention",),
+    3: ("EncoderBlock",),
+    4: ("PositionalEncoding",),
+    5: ("TransformerForSequenceClassification",),
+    7: ("LinformerAttention", "LinformerBlock", "LinformerForSequenceClassification"),
+}
+RUNS = 5
+
+
+class Mirror(nn.Module):
+    """A perfect palindrome classifier by hand: one logit, positive exactly when x equals its reversal."""
+
+    def __init__(self, seq_len=None):
+        super().__init__()
+        self.scale = nn.Parameter(torch.tensor(5.0))
+        if seq_len is not None:  # the Linformer check reads the length from e_proj: L + 1 with [CLS]
+            self.e_proj = nn.Linear(seq_len + 1, 4)
+
+    def forward(self, x):
+        mismatch = (x - x.flip(1)).abs().sum((1, 2))
+        return (self.scale * (0.5 - mismatch.clamp(max=1.0))).unsqueeze(1)
+
+
+def timings(check):
+    """Seconds of RUNS calls of check() after one warm-up call (its output silenced)."""
+    seconds = []
+    with contextlib.redirect_stdout(io.StringIO()):
+        check()
+        for _ in range(RUNS):
+            start = time.perf_counter()
+            check()
+            seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+def expect_fast(task, check, limit):
+    seconds = timings(check)
+    print(f"check_task_{task}: median {statistics.median(seconds) * 1e3:.1f} ms, max {max(seconds) * 1e3:.1f} ms")
+    for run, elapsed in enumerate(seconds):
+        assert elapsed <= limit, f"check_task_{task} run {run} took {elapsed:.2f} s (limit {limit} s)"
+
+
+@pytest.mark.parametrize("task", sorted(STUDENT_OBJECTS))
+def test_reference_checks_take_under_a_second(task, reference):
+    objects = [reference[name] for name in STUDENT_OBJECTS[task]]
+    expect_fast(task, lambda: getattr(checkers, f"check_task_{task}")(*objects), limit=1.0)
+
+
+@pytest.mark.parametrize("task", [6, 8])
+def test_trained_model_checks_take_under_ten_seconds(task):
+    model = Mirror() if task == 6 else Mirror(seq_len=32)
+    expect_fast(task, lambda: getattr(checkers, f"check_task_{task}")(model), limit=10.0)
