@@ -82,12 +82,13 @@ def explained_variance(matrix):
     return (energy / energy[-1]).numpy()
 
 
-def plot_explained_variance(attention, threshold=0.99):
+def plot_explained_variance(attention, threshold=0.99, title=None):
     """Explained variance of each head's attention matrix against the rank kept.
 
     Args:
         attention: tensor (num_heads, L, L), one example's attention maps of one layer.
         threshold: level drawn as a dashed line.
+        title: optional title of the whole figure (e.g. the layer).
     """
     num_heads = attention.shape[0]
     cols = min(num_heads, 4)
@@ -101,8 +102,10 @@ def plot_explained_variance(attention, threshold=0.99):
         rank = int(np.searchsorted(curve, threshold) + 1)
         ax.plot(np.arange(1, len(curve) + 1), curve)
         ax.axhline(threshold, color="red", linestyle="--")
-        ax.set(title=f"head {head}: {threshold:.0%} at rank {rank}", xscale="log",
-               xlabel="rank k (singular values kept)", ylabel="explained variance")
+        ax.set(title=f"head {head}: {threshold:.0%} at rank {rank} of {len(curve)}", xscale="log",
+               xlabel="rank k (singular values kept)", ylabel="explained variance", ylim=(0, 1.02))
+    if title:
+        fig.suptitle(title)
     fig.tight_layout()
     return fig
 
