@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ASSIGNMENT := transformer
 export MPLBACKEND := Agg
 
-.PHONY: lab test test-unit test-notebooks release fixtures clean
+.PHONY: lab test release fixtures bench collect grade clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,15 @@ release: $(STAMP)  ## regenerate the student notebook from the reference (nbgrad
 
 fixtures: $(STAMP)  ## recompute the checkers' expected values from the reference notebook
 	$(BIN)/python tools/make_fixtures.py
+
+bench: $(STAMP)  ## measured performance: layers vs torch-native, time to 95%, attention scaling (results/)
+	$(BIN)/python -m tools.bench
+
+collect: $(STAMP)  ## unpack an LMS download: make collect ZIP=path/to/submissions.zip
+	$(BIN)/python -m grading.collect "$(ZIP)"
+
+grade: $(STAMP)  ## autograde everything under submitted/ (JOBS=N grades N submissions at once)
+	$(BIN)/python -m grading.grade --jobs "$(or $(JOBS),1)"
 
 clean:
 	rm -rf $(VENV) build *.egg-info gradebook.db
