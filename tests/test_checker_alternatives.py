@@ -14,6 +14,7 @@ import torch.nn.functional as F
 import checkers
 from checkers import CheckFailure
 from mistakes import MUTANTS
+from student_objects import run_check
 
 
 def expect_pass(capsys, task, *student_objects):
@@ -519,21 +520,13 @@ def test_task_7_accepts(classes, capsys):
 
 # ----- Every planted mistake with a diagnosis is named --------------------------------------------
 
-STUDENT_OBJECTS = {
-    1: ("scaled_softmax_attention",),
-    2: ("MultiheadAttention",),
-    3: ("EncoderBlock",),
-    4: ("PositionalEncoding",),
-    5: ("TransformerForSequenceClassification",),
-    7: ("LinformerAttention", "LinformerBlock", "LinformerForSequenceClassification"),
-}
 
 
 @pytest.mark.parametrize("mutant", [m for m in MUTANTS if m.diagnosis], ids=lambda m: f"task{m.task}-{m.name}")
 def test_planted_mistake_is_named(mutant, load_variant):
     namespace = load_variant(mutant.apply)
     with pytest.raises(CheckFailure) as failure:
-        getattr(checkers, f"check_task_{mutant.task}")(*(namespace[name] for name in STUDENT_OBJECTS[mutant.task]))
+        run_check(mutant.task, namespace)
     assert str(failure.value).startswith(f"Task {mutant.task}")
     assert mutant.diagnosis in str(failure.value)
 

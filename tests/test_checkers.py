@@ -6,19 +6,8 @@ import torch.nn as nn
 import checkers
 from checkers import CheckFailure
 from mistakes import MUTANTS
+from student_objects import STUDENT_OBJECTS, run_check
 
-STUDENT_OBJECTS = {
-    1: ("scaled_softmax_attention",),
-    2: ("MultiheadAttention",),
-    3: ("EncoderBlock",),
-    4: ("PositionalEncoding",),
-    5: ("TransformerForSequenceClassification",),
-    7: ("LinformerAttention", "LinformerBlock", "LinformerForSequenceClassification"),
-}
-
-
-def run_check(task, namespace):
-    return getattr(checkers, f"check_task_{task}")(*(namespace[name] for name in STUDENT_OBJECTS[task]))
 
 
 @pytest.mark.parametrize("task", sorted(STUDENT_OBJECTS))
