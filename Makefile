@@ -9,10 +9,11 @@ export MPLBACKEND := Agg
 .PHONY: lab test release fixtures bench collect grade clean
 
 $(STAMP): requirements.txt pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(PYTHON) tools/timed.py "set-up: .venv with the pinned dependencies" -- sh -c '\
+		$(PYTHON) -m venv $(VENV) && \
+		$(BIN)/python -m pip install --quiet --upgrade pip && \
+		$(BIN)/python -m pip install --quiet -r requirements.txt && \
+		$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .'
 	touch $(STAMP)
 
 lab: $(STAMP)  ## open JupyterLab on the student notebooks
