@@ -4,8 +4,11 @@ On CUDA the caching allocator keeps exact statistics, so we read them. On CPU
 nothing keeps a high-water mark, so we replay the allocator's own records of
 every allocation and free that torch.profiler saw during the call.
 """
+import os
 import statistics
+import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -145,11 +148,25 @@ def _cpu_peak_bytes(fn):
     # The profiler cannot size a free of a block allocated before it started, so
     # it drops such frees: memory the call frees from before it does not offset
     # what it allocates (CUDA's statistics would net the two).
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with _quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         # Dropping the result inside the window records its free too; the
         # running maximum already includes its allocation, so the peak is unchanged.
         fn()
     return _peak_of_running_total(_host_memory_records(prof))
+
+
+@contextmanager
+def _quiet_native_stderr():
+    """Silence C++-level writes to stderr: the profiler prints two log lines per run, which a notebook would show."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _host_memory_records(prof):
