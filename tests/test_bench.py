@@ -1,0 +1,167 @@
+"""The bench: its helpers against values computed independently, and a quick run end to end."""
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn as nn
+
+from course_lib import bench
+
+ROOT = Path(__file__).resolve().parent.parent
+SECTIONS = ("meta", "layers", "training_step", "training", "scaling", "goals")
+
+
+@pytest.fixture(scope="module")
+def quick_report(tmp_path_factory):
+    """Run `python -m tools.bench --quick` in a fresh process, as `make bench` would; return (report, out)."""
+    out = tmp_path_factory.mktemp("bench")
+    done = subprocess.run([sys.executable, "-m", "tools.bench", "--quick", "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads((out / "bench.json").read_text()), out, done.stdout
+
+
+def numbers(tree):
+    """Every int or float in a nested JSON structure (bools excluded)."""
+    if isinstance(tree, dict):
+        return [n for value in tree.values() for n in numbers(value)]
+    if isinstance(tree, list):
+        return [n for value in tree for n in numbers(value)]
+    return [tree] if isinstance(tree, (int, float)) and not isinstance(tree, bool) else []
+
+
+def test_quick_bench_writes_every_section(quick_report):
+    report, out, stdout = quick_report
+    assert all(section in report for section in SECTIONS)
+    assert report["meta"]["quick"] is True and report["meta"]["wall_seconds"] > 0
+    assert all(math.isfinite(n) for n in numbers(report))
+    for path in report["meta"]["plots"]:
+        assert Path(path).stat().st_size > 0
+    assert len(list(out.glob("scaling_*.png"))) == 4
+    assert stdout.count("| PASS") + stdout.count("| MISS") == sum(g["passed"] is not None for g in report["goals"])
+
+
+def test_quick_bench_checks_outputs_before_timing(quick_report):
+    report = quick_report[0]
+    rows = [row for size in report["layers"].values() for row in size["comparisons"]] + [report["training_step"]]
+    assert len(rows) == 9
+    for row in rows:
+        assert row["match"] is True and row["max_abs_diff"] < 1e-4
+        assert row["reference_seconds"] > 0 and row["other_seconds"] > 0 and row["ratio"] > 0
+
+
+def test_quick_bench_trains_and_measures_scaling(quick_report):
+    report = quick_report[0]
+    for task in ("task 6", "task 8"):
+        run = report["training"][task]["runs"][0]
+        assert run["seconds"] > 0 and run["steps"] > 0 and 0 <= run["accuracy"] <= 1
+    scaling = report["scaling"]
+    for pass_name in ("forward", "forward_backward"):
+        for curve in scaling[pass_name].values():
+            assert len(curve["peak_bytes"]) == len(curve["seconds"]) == len(scaling["seq_lens"])
+            assert min(curve["peak_bytes"]) > 0 and min(curve["seconds"]) > 0
+            assert math.isfinite(curve["memory_slope"]) and math.isfinite(curve["time_slope"])
+        # memory of full attention grows faster than Linformer's, even at the quick run's lengths
+        curves = scaling[pass_name]
+        assert curves["full attention"]["memory_slope"] > curves["Linformer k=8"]["memory_slope"]
+
+
+def test_loglog_slope_matches_least_squares_by_hand():
+    xs = [64, 128, 256, 512, 1024]
+    ys = [3.0 * x**1.7 * (1.1 if i % 2 else 0.95) for i, x in enumerate(xs)]  # a power law with wobble
+    log_x, log_y = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    mean_x, mean_y = sum(log_x) / len(xs), sum(log_y) / len(xs)
+    by_hand = (sum((a - mean_x) * (b - mean_y) for a, b in zip(log_x, log_y))
+               / sum((a - mean_x) ** 2 for a in log_x))
+    assert bench.loglog_slope(xs, ys) == pytest.approx(by_hand)
+    assert bench.loglog_slope(xs, [5 * x**2 for x in xs]) == pytest.approx(2.0)
+
+
+def tensor_bytes(*shape):
+    return torch.empty(shape, dtype=torch.float32).nbytes
+
+
+def test_analytic_sizes_count_the_attention_tensors():
+    batch, heads, seq_len, proj_dim, head_dim = 2, 3, 5, 4, 6
+    scores = tensor_bytes(batch, heads, seq_len, seq_len)
+    assert bench.full_attention_bytes(batch, heads, seq_len) == 2 * scores
+    assert bench.full_attention_bytes(batch, heads, seq_len, backward=True) == 3 * scores
+    low_rank, projected = tensor_bytes(batch, heads, seq_len, proj_dim), tensor_bytes(batch, heads, proj_dim, head_dim)
+    assert bench.linformer_attention_bytes(batch, heads, seq_len, proj_dim, head_dim) == 2 * low_rank + 2 * projected
+    assert (bench.linformer_attention_bytes(batch, heads, seq_len, proj_dim, head_dim, backward=True)
+            == 3 * low_rank + 4 * projected)
+
+
+def test_alternating_timing_ranks_a_slower_callable():
+    result = bench.compare_speed(lambda: time.sleep(0.02), lambda: time.sleep(0.005), "cpu", rounds=3,
+                                 min_sample_seconds=0.0)
+    assert result["reference_seconds"] >= 0.02 and result["other_seconds"] >= 0.005
+    assert 2.0 < result["ratio"] < 4.5  # 20 ms against 5 ms; a busy machine oversleeps, most the short one
+
+
+def test_long_calls_are_timed_once():
+    # the last point took 0.3 s at L=1024: at 2048 a quadratic extrapolation gives 1.2 s
+    assert bench.timed_runs([512, 1024], [0.1, 0.3], 2048, repeats=3, long_call_seconds=1.0) == 1
+    assert bench.timed_runs([512, 1024], [0.1, 0.2], 2048, repeats=3, long_call_seconds=1.0) == 3
+    assert bench.timed_runs([], [], 64, repeats=3, long_call_seconds=1.0) == 3
+    assert bench.timed_runs([512], [9.0], 1024, repeats=3, long_call_seconds=None) == 3
+
+
+def test_alternating_timing_interleaves_the_calls():
+    calls = []
+    bench.alternating_seconds({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, "cpu",
+                              rounds=2, warmup=0, min_sample_seconds=0.0)
+    assert calls == ["a", "b", "a", "b", "a", "b"]  # one calibration call each, then A B A B
+
+
+def test_output_difference_tells_equal_from_different():
+    torch.manual_seed(0)
+    layer = nn.Linear(4, 3)
+    inputs = torch.randn(5, 4)
+    same = bench.output_difference(layer, layer, inputs)
+    assert same == dict(match=True, max_abs_diff=0.0, grad_max_abs_diff=0.0)
+    other = nn.Linear(4, 3)
+    different = bench.output_difference(layer, other, inputs)
+    assert not different["match"] and different["max_abs_diff"] > 0
+
+
+class ConstantLogit(nn.Module):
+    """Predicts class 1 for every example (one positive logit)."""
+
+    def __init__(self):
+        super().__init__()
+        self.bias = nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        return self.bias.expand(len(x), 1)
+
+
+def test_accuracy_stop_measures_held_out_data_and_stops_at_target():
+    labels = torch.tensor([1.0, 1.0, 1.0, 0.0])  # class 1 is right on 3 of 4
+    inputs = torch.zeros(4, 2)
+    assert bench.held_out_accuracy(ConstantLogit(), inputs, labels, batch_size=3) == pytest.approx(0.75)
+    assert bench.AccuracyStop(ConstantLogit(), inputs, labels, target=0.75)(history=None) is True
+    stop = bench.AccuracyStop(ConstantLogit(), inputs, labels, target=0.9)
+    assert stop(history=None) is False and stop.accuracies == [pytest.approx(0.75)]
+
+
+def test_summarize_runs_takes_median_and_worst():
+    runs = [dict(seed=s, seconds=t, steps=n, reached=r) for s, t, n, r in
+            [(0, 10.0, 100, True), (1, 30.0, 300, True), (2, 20.0, 200, False)]]
+    assert bench.summarize_runs(runs) == dict(median_seconds=20.0, worst_seconds=30.0, median_steps=200,
+                                              worst_steps=300, all_reached=False)
+
+
+def test_table_shows_verdicts():
+    goals = [bench.Goal("s", "ratio", "1.10", "<= 1.3", True), bench.Goal("s", "time", "70 s", "<= 60 s", False),
+             bench.Goal("s", "method", "profiler")]
+    table = bench.format_table(goals, title="T")
+    lines = table.splitlines()
+    assert lines[0] == "T" and len(lines) == 3 + len(goals)
+    assert lines[3].endswith("PASS") and lines[4].endswith("MISS") and lines[5].endswith("-")
+    assert [g["verdict"] for g in bench.goals_as_dicts(goals)] == ["PASS", "MISS", "-"]

@@ -1,0 +1,567 @@
+"""Measured performance of the reference answers (run by `make bench`): `python -m tools.bench [--quick] [--out DIR]`.
+
+Four sections, on the device in use (CUDA if available, else CPU):
+  layers          forward + backward time of the reference layers against torch-native ones holding the same
+                  weights (outputs and input gradients checked equal first);
+  training step   one AdamW step of the classifier, reference against nn.TransformerEncoderLayer;
+  training        training time until the checker's own data (tasks 6 and 8) is classified >= 95% right;
+  scaling         peak memory and time of full against Linformer attention as the sequence grows.
+Prints one table (each goal with its measured figure and PASS / MISS), writes DIR/bench.json and PNG plots.
+The torch-native equivalents live here, not in course_lib: they restate answers of the workbook.
+"""
+import argparse
+import contextlib
+import copy
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # the bench writes PNGs; it never opens a window
+
+import matplotlib.pyplot as plt  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.utils.data import DataLoader  # noqa: E402
+
+from checkers.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY  # noqa: E402
+from course_lib import bench, defaults  # noqa: E402
+from course_lib.data import PalindromeDataset, VOCAB_SIZE  # noqa: E402
+from course_lib.device import get_device  # noqa: E402
+from course_lib.plotting import plot_scaling  # noqa: E402
+from tools.make_fixtures import load_reference  # noqa: E402
+
+STEP_RATIO_GOAL = 1.3  # reference training step / torch-native step
+TRAINING_SECONDS_GOAL = 60.0  # training seconds to 95% on the checker's data, per task
+MEMORY_RATIO_GOAL = 2.5  # measured peak within this factor of the analytic attention tensors
+SLOPE_TOLERANCE = 0.15  # fitted log-log slope within this of the ideal (2 full, 1 Linformer)
+LINFORMER_SAVING_GOAL = 100.0  # full / Linformer (k = 8) peak memory at the longest length
+
+COURSE = dict(batch_size=defaults.BATCH_SIZE, seq_len=defaults.SEQ_LEN + 1, embed_dim=defaults.CLASSIFIER["embed_dim"],
+              num_heads=defaults.CLASSIFIER["num_heads"], feedforward_dim=defaults.CLASSIFIER["feedforward_dim"])
+SETTINGS = {
+    "full": dict(layer_sizes={"course": COURSE, "large": dict(batch_size=32, seq_len=256, embed_dim=64, num_heads=4,
+                                                              feedforward_dim=256)},
+                 rounds=15, step_rounds=30, seeds=(0, 1, 2), train_size=defaults.TRAIN_SIZE, max_seconds=150.0,
+                 seq_lens=[2**p for p in range(6, 13)], scaling_repeats=3, fit_from=256, proj_dims=(8, 64)),
+    "quick": dict(layer_sizes={"course": COURSE, "large": dict(batch_size=8, seq_len=64, embed_dim=32, num_heads=4,
+                                                               feedforward_dim=64)},
+                  rounds=3, step_rounds=5, seeds=(0,), train_size=2_000, max_seconds=0.5,
+                  seq_lens=[64, 128, 256], scaling_repeats=1, fit_from=64, proj_dims=(8, 64)),
+}
+SCALING_BATCH, SCALING_WIDTH = 32, 8  # one head of width 8, as in the notebook's scaling cell
+LONG_CALL_SECONDS = 1.0  # scaling points expected to take longer are timed once
+
+
+# ----------------------------------------------------------------------------- torch-native equivalents
+
+
+def load_attention(native, reference):
+    """Copy the reference's q/k/v/o projections into an nn.MultiheadAttention.
+
+    nn.MultiheadAttention keeps q, k and v stacked in that order in in_proj_weight (3D, D) and splits
+    it the same way, so the stacked copy computes the same heads.
+    """
+    projections = (reference.q_proj, reference.k_proj, reference.v_proj)
+    with torch.no_grad():
+        native.in_proj_weight.copy_(torch.cat([p.weight for p in projections]))
+        native.in_proj_bias.copy_(torch.cat([p.bias for p in projections]))
+        native.out_proj.load_state_dict(reference.o_proj.state_dict())
+
+
+class NativeSelfAttention(nn.Module):
+    """nn.MultiheadAttention used as self-attention, with the weights of a reference MultiheadAttention.
+
+    Args:
+        reference: the reference layer (q_proj, k_proj, v_proj, o_proj, embed_dim, num_heads).
+    """
+
+    def __init__(self, reference):
+        super().__init__()
+        self.attention = nn.MultiheadAttention(reference.embed_dim, reference.num_heads, batch_first=True)
+        load_attention(self.attention, reference)
+
+    def forward(self, x):
+        """x (B, L, D) -> (B, L, D); need_weights=False as nn.TransformerEncoderLayer calls it."""
+        return self.attention(x, x, x, need_weights=False)[0]
+
+
+class SDPASelfAttention(nn.Module):
+    """The reference's own projections around F.scaled_dot_product_attention (PyTorch's fused kernel).
+
+    Args:
+        reference: the reference MultiheadAttention; its Linear layers are shared, so are its weights.
+    """
+
+    def __init__(self, reference):
+        super().__init__()
+        self.reference = reference
+
+    def forward(self, x):
+        """x (B, L, D) -> (B, L, D)."""
+        ref, (batch_size, seq_len, embed_dim) = self.reference, x.shape
+
+        def heads(projection):  # (B, L, D) -> (B, H, L, head_dim)
+            return projection(x).view(batch_size, seq_len, ref.num_heads, ref.head_dim).transpose(1, 2)
+
+        merged = F.scaled_dot_product_attention(heads(ref.q_proj), heads(ref.k_proj), heads(ref.v_proj))
+        return ref.o_proj(merged.transpose(1, 2).reshape(batch_size, seq_len, embed_dim))
+
+
+def native_block(reference, num_heads, feedforward_dim, activation):
+    """nn.TransformerEncoderLayer (post-norm, batch first, no dropout) with a reference EncoderBlock's weights.
+
+    Args:
+        reference: the reference EncoderBlock (attention, feedforward with two Linears, norm1, norm2).
+        num_heads, feedforward_dim, activation: what the reference block was built with.
+
+    Returns:
+        The nn.TransformerEncoderLayer, mapping (B, L, D) to (B, L, D).
+    """
+    embed_dim = reference.norm1.normalized_shape[0]
+    layer = nn.TransformerEncoderLayer(embed_dim, num_heads, feedforward_dim, dropout=0.0, activation=activation(),
+                                       batch_first=True, norm_first=False)
+    load_attention(layer.self_attn, reference.attention)
+    first, last = [m for m in reference.feedforward.modules() if isinstance(m, nn.Linear)]
+    for native, ours in ((layer.linear1, first), (layer.linear2, last), (layer.norm1, reference.norm1),
+                         (layer.norm2, reference.norm2)):
+        native.load_state_dict(ours.state_dict())
+    return layer
+
+
+class NativeClassifier(nn.Module):
+    """The [CLS] classifier assembled from nn.TransformerEncoderLayer, with a reference model's weights.
+
+    Args:
+        reference: a reference TransformerForSequenceClassification.
+        num_heads, feedforward_dim, activation: what it was built with.
+    """
+
+    def __init__(self, reference, num_heads, feedforward_dim, activation):
+        super().__init__()
+        self.cls_token = nn.Parameter(reference.cls_token.detach().clone())
+        self.input_embedding = copy.deepcopy(reference.input_embedding)
+        self.register_buffer("pe", reference.positional_encoding.pe.detach().clone(), persistent=False)
+        self.encoder = nn.ModuleList(
+            [native_block(block, num_heads, feedforward_dim, activation) for block in reference.encoder])
+        self.classifier = copy.deepcopy(reference.classifier)
+
+    def forward(self, x):
+        """x (B, L, input_dim) -> logits (B, num_classes), read at [CLS]."""
+        tokens = self.input_embedding(x)  # (B, L, D)
+        cls = self.cls_token.expand(x.size(0), 1, -1)  # (B, 1, D)
+        hidden = torch.cat([cls, tokens], dim=1) + self.pe[:, : x.size(1) + 1]  # (B, L + 1, D)
+        for layer in self.encoder:
+            hidden = layer(hidden)
+        return self.classifier(hidden[:, 0])
+
+
+# ----------------------------------------------------------------------------- layers and training step
+
+ACTIVATION = defaults.CLASSIFIER["activation"]
+
+
+def classifier_config(size):
+    """Keyword arguments of TransformerForSequenceClassification at one layer size (defaults otherwise)."""
+    return dict(defaults.CLASSIFIER, embed_dim=size["embed_dim"], num_heads=size["num_heads"],
+                feedforward_dim=size["feedforward_dim"])
+
+
+def random_one_hot(batch_size, seq_len):
+    """Random one-hot tokens (B, L, VOCAB_SIZE), as the classifier reads them."""
+    return F.one_hot(torch.randint(VOCAB_SIZE, (batch_size, seq_len)), VOCAB_SIZE).float()
+
+
+def layer_pairs(ref, size, device):
+    """The reference layers next to torch-native ones with the same weights, and their inputs, at one size.
+
+    Args:
+        ref: namespace of the reference answers (tools.make_fixtures.load_reference()).
+        size: dict with batch_size, seq_len (positions, [CLS] included), embed_dim, num_heads, feedforward_dim.
+        device: where to put modules and inputs.
+
+    Returns:
+        List of (layer name, native name, reference module, native module, inputs).
+    """
+    torch.manual_seed(0)
+    dim, heads, hidden = size["embed_dim"], size["num_heads"], size["feedforward_dim"]
+    attention = ref["MultiheadAttention"](dim, heads)
+    block = ref["EncoderBlock"](dim, heads, hidden, ACTIVATION)
+    model = ref["TransformerForSequenceClassification"](**classifier_config(size))
+    x = torch.randn(size["batch_size"], size["seq_len"], dim)  # (B, L, D)
+    tokens = random_one_hot(size["batch_size"], size["seq_len"] - 1)  # [CLS] makes it seq_len positions
+    pairs = [("MultiheadAttention", "nn.MultiheadAttention", attention, NativeSelfAttention(attention), x),
+             ("MultiheadAttention", "F.scaled_dot_product_attention", attention, SDPASelfAttention(attention), x),
+             ("EncoderBlock", "nn.TransformerEncoderLayer", block, native_block(block, heads, hidden, ACTIVATION), x),
+             ("classifier", "nn.TransformerEncoderLayer", model, NativeClassifier(model, heads, hidden, ACTIVATION),
+              tokens)]
+    return [(name, other, ours.to(device), theirs.to(device), inputs.to(device))
+            for name, other, ours, theirs, inputs in pairs]
+
+
+def layers_section(ref, settings, device):
+    """Outputs checked equal, then forward + backward time in alternation, for every pair at every size.
+
+    Returns:
+        dict size name -> {"size": ..., "comparisons": [dict(layer, native, match, max_abs_diff,
+        grad_max_abs_diff, reference_seconds, other_seconds, ratio, rounds), ...]}.
+    """
+    results = {}
+    for size_name, size in settings["layer_sizes"].items():
+        rows = []
+        for name, other_name, ours, theirs, inputs in layer_pairs(ref, size, device):
+            check = bench.output_difference(ours, theirs, inputs)
+            speed = bench.compare_speed(bench.forward_backward(ours, inputs), bench.forward_backward(theirs, inputs),
+                                        device, settings["rounds"])
+            rows.append(dict(layer=name, native=other_name, **check, **speed))
+        results[size_name] = dict(size=size, comparisons=rows)
+    return results
+
+
+def training_step_section(ref, settings, device):
+    """One AdamW step of the course's classifier: reference against the nn.TransformerEncoderLayer version.
+
+    Returns:
+        dict with the output check, the alternating timing (ratio = reference / native) and, per model,
+        profile_ops's count of tensor ops and their share of the step's time.
+    """
+    torch.manual_seed(0)
+    model = ref["TransformerForSequenceClassification"](**defaults.CLASSIFIER).to(device)
+    native = NativeClassifier(model, COURSE["num_heads"], COURSE["feedforward_dim"], ACTIVATION).to(device)
+    inputs = random_one_hot(defaults.BATCH_SIZE, defaults.SEQ_LEN).to(device)
+    labels = (torch.arange(defaults.BATCH_SIZE) % 2).float().to(device)
+    check = bench.output_difference(model, native, inputs)  # before any step changes the weights
+    steps = bench.optimizer_step(model, inputs, labels), bench.optimizer_step(native, inputs, labels)
+    speed = bench.compare_speed(*steps, device, settings["step_rounds"])
+    profiles = {"reference": bench.profile_ops(steps[0]), "native": bench.profile_ops(steps[1])}
+    return dict(size=COURSE, **check, **speed, profile=profiles)
+
+
+# ----------------------------------------------------------------------------- training to 95%
+
+
+def notebook_loaders(train_size):
+    """Training and validation loaders as the notebook's data cell builds them (seeds 1 and 2)."""
+    train_data = PalindromeDataset(train_size, defaults.SEQ_LEN, seed=1)
+    val_data = PalindromeDataset(defaults.VAL_SIZE, defaults.SEQ_LEN, seed=2)
+    return (DataLoader(train_data, batch_size=defaults.BATCH_SIZE, shuffle=True, drop_last=True),
+            DataLoader(val_data, batch_size=500))
+
+
+def checker_data(seq_len):
+    """What check_task_6 / check_task_8 grade on: CHECK_SIZE sequences drawn with CHECK_SEED, one-hot.
+
+    Returns:
+        inputs (CHECK_SIZE, seq_len, VOCAB_SIZE) float, labels (CHECK_SIZE,) float.
+    """
+    data = PalindromeDataset(CHECK_SIZE, seq_len, seed=CHECK_SEED)
+    return F.one_hot(data.tokens, data.vocab_size).float(), data.labels
+
+
+def training_section(ref, settings, device):
+    """Training time of tasks 6 and 8 until >= 95% on the checker's data, one run per seed.
+
+    Returns:
+        dict task -> {"model": config, "runs": [...], median_seconds, worst_seconds, ...} (bench.summarize_runs).
+    """
+    loaders, held_out = notebook_loaders(settings["train_size"]), checker_data(defaults.SEQ_LEN)
+    tasks = {"task 6": ("TransformerForSequenceClassification", defaults.CLASSIFIER),
+             "task 8": ("LinformerForSequenceClassification", defaults.LINFORMER)}
+    results = {}
+    for task, (class_name, config) in tasks.items():
+        runs = [bench.train_to_accuracy(lambda: ref[class_name](**config), loaders, held_out, seed, TARGET_ACCURACY,
+                                        device, defaults.TRAINING, settings["max_seconds"])
+                for seed in settings["seeds"]]
+        model = dict(config, activation=config["activation"].__name__)
+        results[task] = dict(model=class_name, config=model, runs=runs, **bench.summarize_runs(runs))
+    return results
+
+
+# ----------------------------------------------------------------------------- attention scaling
+
+
+def scaling_specs(proj_dims):
+    """Curve name -> Linformer proj_dim k (None for full attention)."""
+    return {"full attention": None, **{f"Linformer k={k}": k for k in proj_dims}}
+
+
+def attention_factory(ref, proj_dim):
+    """factory(seq_len) -> one-head attention of width SCALING_WIDTH: full if proj_dim is None, else Linformer."""
+    if proj_dim is None:
+        return lambda seq_len: ref["MultiheadAttention"](SCALING_WIDTH, 1)
+    return lambda seq_len: ref["LinformerAttention"](SCALING_WIDTH, 1, seq_len, proj_dim)
+
+
+def analytic_bytes(proj_dim, seq_len, backward):
+    """Bytes of the attention tensors at the peak of one pass (course_lib.bench's formulas, one head)."""
+    if proj_dim is None:
+        return bench.full_attention_bytes(SCALING_BATCH, 1, seq_len, backward)
+    return bench.linformer_attention_bytes(SCALING_BATCH, 1, seq_len, proj_dim, SCALING_WIDTH, backward)
+
+
+def summarize_curve(curve, seq_lens, proj_dim, fit_from, backward):
+    """Analytic sizes, measured / analytic ratios and fitted log-log slopes of one curve.
+
+    Slopes are fitted from fit_from on (the asymptotic regime; below it a call's fixed cost, not L,
+    sets the time) and, for the record, over all lengths.
+    """
+    fit = [index for index, seq_len in enumerate(seq_lens) if seq_len >= fit_from]
+    lengths = [seq_lens[index] for index in fit]
+    analytic = [analytic_bytes(proj_dim, seq_len, backward) for seq_len in seq_lens]
+    slope = {key: bench.loglog_slope(lengths, [curve[key][index] for index in fit])
+             for key in ("peak_bytes", "seconds")}
+    return dict(analytic_bytes=analytic, peak_over_analytic=[p / a for p, a in zip(curve["peak_bytes"], analytic)],
+                ideal_slope=2 if proj_dim is None else 1, memory_slope=slope["peak_bytes"], time_slope=slope["seconds"],
+                memory_slope_all=bench.loglog_slope(seq_lens, curve["peak_bytes"]),
+                time_slope_all=bench.loglog_slope(seq_lens, curve["seconds"]))
+
+
+def scaling_section(ref, settings, device):
+    """Full against Linformer attention (one head, width 8, batch 32) at every length, both passes.
+
+    Returns:
+        dict with seq_lens, batch_size, embed_dim, fit_from, method, and per pass name -> curve
+        (peak_bytes, seconds, analytic_bytes, peak_over_analytic, slopes).
+    """
+    seq_lens, specs = settings["seq_lens"], scaling_specs(settings["proj_dims"])
+    layers = {name: attention_factory(ref, proj_dim) for name, proj_dim in specs.items()}
+    curves = bench.scaling_curves(layers, seq_lens, SCALING_BATCH, SCALING_WIDTH, device,
+                                  repeats=settings["scaling_repeats"], long_call_seconds=LONG_CALL_SECONDS)
+    for pass_name, backward in bench.PASSES.items():
+        for name, curve in curves[pass_name].items():
+            curve.update(summarize_curve(curve, seq_lens, specs[name], settings["fit_from"], backward))
+    time_method = (f"median of {settings['scaling_repeats']} timed run(s) after a warm-up run; "
+                   f"1 run for calls expected over {LONG_CALL_SECONDS:g} s")
+    return dict(seq_lens=seq_lens, batch_size=SCALING_BATCH, embed_dim=SCALING_WIDTH, num_heads=1,
+                fit_from=settings["fit_from"], time_method=time_method, **curves)
+
+
+PASS_TITLES = {"forward": "one forward pass", "forward_backward": "one forward + backward pass"}
+QUANTITIES = {"memory": ("peak_bytes", 2**-20, "peak memory (MiB)"), "time": ("seconds", 1e3, "wall time (ms)")}
+
+
+def scaling_figures(scaling, out):
+    """Log-log plots of memory and time against L, ideal slopes drawn; one PNG per pass and quantity.
+
+    Returns:
+        List of the paths written.
+    """
+    paths = []
+    for pass_name, pass_title in PASS_TITLES.items():
+        for quantity, (key, scale, ylabel) in QUANTITIES.items():
+            curves = scaling[pass_name]
+            series = {name: [value * scale for value in curve[key]] for name, curve in curves.items()}
+            how = f"measured with {scaling['method']}" if quantity == "memory" else scaling["time_method"]
+            title = (f"{ylabel.split(' (')[0].capitalize()} of {pass_title} (B={scaling['batch_size']}, "
+                     f"D={scaling['embed_dim']}, 1 head)\n{how}")
+            fig = plot_scaling(scaling["seq_lens"], series, ylabel=ylabel, title=title,
+                               ideal_slopes={name: curve["ideal_slope"] for name, curve in curves.items()})
+            paths.append(out / f"scaling_{quantity}_{pass_name}.png")
+            fig.savefig(paths[-1], dpi=120, bbox_inches="tight")
+            plt.close(fig)
+    return paths
+
+
+# ----------------------------------------------------------------------------- goals and table
+
+PASS_LABELS = {"forward": "fwd", "forward_backward": "fwd+bwd"}
+
+
+def _ms(seconds):
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def layer_goals(layers):
+    """One row per pair: outputs and input gradients allclose (the goal); the time ratio is reported beside it."""
+    rounds = next(iter(layers.values()))["comparisons"][0]["rounds"]
+    goals = [bench.Goal("layers", "time measured as", f"medians of {rounds} alternating rounds (ref, native, ref, "
+                                                      "...), each round >= 20 ms of back-to-back calls")]
+    for size_name, result in layers.items():
+        size = result["size"]
+        section = (f"layers {size_name} B{size['batch_size']} L{size['seq_len']} D{size['embed_dim']} "
+                   f"H{size['num_heads']}")
+        for row in result["comparisons"]:
+            measured = (f"fwd+bwd ref/native {row['ratio']:.2f} ({_ms(row['reference_seconds'])} / "
+                        f"{_ms(row['other_seconds'])}); max|diff| {row['max_abs_diff']:.0e}, "
+                        f"grad {row['grad_max_abs_diff']:.0e}")
+            goals.append(bench.Goal(section, f"{row['layer']} vs {row['native']}", measured,
+                                    "allclose (time: reported)", row["match"]))
+    return goals
+
+
+def training_step_goals(step):
+    """Rows for the training-step section: same outputs, the time ratio (goal), and where the time goes."""
+    ours, theirs = step["profile"]["reference"], step["profile"]["native"]
+    return [
+        bench.Goal("training step", "classifier vs nn.TransformerEncoderLayer: outputs, input grads",
+                   f"max|diff| {step['max_abs_diff']:.0e}, grad {step['grad_max_abs_diff']:.0e}", "allclose",
+                   step["match"]),
+        bench.Goal("training step", "AdamW step of the course classifier, ref / native",
+                   f"{step['ratio']:.2f} ({_ms(step['reference_seconds'])} / {_ms(step['other_seconds'])})",
+                   f"<= {STEP_RATIO_GOAL}", step["ratio"] <= STEP_RATIO_GOAL),
+        bench.Goal("training step", "tensor ops per step, ref / native (step time per op)",
+                   f"{ours['ops']} / {theirs['ops']} ({step['reference_seconds'] / ours['ops'] * 1e6:.1f} / "
+                   f"{step['other_seconds'] / theirs['ops'] * 1e6:.1f} us)"),
+    ]
+
+
+def training_goals(training):
+    """Rows for the training section: median and worst seed's training seconds to 95% on the checker's data."""
+    goals = []
+    for task, result in training.items():
+        worst = max(result["runs"], key=lambda run: run["seconds"])
+        label = f"{task} ({result['model'].replace('ForSequenceClassification', '')}) to 95% on checker data"
+        reached = "" if result["all_reached"] else ", NOT all reached"
+        goals.append(bench.Goal("training", f"{label}: median of {len(result['runs'])} seeds",
+                                f"{result['median_seconds']:.1f} s ({result['median_steps']:.0f} steps){reached}",
+                                f"<= {TRAINING_SECONDS_GOAL:.0f} s",
+                                result["all_reached"] and result["median_seconds"] <= TRAINING_SECONDS_GOAL))
+        goals.append(bench.Goal("training", f"{label}: worst seed",
+                                f"{worst['seconds']:.1f} s (seed {worst['seed']}, {worst['steps']} steps, "
+                                f"acc {worst['accuracy']:.1%})", f"<= {TRAINING_SECONDS_GOAL:.0f} s",
+                                worst["reached"] and worst["seconds"] <= TRAINING_SECONDS_GOAL))
+    return goals
+
+
+def curve_goals(pass_name, name, curve, fit_from):
+    """Rows for one scaling curve: memory and time slopes, and measured peak / analytic size."""
+    label, ideal = f"{PASS_LABELS[pass_name]} {name}", curve["ideal_slope"]
+    within = lambda slope: abs(slope - ideal) <= SLOPE_TOLERANCE  # noqa: E731
+    ratios = curve["peak_over_analytic"]
+    goals = [bench.Goal("scaling", f"{label}: {quantity} slope, L >= {fit_from} (all L: {curve[key + '_all']:.2f})",
+                        f"{curve[key]:.2f}", f"{ideal} +- {SLOPE_TOLERANCE}", within(curve[key]))
+             for quantity, key in (("memory", "memory_slope"), ("time", "time_slope"))]
+    goals.append(bench.Goal("scaling", f"{label}: peak / analytic attention tensors, over all L",
+                            f"{min(ratios):.2f}x .. {max(ratios):.2f}x", f"within {MEMORY_RATIO_GOAL}x",
+                            all(1 / MEMORY_RATIO_GOAL <= ratio <= MEMORY_RATIO_GOAL for ratio in ratios)))
+    return goals
+
+
+def scaling_goals(scaling, proj_dims):
+    """Rows for the scaling section: every curve's goals and the Linformer's saving at the longest length."""
+    goals = [bench.Goal("scaling", "memory measured with", scaling["method"]),
+             bench.Goal("scaling", "time measured as", scaling["time_method"])]
+    longest, smallest = scaling["seq_lens"][-1], f"Linformer k={min(proj_dims)}"
+    for pass_name in bench.PASSES:
+        curves = scaling[pass_name]
+        for name, curve in curves.items():
+            goals += curve_goals(pass_name, name, curve, scaling["fit_from"])
+        saving = curves["full attention"]["peak_bytes"][-1] / curves[smallest]["peak_bytes"][-1]
+        goals.append(bench.Goal("scaling", f"{PASS_LABELS[pass_name]} peak at L={longest}: full / {smallest}",
+                                f"{saving:.0f}x ({curves['full attention']['peak_bytes'][-1] / 2**20:.0f} MiB / "
+                                f"{curves[smallest]['peak_bytes'][-1] / 2**20:.1f} MiB)",
+                                f">= {LINFORMER_SAVING_GOAL:.0f}x", saving >= LINFORMER_SAVING_GOAL))
+    return goals
+
+
+def all_goals(report, settings):
+    """Every row of the table, section by section."""
+    return (layer_goals(report["layers"]) + training_step_goals(report["training_step"])
+            + training_goals(report["training"]) + scaling_goals(report["scaling"], settings["proj_dims"]))
+
+
+# ----------------------------------------------------------------------------- command line
+
+SECTIONS = {"layers": layers_section, "training_step": training_step_section, "training": training_section,
+            "scaling": scaling_section}
+
+
+@contextlib.contextmanager
+def native_stderr_to(path):
+    """Point file descriptor 2 at a log file for a while.
+
+    torch.profiler's C++ side writes a line to stderr at every start and stop (hundreds here);
+    the log keeps them, and the table on stdout stays readable.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "w") as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def describe_run(device, quick, settings):
+    """Where and how the bench ran, for the JSON's meta section."""
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
+    return dict(device=str(device), device_name=name, torch=torch.__version__, python=platform.python_version(),
+                threads=torch.get_num_threads(), cpu_count=os.cpu_count(), quick=quick, settings=settings,
+                load_average_start=list(os.getloadavg()))
+
+
+def run_sections(ref, settings, device, log_path):
+    """Run every section, printing one progress line each; returns (results, seconds per section)."""
+    results, seconds = {}, {}
+    with native_stderr_to(log_path):
+        for name, section in SECTIONS.items():
+            print(f"bench: {name} ...", flush=True)
+            start = time.perf_counter()
+            results[name] = section(ref, settings, device)
+            seconds[name] = time.perf_counter() - start
+    return results, seconds
+
+
+def choose_threads(device, threads):
+    """Set torch's intra-op threads: `threads` if given, else 1 on CPU.
+
+    One thread on CPU because the course's tensors (B * L * D = 32 * 33 * 16 elements) are too small
+    to gain from more, and because on a shared machine a second thread that loses its core makes
+    every parallel op wait for it: on the course's 2-core machine, with one other busy process, a
+    forward + backward of the classifier took about 15 ms with 2 threads against 3 ms with 1.
+    """
+    if threads:
+        torch.set_num_threads(threads)
+    elif device.type == "cpu":
+        torch.set_num_threads(1)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: small sizes, one seed, short training")
+    parser.add_argument("--out", default="results", help="folder for bench.json and the PNG plots")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads; default 1 on CPU (see choose_threads), torch's choice on CUDA")
+    return parser.parse_args(argv)
+
+
+def table_title(meta):
+    """First line of the table: where it ran, how long it took, and how busy the machine was."""
+    load = "/".join(f"{value:.1f}" for value in meta["load_average_start"] + meta["load_average_end"][:1])
+    quick = " -- QUICK smoke run, not the goals' conditions" if meta["quick"] else ""
+    return (f"Measured performance on {meta['device']} ({meta['device_name']}, {meta['threads']} thread(s), "
+            f"torch {meta['torch']}): {meta['wall_seconds']:.0f} s; load average before 1/5/15 min, after 1 min "
+            f"{load}{quick}")
+
+
+def main(argv=None):
+    """Run the bench, print the table, write OUT/bench.json and the plots; returns the report dict."""
+    args = parse_args(argv)
+    settings, out, device = SETTINGS["quick" if args.quick else "full"], Path(args.out), get_device()
+    choose_threads(device, args.threads)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    report = dict(meta=describe_run(device, args.quick, settings))
+    results, seconds = run_sections(load_reference(), settings, device, out / "bench.log")
+    report.update(results)
+    goals = all_goals(report, settings)
+    report["meta"].update(section_seconds=seconds, wall_seconds=time.perf_counter() - start,
+                          load_average_end=list(os.getloadavg()),
+                          plots=[str(path) for path in scaling_figures(report["scaling"], out)])
+    report["goals"] = bench.goals_as_dicts(goals)
+    (out / "bench.json").write_text(json.dumps(report, indent=1))
+    meta = report["meta"]
+    print(bench.format_table(goals, table_title(meta)))
+    return report
+
+
+if __name__ == "__main__":
+    main()
