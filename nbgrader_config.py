@@ -1,8 +1,10 @@
 """nbgrader configuration for the course (read by every `nbgrader` command run from this folder)."""
 import re
 
-from nbgrader.preprocessors import ClearSolutions
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.converters.autograde import Autograde
 from nbgrader.converters.generate_assignment import GenerateAssignment
+from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, Execute, GetGrades, NbGraderPreprocessor
 
 c = get_config()  # noqa: F821 -- injected by traitlets when it loads this file
 
@@ -48,3 +50,58 @@ c.GenerateAssignment.preprocessors = [
 
 # Every generated notebook opens with a line saying it is generated, and from what.
 c.IncludeHeaderFooter.header = "solutions/header.ipynb"
+
+# ---------------------------------------------------------------------------------------------
+# Collecting and grading (`make collect`, `make grade`; see grading/ and the README's Instructors
+# section). `make grade` runs student code only inside its own sandboxed probe and hands nbgrader
+# finished notebooks (`autograde --no-execute`); the settings below make a plain `nbgrader autograde`
+# behave sensibly too, and grading/ reads the time limits from here.
+# ---------------------------------------------------------------------------------------------
+c.CourseDirectory.submitted_directory = "submitted"  # submitted/<student_id>/transformer/transformer.ipynb
+c.CourseDirectory.autograded_directory = "autograded"
+c.CourseDirectory.feedback_directory = "feedback"
+c.Execute.kernel_name = "python3"  # not whatever kernelspec a student's editor wrote into the notebook
+
+# Per-cell time limits. Every cell but the two training cells finishes in seconds; a training cell takes
+# 20-60 s on a 2-core CPU (longer when several submissions share the machine), and a runaway loop anywhere
+# must still stop. Execute.timeout is the per-cell limit nbgrader uses (ExecuteOptions.timeout is ignored).
+CELL_TIMEOUT = 60
+TRAINING_CELL_TIMEOUT = 300
+c.Execute.timeout = CELL_TIMEOUT
+
+
+def cell_timeout(cell):
+    """Seconds a cell may run: training cells (they call train(...)) get longer than the rest."""
+    return TRAINING_CELL_TIMEOUT if re.search(r"\btrain\s*\(", cell.source) else CELL_TIMEOUT
+
+
+c.Execute.timeout_func = cell_timeout
+# A traceback must not echo source lines from outside the student's cells: minimal tracebacks, no history file.
+c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal", "--HistoryManager.hist_file=:memory:"]
+
+# A check cell a student deleted comes back instead of the task turning into "needs manual grade".
+c.OverwriteCells.add_missing_cells = True
+
+
+class StderrIsNotAFailure(NbGraderPreprocessor):
+    """Show what a check cell wrote to stderr (a warning, a progress bar) as ordinary output.
+
+    nbgrader scores a grade cell 0 as soon as it has any stderr output, so a harmless UserWarning
+    raised inside a correct solution would cost the task; only an error output should.
+    """
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+            for output in cell.outputs:
+                if output.output_type == "stream" and output.name == "stderr":
+                    output.name = "stdout"
+        return cell, resources
+
+
+_autograde = Autograde.class_traits()["autograde_preprocessors"].default()
+c.Autograde.autograde_preprocessors = (
+    _autograde[: _autograde.index(Execute) + 1] + [StderrIsNotAFailure] + _autograde[_autograde.index(Execute) + 1:])
+
+# Feedback shows the student's notebook as graded; hidden test regions (should a check cell ever get one)
+# are cut out of it, which nbgrader does not do by default.
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]

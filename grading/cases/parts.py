@@ -1,0 +1,54 @@
+"""Small builders for recipes (see grading/recipes.py), so the case lists read like a table."""
+import torch
+
+from checkers._core import Task
+from checkers._modules import build
+
+from ..recipes import SLOTS, decode
+
+
+def recipe(task, name, visible, obj=0, **parts):
+    """One test case of a task.
+
+    Args:
+        task: the task number.
+        name: how reports and feedback name the case (never its expected values).
+        visible: True for a case the notebook's own check also runs.
+        obj: index of the object in the task's check call, e.g. 1 for LinformerBlock in task 7.
+        parts: "build", "call", "grad", "facts", "attribute", "trained", and comparison settings
+            ("atol", "rtol", "row_atol", "compare").
+    """
+    return {"task": task, "name": name, "visible": visible, "object": obj, **parts}
+
+
+def module(name, slots=None, weights=None, dtype="float64", mode="eval", **kwargs):
+    """How to build the object: the pinned class name, its keywords, and weights to load by role."""
+    return {"name": name, "kwargs": kwargs, "slots": slots, "weights": weights or {}, "dtype": dtype, "mode": mode}
+
+
+def called(*args, method=None, repeat=1, **kwargs):
+    """How to call the object (or one of its methods) on the inputs."""
+    return {"args": list(args), "kwargs": kwargs, "method": method, "repeat": repeat}
+
+
+def random_weights(reference_class, name, slots, generator, scale=0.5, **kwargs):
+    """Distinct random values for every weight role of a module of the reference class."""
+    kwargs = {key: decode(value) for key, value in kwargs.items()}
+    shapes = SLOTS[slots](build(Task(0), reference_class, name, **kwargs))
+    return {role: torch.randn(p.shape, generator=generator, dtype=torch.float64) * scale for role, p in shapes.items()}
+
+
+def randn(generator, *shape, scale=1.0):
+    return torch.randn(shape, generator=generator, dtype=torch.float64) * scale
+
+
+def random_mask(generator, *shape):
+    """Bool mask with at least one allowed key per row (a fully masked row has no defined softmax)."""
+    mask = torch.rand(shape, generator=generator) < 0.55
+    allowed = torch.randint(shape[-1], shape[:-1], generator=generator)
+    return mask.scatter(-1, allowed.unsqueeze(-1), True)
+
+
+def one_hot(generator, batch_size, seq_len, input_dim):
+    tokens = torch.randint(input_dim, (batch_size, seq_len), generator=generator)
+    return torch.nn.functional.one_hot(tokens, input_dim).double()

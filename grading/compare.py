@@ -1,0 +1,117 @@
+"""Compare one case's record from the probe with the reference's record; say what differs, in one line.
+
+Messages name the case and the quantity (shape, dtype, largest deviation), never an expected value.
+"""
+import torch
+
+FACT_PROBLEMS = {
+    ("pe", "tensor"): "the module has no tensor `pe`",
+    ("pe", "buffer"): "`pe` is not registered with self.register_buffer",
+    ("pe", "trainable"): "`pe` is trainable; the sinusoidal table is fixed (a buffer, not an nn.Parameter)",
+    ("cls_token", "tensor"): "the model has no tensor `cls_token`",
+    ("cls_token", "parameter"): "`cls_token` is not an nn.Parameter",
+    ("cls_token", "trainable"): "`cls_token` is not trainable",
+    ("cls_token", "numel"): "`cls_token` does not hold embed_dim numbers",
+    ("encoder", "blocks"): "the encoder does not hold num_layers blocks",
+    ("encoder", "distinct"): "the encoder repeats one block object, so its layers share weights",
+}
+
+
+def human(structure):
+    """'tensor' -> 'one tensor', 'seq(tensor,tensor)' -> 'a sequence of 2 items', else 'a <type>'."""
+    if structure == "tensor":
+        return "one tensor"
+    if structure.startswith("seq("):
+        depth, items = 0, 1 if structure != "seq()" else 0
+        for char in structure[4:-1]:
+            depth += (char == "(") - (char == ")")
+            items += char == "," and depth == 0
+        return f"a sequence of {items} item{'s' if items != 1 else ''}"
+    return f"a {structure}"
+
+
+def compare_tensor(what, got, expected, atol, rtol, row_atol=0.0, positions=None):
+    """None when got matches expected within atol + rtol·|expected| (+ row_atol·position), else the problem.
+
+    Args:
+        positions: the position of each row (dim -2) for row_atol; default 0, 1, 2, ...
+    """
+    if not isinstance(got, torch.Tensor):
+        return f"{what} is not a tensor"
+    if tuple(got.shape) != tuple(expected.shape):
+        return f"{what} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
+    if got.dtype != expected.dtype:
+        return f"{what} has dtype {got.dtype}, expected {expected.dtype} (the dtype should follow the input)"
+    if got.is_floating_point() and not torch.isfinite(got).all():
+        return f"{what} contains NaN or inf"
+    got, expected = got.double(), expected.double()
+    tolerance = atol + rtol * expected.abs()
+    if row_atol and expected.dim() >= 2:
+        rows = torch.arange(expected.size(-2)) if positions is None else positions
+        tolerance = tolerance + row_atol * rows.to(torch.float64).unsqueeze(-1)
+    excess = (got - expected).abs() - tolerance
+    if excess.numel() and excess.max() > 0:
+        return f"{what} differs from the reference (largest deviation {(got - expected).abs().max().item():.3g})"
+    return None
+
+
+def compare_facts(got, expected):
+    for fact, values in expected.items():
+        for key, value in values.items():
+            if got.get(fact, {}).get(key) != value:
+                return FACT_PROBLEMS.get((fact, key), f"{fact}: {key} is wrong")
+    return None
+
+
+def compare_outputs(recipe, got, expected):
+    """Structure, then every output tensor, then the inputs (unchanged), then the gradients."""
+    if got.get("structure") != expected["structure"]:
+        return f"returned {human(got.get('structure', 'nothing'))}, expected {human(expected['structure'])}"
+    if recipe.get("compare") == "differ":
+        first, second = got["outputs"][0], got["outputs"][-1]
+        same = all(torch.equal(a, b) for a, b in zip(first, second))
+        return "two forward passes in train mode gave the same output: dropout is not applied" if same else None
+    tolerance = (recipe.get("atol", 1e-6), recipe.get("rtol", 1e-6))
+    single = expected["structure"] == "tensor"
+    for index, (mine, theirs) in enumerate(zip(got["outputs"][0], expected["outputs"][0])):
+        problem = compare_tensor("the output" if single else f"result[{index}]", mine, theirs, *tolerance)
+        if problem:
+            return problem
+    for mine, theirs in zip(got.get("inputs_after", []), expected["inputs_after"]):
+        if theirs is not None and (not isinstance(mine, torch.Tensor) or not torch.equal(mine, theirs)):
+            return "the call modified its input in place (e.g. `x += ...`); build a new tensor instead"
+    return compare_grads(got.get("grads", {}), expected.get("grads", {}), tolerance)
+
+
+def compare_grads(got, expected, tolerance):
+    """Every gradient the reference has must exist and match (looser: backward adds its own rounding)."""
+    atol, rtol = (max(value, 1e-6) * 10 for value in tolerance)
+    for name, value in expected.items():
+        if name not in got:
+            return f"no gradient reaches {name}: is it detached, or created but not used?"
+        mine = got[name]
+        if isinstance(mine, torch.Tensor) and mine.numel() == value.numel():
+            mine = mine.reshape(value.shape)  # a weight may hold the same numbers in another shape, e.g. (1, 1, D)
+        problem = compare_tensor(f"the gradient of {name}", mine, value, atol, rtol)
+        if problem:
+            return problem
+    return None
+
+
+def compare_case(recipe, got, expected):
+    """The problem with one (non-training) case's record, or None when it matches the reference."""
+    if got is None:
+        return "not run"
+    if "error" in got:
+        return got["error"]
+    problem = compare_facts(got.get("facts", {}), expected.get("facts", {}))
+    if not problem and "attribute" in recipe:
+        if expected.get("attribute") is None or got.get("attribute") is None:
+            problem = f"no tensor `{recipe['attribute']}`" if got.get("attribute") is None else None
+        else:
+            problem = compare_tensor(f"`{recipe['attribute']}`", got["attribute"], expected["attribute"],
+                                     recipe.get("atol", 1e-6), recipe.get("rtol", 0.0), recipe.get("row_atol", 0.0),
+                                     recipe.get("rows"))
+    if not problem and "call" in recipe:
+        problem = compare_outputs(recipe, got, expected)
+    return problem

@@ -1,0 +1,40 @@
+"""What every case must produce: the recipes run on the reference, in the grader's own process.
+
+The reference comes from solutions/ through tools/make_fixtures.load_reference (never a copy);
+nothing computed here is written where a probe or a student can read it.
+"""
+import torch
+
+from tools.make_fixtures import load_reference, reference_source
+
+from .cases import TRAINED, fresh_data
+from .recipes import run
+
+
+def reference_namespace(source_notebook):
+    """The reference classes and functions, executed from the answer cells of the source notebook."""
+    return load_reference(reference_source(source_notebook))
+
+
+def expected_records(cases, reference, names):
+    """{task: [record per case]}: the reference's record of every recipe; for tasks 6 and 8 the labels.
+
+    Args:
+        cases: {task: [recipe, ...]} from grading.cases.build_cases.
+        reference: the reference namespace.
+        names: {task: [argument names of the check call]}, e.g. {2: ["MultiheadAttention"], ...}.
+    """
+    _, labels = fresh_data()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # bit-for-bit repeatable reference values (multi-threaded sin differs in the last bits)
+    try:
+        return {task: [{"labels": labels}] if task in TRAINED else
+                [_record(recipe, [reference[name] for name in names[task]]) for recipe in recipes]
+                for task, recipes in cases.items()}
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _record(recipe, objects):
+    torch.manual_seed(0)  # dropout in train mode is the only randomness, and it is never compared by value
+    return run(recipe, objects)

@@ -1,0 +1,208 @@
+"""Grade every submission under submitted/: `make grade` (JOBS=N grades N submissions at once).
+
+For each submission: match its cells to the release (grading/program.py), run them in a sandboxed
+probe that records what the student's objects produce on fixed inputs (grading/probe.py), score
+those records against the reference in this process, which never runs student code
+(grading/score.py), and render the graded notebook (grading/render.py). Then nbgrader registers the
+assignment, autogrades the rendered notebooks without executing them, takes the authoritative
+scores, writes feedback/ and grades.csv (grading/gradebook.py). Also writes grades_by_task.csv and
+grading_report.md. One submission's trouble never stops the others.
+"""
+import argparse
+import json
+import queue
+import shutil
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import gradebook, sandbox
+from .analysis import attention_notes
+from .cases import build_cases
+from .course import Course
+from .expected import expected_records, reference_namespace
+from .notebook import UnreadableNotebook, check_cells, read, release_layout
+from .program import build_program
+from .render import render
+from .report import write_report, write_task_scores
+from .runtime import prepare_runtime
+from .score import Verdict, score_submission
+from .submissions import discover
+from .supervise import Job, run_probe
+
+
+@dataclass
+class Shared:
+    """What every submission is graded against, prepared once per run."""
+
+    course: Course
+    mode: str
+    release: dict
+    layout: list
+    reference: dict
+    cases: dict
+    expected: dict
+    points: dict
+    runtime: Path
+
+
+@dataclass
+class Result:
+    """One submission's grade."""
+
+    student: str
+    verdicts: dict
+    notes: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def score(self):
+        return sum(verdict.score for verdict in self.verdicts.values())
+
+    @property
+    def max_score(self):
+        return sum(verdict.points for verdict in self.verdicts.values())
+
+
+def prepare(course, mode):
+    """Reference, cases, expected values and the probes' runtime folder."""
+    release = read(course.release_notebook)
+    layout = release_layout(release)
+    checks = check_cells(layout)
+    reference = reference_namespace(course.source_notebook)
+    cases = build_cases(reference)
+    expected = expected_records(cases, reference, {task: cell.names for task, cell in checks.items()})
+    runtime = prepare_runtime(course.build / "runtime", cases)
+    return Shared(course, mode, release, layout, reference, cases, expected,
+                  {task: cell.points for task, cell in checks.items()}, runtime)
+
+
+def not_graded(shared, reason):
+    return {task: Verdict(task, points, 0.0, f"Task {task} was not graded: {reason}.")
+            for task, points in shared.points.items()}
+
+
+def probe_and_score(submission, notebook, shared, slot):
+    """(program, probe run, verdicts, deviations) of a readable submission."""
+    program, deviations = build_program(notebook, shared.layout, shared.course.limit_for)
+    scratch = shared.course.build / "scratch" / submission.student
+    run = run_probe(Job(program, scratch, shared.runtime, shared.course.root, shared.mode, slot))
+    verdicts = score_submission(shared.cases, shared.expected, run.records, shared.points, shared.reference)
+    return program, run, verdicts, deviations
+
+
+def grade_one(submission, shared, slot):
+    """Grade one submission and write its rendered notebook; never raises."""
+    started, notes = time.monotonic(), list(submission.notes)
+    try:
+        notebook = read(submission.notebook) if submission.notebook else None
+        if notebook is None:
+            raise UnreadableNotebook("no notebook was submitted")
+        program, run, verdicts, deviations = probe_and_score(submission, notebook, shared, slot)
+        student_notes = deviations + run.notes
+        notes += student_notes + attention_notes(program, shared.layout, run.cells, verdicts)
+    except Exception as error:  # noqa: BLE001 -- unreadable, or a grader bug: the other submissions go on
+        if not isinstance(error, UnreadableNotebook):
+            traceback.print_exc()
+            error = f"GRADER ERROR ({type(error).__name__}: {error}): the course staff will grade it by hand"
+        program, _ = build_program(shared.release, shared.layout, shared.course.limit_for)
+        run, verdicts, student_notes = None, not_graded(shared, str(error)), [str(error)]
+        notes.append(str(error))
+    write_rendered(shared, submission, render(shared.release, program, run.cells if run else {}, verdicts,
+                                              student_notes))
+    return Result(submission.student, verdicts, notes, time.monotonic() - started)
+
+
+def write_rendered(shared, submission, notebook):
+    folder = shared.course.build / "rendered" / submission.student / shared.course.assignment
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{shared.course.assignment}.ipynb").write_text(json.dumps(notebook, indent=1))
+    if (submission.folder / "timestamp.txt").is_file():
+        shutil.copy(submission.folder / "timestamp.txt", folder / "timestamp.txt")
+
+
+def grade_all(submissions, shared, jobs):
+    """Grade submissions jobs at a time, longest (the ones that train) first; results in student order."""
+    slots = queue.Queue()
+    for slot in range(jobs):
+        slots.put(slot)
+
+    def task(submission):
+        """Grade one submission on a free slot (its probe's uid)."""
+        slot = slots.get()
+        try:
+            result = grade_one(submission, shared, slot)
+        finally:
+            slots.put(slot)
+        print(f"graded {result.student}: {result.score:g}/{result.max_score:g} in {result.seconds:.0f} s", flush=True)
+        return result
+
+    ordered = sorted(submissions, key=lambda s: -training_cells(s))
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(task, ordered))
+    return sorted(results, key=lambda result: result.student)
+
+
+def training_cells(submission):
+    """How many cells of the submission call train(...): a cheap guess of how long its probe takes."""
+    try:
+        return submission.notebook.read_text(errors="replace").count("train(") if submission.notebook else 0
+    except OSError:
+        return 0
+
+
+def publish(course, results):
+    """nbgrader's part (gradebook, feedback, grades.csv) and grades_by_task.csv; returns run-level problems."""
+    gradebook.register_assignment(course)
+    gradebook.autograde(course, course.build / "rendered")
+    missing = gradebook.set_scores(course, {result.student: result.verdicts for result in results})
+    gradebook.feedback(course)
+    gradebook.export(course, "grades.csv")
+    rows = gradebook.task_scores(course, [result.student for result in results])
+    write_task_scores(course.root / "grades_by_task.csv", course.assignment, rows)
+    problems = [f"{student} is missing from the gradebook (nbgrader autograde failed for it)" for student in missing]
+    mine = {(r.student, task): v.score for r in results for task, v in r.verdicts.items()}
+    if any(mine.get((student, task)) != score for student, task, score, _ in rows):
+        problems.append("the gradebook disagrees with the grader's scores: see grades_by_task.csv")
+    return problems
+
+
+def parse(argv):
+    """The command line: --jobs, --course, --sandbox."""
+    parser = argparse.ArgumentParser(description="Grade every submission under submitted/.")
+    parser.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default 1)")
+    parser.add_argument("--course", default=".", help="course folder (default: here)")
+    parser.add_argument("--sandbox", choices=("auto", "namespace", "none"), default="auto",
+                        help="isolation of student code (default: namespaces when possible)")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    """Grade everything under submitted/, then write the gradebook, feedback, CSV files and the report."""
+    args = parse(argv)
+    if not (Path(args.course) / "nbgrader_config.py").is_file():
+        sys.exit(f"grade: {Path(args.course).resolve()} has no nbgrader_config.py; run from the course folder")
+    started, course = time.monotonic(), Course(args.course)
+    mode, warning = sandbox.choose(args.sandbox)
+    if warning:
+        print(warning, file=sys.stderr)
+    submissions = discover(course.submitted, course.assignment)
+    if not submissions:
+        sys.exit(f"grade: no submissions under {course.submitted}/<student>/{course.assignment}/; "
+                 "run `make collect ZIP=...` first")
+    shutil.rmtree(course.build / "rendered", ignore_errors=True)
+    shared = prepare(course, mode)
+    results = grade_all(submissions, shared, max(1, args.jobs))
+    problems = publish(course, results)
+    context = {"jobs": max(1, args.jobs), "sandbox": warning, "seconds": time.monotonic() - started,
+               "problems": problems}
+    write_report(course.root / "grading_report.md", course.assignment, results, context)
+    print(f"graded {len(results)} submission(s) in {context['seconds']:.0f} s: grades.csv, grades_by_task.csv, "
+          f"grading_report.md, {course.feedback.name}/" + "".join(f"\nPROBLEM: {p}" for p in problems))
+
+
+if __name__ == "__main__":
+    main()

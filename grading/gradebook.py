@@ -1,0 +1,80 @@
+"""nbgrader's part: register the assignment, autograde the rendered notebooks, feedback, export.
+
+Nothing here executes student code: `autograde --no-execute` takes the rendered notebooks (whose
+check cells already hold the verdicts) as they are, and each grade's auto_score is then set to
+the authoritative score through nbgrader's Gradebook API, so `nbgrader export`, the formgrader
+and the feedback all show the same numbers.
+"""
+import os
+import subprocess
+import sys
+
+from nbgrader.api import Gradebook, MissingEntry
+
+
+class NbgraderFailed(Exception):
+    """An nbgrader command failed; the message holds its last lines of output."""
+
+
+def nbgrader(course, *arguments):
+    """Run one nbgrader command in the course folder (so it reads nbgrader_config.py there)."""
+    command = [sys.executable, "-m", "nbgrader", *arguments, "--log-level=WARN"]
+    # nbgrader runs `alembic` from PATH to create gradebook.db: put this environment's scripts first
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    result = subprocess.run(command, cwd=course.root, capture_output=True, text=True, env=dict(os.environ, PATH=path))
+    if result.returncode:
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
+        raise NbgraderFailed(f"`nbgrader {' '.join(arguments)}` failed:\n{tail}")
+    return result
+
+
+def register_assignment(course):
+    """Put the assignment, its notebook and grade cells in gradebook.db (the release goes to build/, not notebooks/)."""
+    release = course.build / "release"
+    nbgrader(course, "generate_assignment", course.assignment, "--force",
+             f"--CourseDirectory.release_directory={release.relative_to(course.root)}")
+
+
+def autograde(course, rendered):
+    """Autograde every rendered notebook without executing it."""
+    nbgrader(course, "autograde", course.assignment, "--no-execute", "--force",
+             f"--CourseDirectory.submitted_directory={rendered.relative_to(course.root)}")
+
+
+def set_scores(course, verdicts_by_student):
+    """Overwrite each check cell's auto_score with the grader's score; returns the students not in the gradebook."""
+    missing = []
+    notebook = course.assignment
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gradebook:
+        for student, verdicts in verdicts_by_student.items():
+            for task, verdict in verdicts.items():
+                try:
+                    grade = gradebook.find_grade(f"check_task_{task}", notebook, course.assignment, student)
+                except MissingEntry:
+                    missing.append(student)
+                    break
+                grade.auto_score, grade.needs_manual_grade = verdict.score, False
+        gradebook.db.commit()
+    return missing
+
+
+def task_scores(course, students):
+    """[(student, task, score, max_score)] as the gradebook now holds them."""
+    rows = []
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gradebook:
+        for student in students:
+            try:
+                submission = gradebook.find_submission_notebook(course.assignment, course.assignment, student)
+            except MissingEntry:
+                continue
+            for grade in sorted(submission.grades, key=lambda grade: grade.name):
+                rows.append((student, int(grade.name.rsplit("_", 1)[1]), grade.score, grade.max_score))
+    return rows
+
+
+def feedback(course):
+    nbgrader(course, "generate_feedback", course.assignment, "--force")
+
+
+def export(course, path):
+    nbgrader(course, "export", f"--to={path}")

@@ -1,0 +1,55 @@
+"""Who sent a notebook, and which of a student's files is the assignment: the naming convention of `make collect`.
+
+Convention (lenient on purpose; LMS downloads differ):
+- a notebook inside a folder belongs to the student the top folder names ("alice/Copy of transformer.ipynb",
+  Moodle's "Alice Smith_123_assignsubmission_file_/transformer.ipynb" -> "Alice-Smith_123");
+- a notebook at the top of the zip belongs to the student its file name starts with, up to the first
+  underscore ("alice_transformer.ipynb" -> "alice", "bob-12345_transformer (1).ipynb" -> "bob-12345");
+  a name without an underscore is the id itself ("carol.ipynb" -> "carol");
+- ids keep letters, digits, ".", "-" and "_"; anything else becomes "-".
+Of several notebooks from one student, the newest whose name mentions the assignment is graded.
+"""
+import re
+from pathlib import PurePosixPath
+
+LMS_SUFFIXES = re.compile(r"_(assignsubmission_file|assignsubmission_onlinetext|onlinetext|file)_?$")
+IGNORED_PARTS = ("__MACOSX", ".ipynb_checkpoints")
+
+
+def clean_id(text):
+    """A student id safe as a folder name: letters, digits, '.', '-', '_'; '' if nothing is left."""
+    text = LMS_SUFFIXES.sub("", text.strip())
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip(".-_")
+
+
+def is_notebook(name):
+    """Whether a zip member is a notebook worth looking at (not a folder, checkpoint or macOS shadow file)."""
+    path = PurePosixPath(name)
+    hidden = any(part in IGNORED_PARTS or part.startswith("._") for part in path.parts)
+    return path.suffix.lower() == ".ipynb" and not hidden
+
+
+def student_of(name):
+    """The student id for a zip member name, or '' when the name does not say."""
+    path = PurePosixPath(name.replace("\\", "/"))
+    if len(path.parts) > 1:
+        return clean_id(path.parts[0])
+    stem = path.stem
+    return clean_id(stem.split("_", 1)[0]) if "_" in stem else (clean_id(stem) if stem.lower() != "transformer" else "")
+
+
+def file_name(name):
+    """The notebook's own name without the LMS's student prefix: 'alice_transformer.ipynb' -> 'transformer.ipynb'."""
+    path = PurePosixPath(name.replace("\\", "/"))
+    return path.name.split("_", 1)[1] if len(path.parts) == 1 and "_" in path.name else path.name
+
+
+def mentions(name, assignment):
+    """Whether a file name is recognisably the assignment ('Copy of transformer (2).ipynb' is)."""
+    return assignment.lower() in PurePosixPath(name).stem.lower()
+
+
+def pick(candidates, assignment):
+    """The notebook to grade among a student's (name, timestamp) pairs: newest naming the assignment, else newest."""
+    named = [candidate for candidate in candidates if mentions(candidate[0], assignment)]
+    return max(named or candidates, key=lambda candidate: (candidate[1], candidate[0]))

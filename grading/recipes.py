@@ -1,0 +1,213 @@
+"""Run one test case (a "recipe") on given objects and record what comes out.
+
+The same code runs on both sides of the grading wall: the probe process runs every recipe on
+the student's objects, the scorer runs it on the reference, and only the two records are
+compared. A recipe holds inputs and weights, never expected values, so a probe that reads it
+learns nothing it could copy. This module is copied into the sandbox: it may import only
+torch and the public `checkers` package.
+"""
+from functools import partial
+
+import torch
+import torch.nn as nn
+
+from checkers._core import Task
+from checkers._modules import build, load
+from checkers._weights import (LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots,
+                               encoder_blocks)
+
+SLOTS = {
+    "attention": attention_slots,
+    "block": block_slots,
+    "classifier": classifier_slots,
+    "linformer_attention": partial(attention_slots, projections=LINFORMER_PROJECTIONS),
+    "linformer_block": partial(block_slots, projections=LINFORMER_PROJECTIONS),
+    "linformer_classifier": partial(classifier_slots, projections=LINFORMER_PROJECTIONS),
+}
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
+# Captured at import, before any student code runs: a notebook that rebinds torch.Tensor.clone
+# cannot change what the probe records (it could only make its own record wrong, never right).
+_clone, _detach = torch.Tensor.clone, torch.Tensor.detach
+
+
+def snapshot(tensor):
+    """A detached CPU copy of a tensor, made with the functions captured at import."""
+    return _clone(_detach(tensor)).cpu()
+
+
+def decode(value):
+    """Recipe values are plain data; the string 'nn.X' stands for the class torch.nn.X."""
+    if isinstance(value, str) and value.startswith("nn."):
+        return getattr(nn, value[3:])
+    return value
+
+
+def run(recipe, objects, namespace=None):
+    """Run one recipe on objects (the arguments of the task's check call).
+
+    Args:
+        recipe: dict with "task", "object" (index into objects) and optional "build", "facts",
+            "attribute" (with "rows"), "call" and "trained" entries (see grading/cases/parts.py).
+        objects: the student's (or the reference's) function, classes or trained model.
+        namespace: the notebook's namespace, for a trained model's class.
+
+    Returns:
+        dict of plain data and tensors: "facts", "attribute", "structure", "outputs", "inputs_after", "grads".
+    """
+    task = Task(recipe["task"])
+    target = objects[recipe["object"]]
+    if "trained" in recipe:
+        return run_trained(task, target, recipe["trained"], namespace or {})
+    module = make_module(task, target, recipe["build"]) if "build" in recipe else target
+    record = {}
+    if recipe.get("facts"):
+        record["facts"] = {name: FACTS[name](module) for name in recipe["facts"]}
+    if "attribute" in recipe:
+        record["attribute"] = attribute(module, recipe)
+    if "call" in recipe:
+        record.update(call(task, module, recipe))
+    return record
+
+
+def attribute(module, recipe):
+    """A copy of the module's tensor attribute (e.g. `pe`), only the recipe's rows if it names some; else None."""
+    value = getattr(module, recipe["attribute"], None)
+    if not isinstance(value, torch.Tensor):
+        return None
+    if "rows" in recipe and value.dim() == 3:
+        value = value[:, recipe["rows"]]  # the positions the visible check looks at
+    return snapshot(value)
+
+
+def make_module(task, cls, spec):
+    """Build the class with the pinned keywords, load the recipe's weights by role, set the mode."""
+    kwargs = {key: decode(value) for key, value in spec.get("kwargs", {}).items()}
+    dtype = DTYPES[spec.get("dtype", "float64")]
+    module = build(task, cls, spec["name"], dtype=dtype, **kwargs)
+    if spec.get("weights"):
+        weights = {role: value.to(dtype) for role, value in spec["weights"].items()}
+        load(task, module, SLOTS[spec["slots"]], weights, spec["name"])
+    module.train(spec.get("mode") == "train")
+    return module
+
+
+def call(task, target, recipe):
+    """Call the function or module on copies of the inputs; record outputs, inputs after, gradients."""
+    spec = recipe["call"]
+    args = [_clone(value) if isinstance(value, torch.Tensor) else decode(value) for value in spec.get("args", [])]
+    kwargs = {key: decode(value) for key, value in spec.get("kwargs", {}).items()}
+    if recipe.get("grad"):
+        args = [a.requires_grad_(True) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+    function = getattr(target, spec["method"], None) if spec.get("method") else target
+    if function is None:
+        task.fail(f"{type(target).__name__} has no method {spec['method']}.")
+    results = [task.call(recipe.get("what", "the call"), function, *args, **kwargs)
+               for _ in range(spec.get("repeat", 1))]
+    outputs = [leaves(result) for result in results]
+    record = {"structure": describe(results[0]),
+              "inputs_after": [snapshot(a) if isinstance(a, torch.Tensor) else None for a in args]}
+    if recipe.get("grad"):
+        record["grads"] = gradients(task, target, recipe, args, outputs[0])
+    record["outputs"] = [[snapshot(t) for t in result] for result in outputs]
+    return record
+
+
+def describe(value):
+    """The shape of a result as text: 'tensor', 'seq(tensor,tensor)', or a type name."""
+    if isinstance(value, torch.Tensor):
+        return "tensor"
+    if isinstance(value, (list, tuple)):
+        return "seq(" + ",".join(describe(item) for item in value) + ")"
+    return type(value).__name__
+
+
+def leaves(value):
+    """The tensors of a result, depth first (the structure says where each sits)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in leaves(item)]
+    return []
+
+
+def gradients(task, target, recipe, args, outputs):
+    """Backward from the sum of squares of every floating output; gradients of inputs and weights by role."""
+    floating = [t for t in outputs if t.is_floating_point() and t.requires_grad]
+    if not floating:
+        return {}
+    task.call("backward", lambda: sum((t ** 2).sum() for t in floating).backward())
+    grads = {f"input {i}": snapshot(a.grad) for i, a in enumerate(args)
+             if isinstance(a, torch.Tensor) and a.grad is not None}
+    slots_name = recipe.get("build", {}).get("slots")
+    if slots_name:
+        for role, parameter in SLOTS[slots_name](target).items():
+            if parameter.grad is not None:
+                grads[role] = snapshot(parameter.grad)
+    return grads
+
+
+def pe_facts(module):
+    pe = getattr(module, "pe", None)
+    if not isinstance(pe, torch.Tensor):
+        return {"tensor": False}
+    return {"tensor": True, "buffer": any(buffer is pe for buffer in module.buffers()),
+            "trainable": isinstance(pe, nn.Parameter) or pe.requires_grad}
+
+
+def cls_facts(module):
+    token = getattr(module, "cls_token", None)
+    if not isinstance(token, torch.Tensor):
+        return {"tensor": False}
+    return {"tensor": True, "parameter": isinstance(token, nn.Parameter), "trainable": token.requires_grad,
+            "numel": token.numel()}
+
+
+def encoder_facts(module):
+    blocks = encoder_blocks(module)
+    return {"blocks": len(blocks), "distinct": len({id(block) for block in blocks})}
+
+
+FACTS = {"pe": pe_facts, "cls_token": cls_facts, "encoder": encoder_facts}
+
+
+def run_trained(task, model, spec, namespace):
+    """Logits of a trained model on the recipe's tokens, its weights by role, and what it is."""
+    cls = namespace.get(spec["class_name"])
+    record = {"facts": {"module": isinstance(model, nn.Module),
+                        "instance": isinstance(cls, type) and isinstance(model, cls)}}
+    if not record["facts"]["module"]:
+        return record
+    record["logits"] = predict(task, model, spec["tokens"], spec["vocab_size"])
+    record["weights"], record["config"] = trained_weights(model, spec["slots"])
+    return record
+
+
+def predict(task, model, tokens, vocab_size):
+    """model(x) in eval mode, without gradients, in batches of 500 one-hot sequences."""
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    was_training, outputs = model.training, []
+    model.eval()
+    try:
+        with torch.no_grad():
+            for batch in tokens.split(500):
+                inputs = nn.functional.one_hot(batch, vocab_size).float().to(device)
+                logits = task.call("model(x)", model, inputs)
+                if not isinstance(logits, torch.Tensor):
+                    task.fail(f"model(x) returned {type(logits).__name__}, not a tensor of logits.")
+                outputs.append(snapshot(logits).float())
+    finally:
+        model.train(was_training)
+    return torch.cat(outputs)
+
+
+def trained_weights(model, slots_name):
+    """The model's weights by role and the settings its weights cannot tell (heads, activation)."""
+    try:
+        weights = {role: snapshot(p).double() for role, p in SLOTS[slots_name](model).items()}
+        first = encoder_blocks(model)[0]
+    except Exception:  # noqa: BLE001 -- a model of another layout: nothing to cross-check with
+        return {}, {}
+    activation = next((type(m).__name__ for m in first.feedforward.modules()
+                       if not isinstance(m, (nn.Linear, nn.Dropout, nn.Sequential))), "")
+    heads = getattr(first.attention, "num_heads", None)
+    return weights, {"num_heads": heads if isinstance(heads, int) else 0, "activation": activation}

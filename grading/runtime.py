@@ -1,0 +1,40 @@
+"""The read-only folder every probe runs from: probe.py, recipes.py, the cases, checkers/ and course_lib/.
+
+Only the student bundle (checkers, course_lib), the probe's own code and the cases' inputs go in:
+no reference, no expected value, no gradebook. Built once per grading run.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import torch
+
+from .course import CODE_ROOT
+
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
+
+
+def prepare_runtime(folder, cases):
+    """Fill folder (emptied first) and make it readable by every probe user."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for package in ("checkers", "course_lib"):
+        shutil.copytree(CODE_ROOT / package, folder / package, ignore=IGNORE)
+    for module in ("probe.py", "recipes.py"):
+        shutil.copy(CODE_ROOT / "grading" / module, folder / module)
+    torch.save(cases, folder / "cases.pt")
+    build_font_cache(folder / "mpl")
+    for path, folders, files in os.walk(folder):
+        os.chmod(path, 0o755)
+        for name in files:
+            os.chmod(os.path.join(path, name), 0o644)
+    return folder
+
+
+def build_font_cache(folder):
+    """Matplotlib's font list, built once here instead of once per probe (seconds each)."""
+    folder.mkdir()
+    env = dict(os.environ, MPLCONFIGDIR=str(folder), MPLBACKEND="Agg")
+    subprocess.run([sys.executable, "-c", "import matplotlib.pyplot"], env=env, check=True, capture_output=True)

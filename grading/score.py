@@ -1,0 +1,65 @@
+"""Turn the probe's records into one verdict per task: all of the task's cases match, or the first that does not.
+
+Runs in the grader's own process, which never executes student code: it only compares the
+records (data read with torch.load(weights_only=True)) with the reference's.
+"""
+from dataclasses import dataclass
+
+from .cases import TRAINED
+from .compare import compare_case
+from .trained import ARCHITECTURE_TASK, judge_trained
+
+
+@dataclass
+class Verdict:
+    """The grade of one task and the sentence that explains it."""
+
+    task: int
+    points: float
+    score: float
+    message: str
+    visible_failed: bool = False  # a case the notebook's own check runs failed too
+    note: str = ""  # for the instructor's report only
+
+
+def strip_task(message, task):
+    """'Task 2: X' -> 'X': the verdict adds its own prefix."""
+    prefix = f"Task {task}: "
+    return message[len(prefix):] if message.startswith(prefix) else message
+
+
+def case_problem(task, recipe, got, expected, context):
+    """(problem or None, note for the report) of one case."""
+    if got is None or "error" in got:
+        return (got or {}).get("error", "not run"), ""
+    if task in TRAINED:
+        architecture = context["verdicts"].get(ARCHITECTURE_TASK[task])
+        return judge_trained(task, recipe, got, expected["labels"], context["reference"],
+                             bool(architecture and architecture.score))
+    return compare_case(recipe, got, expected), ""
+
+
+def score_task(task, points, recipes, expected, records, context):
+    """The verdict of one task from its records (None: the probe never reached the check cell)."""
+    if records is None:
+        return Verdict(task, points, 0.0, f"Task {task} was not graded: the notebook never reached its check cell.",
+                       True)
+    for index, recipe in enumerate(recipes):
+        got = records[index] if index < len(records) else None
+        problem, note = case_problem(task, recipe, got, expected[index], context)
+        if problem:
+            message = problem if problem.startswith(f"Task {task} ") else \
+                f"Task {task}: {recipe['name']}: {strip_task(problem, task)}"
+            return Verdict(task, points, 0.0, message, recipe["visible"], note or "")
+    hidden = sum(not recipe["visible"] for recipe in recipes)
+    return Verdict(task, points, points, f"✓ Task {task} passed the grader: {len(recipes)} tests, {hidden} of them "
+                   "hidden.", False, note or "")
+
+
+def score_submission(cases, expected, records, points, reference):
+    """{task: Verdict} for every task, in order (a training task looks at its architecture task's verdict)."""
+    verdicts = {}
+    context = {"verdicts": verdicts, "reference": reference}
+    for task in sorted(cases):
+        verdicts[task] = score_task(task, points[task], cases[task], expected[task], records.get(task), context)
+    return verdicts

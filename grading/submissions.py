@@ -1,0 +1,47 @@
+"""Find the submissions under submitted/ and the notebook to grade in each."""
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from .naming import pick
+
+
+@dataclass
+class Submission:
+    """One student's folder submitted/<student>/<assignment>/ and the notebook graded from it."""
+
+    student: str
+    folder: Path
+    notebook: Path = None  # None: the folder holds no notebook
+    notes: list = field(default_factory=list)
+
+
+def chosen_notebook(folder, assignment):
+    """(notebook path or None, notes): <assignment>.ipynb, else the best other notebook in the folder."""
+    expected = folder / f"{assignment}.ipynb"
+    if expected.is_file():
+        return expected, []
+    others = [path for path in folder.glob("*.ipynb") if path.is_file()]
+    if not others:
+        return None, ["no notebook in the submission folder"]
+    name, _ = pick([(path.name, datetime.fromtimestamp(path.stat().st_mtime)) for path in others], assignment)
+    return folder / name, [f"notebook `{name}` graded as {assignment}.ipynb"]
+
+
+def collected_notes(folder):
+    """Notes `make collect` left in collected.json (renamed files, extra files), if any."""
+    try:
+        return list(json.loads((folder / "collected.json").read_text()).get("notes", []))
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def discover(submitted, assignment):
+    """Every submission folder submitted/<student>/<assignment>/, by student id."""
+    found = []
+    for folder in sorted(submitted.glob(f"*/{assignment}")):
+        if folder.is_dir():
+            notebook, notes = chosen_notebook(folder, assignment)
+            found.append(Submission(folder.parent.name, folder, notebook, collected_notes(folder) + notes))
+    return found

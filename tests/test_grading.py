@@ -1,0 +1,491 @@
+"""The instructor pipeline (grading/): collect, autograde in a sandbox, reconcile with nbgrader, report.
+
+The end-to-end test builds every kind of submission from the reference and release notebooks (the
+full solution, planted mistakes from tools/mistakes.py, broken, tampering and oddly saved notebooks),
+zips them like an LMS download, runs `python -m grading.collect` and `python -m grading.grade --jobs 2`
+on a scratch copy of the course, and checks every task's score, the report, and that no feedback file
+holds hidden-test or reference code. Select it alone with `pytest -m grading tests/test_grading.py`.
+"""
+import copy
+import csv
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the grading package lives in the checkout, not in the installed distribution
+
+from grading.cases import build_cases  # noqa: E402
+from grading.collect import collect  # noqa: E402
+from grading.expected import expected_records, reference_namespace  # noqa: E402
+from grading.notebook import check_cells, read, release_layout  # noqa: E402
+from grading.recipes import run  # noqa: E402
+from grading.score import score_submission  # noqa: E402
+from mistakes import MUTANTS  # noqa: E402  (tools/ is on sys.path through conftest.py)
+
+
+SOURCE = ROOT / "solutions" / "transformer" / "transformer.ipynb"
+RELEASE = ROOT / "notebooks" / "transformer" / "transformer.ipynb"
+POINTS = {1: 1, 2: 1, 3: 1, 4: 1, 5: 2, 6: 1, 7: 2, 8: 1}
+DEFINITION_TASKS = (1, 2, 3, 4, 5, 7)  # answered by class and function definitions; 6 and 8 train
+
+
+# ----- Submissions, built from the reference and release notebooks -------------------------------------------
+
+def code(cell):
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def grade_id(cell):
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+
+
+def reference_answers():
+    """{grade_id: the reference answer as a student would write it (solution markers dropped)}."""
+    answers = {}
+    for cell in json.loads(SOURCE.read_text())["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+            lines = [line for line in code(cell).split("\n") if "### BEGIN SOLUTION" not in line
+                     and "### END SOLUTION" not in line]
+            answers[grade_id(cell)] = "\n".join(lines)
+    return answers
+
+
+def with_answers(notebook, answers):
+    """A copy of notebook whose answer cells hold answers[grade_id] where given."""
+    notebook = copy.deepcopy(notebook)
+    for cell in notebook["cells"]:
+        if grade_id(cell) in answers:
+            cell["source"] = answers[grade_id(cell)]
+    return notebook
+
+
+def edit_cell(notebook, wanted, edit):
+    """Apply edit(source) -> source to the cell with grade_id wanted; the edit must change it."""
+    for cell in notebook["cells"]:
+        if grade_id(cell) == wanted:
+            edited = edit(code(cell))
+            assert edited != code(cell), f"edit of {wanted} changed nothing"
+            cell["source"] = edited
+            return notebook
+    raise AssertionError(f"no cell {wanted}")
+
+
+def index_of(notebook, wanted):
+    return next(i for i, cell in enumerate(notebook["cells"]) if grade_id(cell) == wanted)
+
+
+def mutant(task, name):
+    return next(m for m in MUTANTS if m.task == task and m.name == name)
+
+
+def definitions_only():
+    """The release with the reference answers of tasks 1-5 and 7: 8 points, and nothing to train (fast)."""
+    answers = {key: value for key, value in reference_answers().items()
+               if int(re.match(r"task_(\d)", key).group(1)) in DEFINITION_TASKS}
+    return with_answers(read(RELEASE), answers)
+
+
+def prepend_to(source, lines):
+    return lines + "\n" + source
+
+
+SPECIAL_CASED_PE = '''class PositionalEncoding(nn.Module):
+    """Returns the visible check's own table for the sizes it checks, zeros otherwise."""
+
+    def __init__(self, embed_dim, max_len=5000):
+        super().__init__()
+        from checkers._core import load_fixture
+        pe = torch.zeros(max_len, embed_dim)
+        for case in load_fixture(4).values():
+            if (case["embed_dim"], case["max_len"]) == (embed_dim, max_len):
+                rows = case["positions"] if "positions" in case else torch.arange(max_len)
+                pe[rows] = (case["rows"] if "rows" in case else case["table"]).to(pe.dtype)
+        self.register_buffer("pe", pe.unsqueeze(0), persistent=False)
+
+    def forward(self, x):
+        return x + self.pe[:, : x.size(1)]
+'''
+
+MONKEYPATCH = '''import torch, torch.testing, checkers
+torch.allclose = lambda *args, **kwargs: True
+torch.equal = lambda *args, **kwargs: True
+torch.testing.assert_close = lambda *args, **kwargs: None
+def _passed(*args, **kwargs):
+    print("✓ Task passed")
+for _name in [name for name in dir(checkers) if name.startswith("check_task_")]:
+    setattr(checkers, _name, _passed)
+    globals()[_name] = _passed
+'''
+
+STUCK = '''import time
+while True:  # swallows the grader's alarm too: only the sandbox's kill stops it
+    try:
+        time.sleep(1)
+    except BaseException:
+        pass
+'''
+
+
+def colab_saved(notebook):
+    """As Colab saves it: its own metadata, cell ids, outputs with images and errors, widget state."""
+    notebook = copy.deepcopy(notebook)
+    notebook["metadata"].update(colab={"provenance": [], "name": "transformer.ipynb"}, accelerator="GPU",
+                                widgets={"application/vnd.jupyter.widget-state+json": {
+                                    "4f2a": {"model_module": "@jupyter-widgets/controls", "model_name": "HBoxModel",
+                                             "state": {"children": []}}}})
+    for number, cell in enumerate(notebook["cells"]):
+        cell["metadata"].update(id=f"c{number:04x}", colab={"base_uri": "https://localhost:8080/"})
+        if cell["cell_type"] == "code":
+            cell["execution_count"] = number
+            cell["outputs"] = [
+                {"output_type": "stream", "name": "stdout", "text": ["✓ Task 1 passed\n"]},
+                {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBORw0KGgo=", "text/plain":
+                                                                          ["<Figure>"]}},
+                {"output_type": "error", "ename": "NameError", "evalue": "x", "traceback": ["NameError: x"]}]
+    return notebook
+
+
+def stripped(notebook):
+    notebook = copy.deepcopy(notebook)
+    for cell in notebook["cells"]:
+        cell["metadata"] = {}
+    return notebook
+
+
+def without(points, *tasks):
+    return {task: (0 if task in tasks else score) for task, score in points.items()}
+
+
+ALL_POINTS = dict(POINTS)
+DEFINITION_POINTS = without(POINTS, 6, 8)  # the reference answers of tasks 1-5 and 7, nothing trained
+NOTHING = without(POINTS, *POINTS)
+
+
+def trained_submissions():
+    """The two that train (slow): the full solution, and one planted mistake in task 3."""
+    full = read(SOURCE)
+    wrong = edit_cell(copy.deepcopy(full), "task_3_encoder_block", mutant(3, "mask not passed to attention").apply)
+    return {"full": ("full_transformer.ipynb", full, ALL_POINTS),
+            "wrong3": ("wrong3_transformer.ipynb", wrong, without(ALL_POINTS, 3))}
+
+
+def broken_submissions(definitions):
+    """A syntax error, a loop that ignores the alarm, os._exit, and a file that is no notebook."""
+    syntax = edit_cell(copy.deepcopy(definitions), "task_4_positional_encoding", lambda s: s.replace("):", ")", 1))
+    stuck = edit_cell(copy.deepcopy(definitions), "task_4_positional_encoding", lambda s: prepend_to(s, STUCK))
+    exits = edit_cell(copy.deepcopy(definitions), "task_3_encoder_block",
+                      lambda s: prepend_to(s, "import os\nos._exit(0)"))
+    return {"syntax": ("syntax_transformer.ipynb", syntax, without(DEFINITION_POINTS, 4, 5, 7)),
+            "loop": ("loop_transformer.ipynb", stuck, without(DEFINITION_POINTS, 4, 5, 7)),
+            "exit": ("exit_transformer (1).ipynb", exits, without(DEFINITION_POINTS, 3, 5, 7)),
+            "garbage": ("garbage_transformer.ipynb", b"<html>not a notebook</html>", NOTHING)}
+
+
+def reshaped_submissions(definitions):
+    """Right answers in odd notebooks: a check cell deleted, cells duplicated, metadata stripped, stderr noise,
+    saved by Colab, a wrong file name."""
+    deleted = copy.deepcopy(definitions)
+    del deleted["cells"][index_of(deleted, "check_task_5")]
+    duplicated = copy.deepcopy(definitions)
+    for wanted in ("check_task_1", "task_4_positional_encoding"):
+        at = index_of(duplicated, wanted)
+        duplicated["cells"].insert(at + 1, copy.deepcopy(duplicated["cells"][at]))
+    warn = '    """\n    import warnings\n    warnings.warn("scores in float64", UserWarning)\n    scores'
+    noisy = edit_cell(copy.deepcopy(definitions), "task_1_attention",
+                      lambda s: s.replace('    """\n    scores', warn, 1))
+    edit_cell(noisy, "task_2_multihead_attention", lambda s: s.replace(
+        "        batch_size, seq_len, _ = x.shape", "        import sys\n        print('forward', file=sys.stderr)\n"
+        "        batch_size, seq_len, _ = x.shape", 1))
+    return {"deleted": ("deleted_transformer.ipynb", deleted, DEFINITION_POINTS),
+            "duplicated": ("duplicated_transformer.ipynb", duplicated, DEFINITION_POINTS),
+            "stripped": ("stripped_transformer.ipynb", stripped(definitions), DEFINITION_POINTS),
+            "warnings": ("warnings_transformer.ipynb", noisy, DEFINITION_POINTS),
+            "colab": ("colab/Copy of transformer.ipynb", colab_saved(definitions), DEFINITION_POINTS),
+            "wrongname-7": ("wrongname-7/notebook (3).ipynb", definitions, DEFINITION_POINTS)}
+
+
+def tampering_submissions(release, definitions):
+    """An edited check cell, monkeypatched checks, fake success lines, visible inputs special-cased, nothing done."""
+    edited = edit_cell(copy.deepcopy(definitions), "task_1_attention", mutant(1, "unstable softmax").apply)
+    edit_cell(edited, "check_task_1", lambda s: '# check_task_1(scaled_softmax_attention)\nprint("✓ Task 1 passed")')
+    patched = copy.deepcopy(release)
+    patched["cells"].insert(index_of(patched, "task_1_attention"), {"cell_type": "code", "metadata": {},
+                            "source": MONKEYPATCH, "outputs": [], "execution_count": None})
+    fake = copy.deepcopy(release)
+    for cell in fake["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+            task = re.match(r"task_(\d)", grade_id(cell)).group(1)
+            cell["source"] = code(cell).replace("raise NotImplementedError()", f'print("✓ Task {task} passed: ok.")')
+    special = edit_cell(copy.deepcopy(definitions), "task_4_positional_encoding", lambda s: SPECIAL_CASED_PE)
+    return {"edited": ("edited_transformer.ipynb", edited, without(DEFINITION_POINTS, 1)),
+            "monkeypatch": ("monkeypatch_transformer.ipynb", patched, NOTHING),
+            "fakeprint": ("fakeprint_transformer.ipynb", fake, NOTHING),
+            "special": ("special_transformer.ipynb", special, without(DEFINITION_POINTS, 4, 5, 7)),
+            "untouched": ("untouched_transformer.ipynb", release, NOTHING)}
+
+
+def submissions():
+    """{student: (file name in the zip, notebook or bytes, {task: expected score})}."""
+    release, definitions = read(RELEASE), definitions_only()
+    return {**trained_submissions(), **broken_submissions(definitions), **reshaped_submissions(definitions),
+            **tampering_submissions(release, definitions)}
+
+
+# What the report must say about each submission (a word of the note).
+REPORTED = {"loop": "limit", "exit": "exited", "syntax": "does not parse", "edited": "was edited",
+            "deleted": "re-added", "duplicated": "appears 2 times", "stripped": "matched by their content",
+            "warnings": "stderr", "wrongname-7": "graded as transformer.ipynb", "colab": "graded as transformer.ipynb",
+            "monkeypatch": "tampering", "fakeprint": "prints a '✓ Task", "untouched": "empty submission",
+            "garbage": "not a readable notebook"}
+
+
+def make_zip(path):
+    """The submissions zipped like an LMS download, with a macOS shadow file and a notebook of nobody's."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, notebook, _ in submissions().values():
+            archive.writestr(name, notebook if isinstance(notebook, bytes) else json.dumps(notebook))
+        archive.writestr("__MACOSX/._full_transformer.ipynb", b"\0")
+        archive.writestr("transformer.ipynb", json.dumps(read(RELEASE)))
+    return path
+
+
+def scratch_course(folder):
+    """A copy of the course's grading inputs, with a shorter limit for ordinary cells (read from its config)."""
+    for name in ("solutions", "notebooks"):
+        shutil.copytree(ROOT / name, folder / name)
+    config = (ROOT / "nbgrader_config.py").read_text()
+    assert "CELL_TIMEOUT = 60" in config
+    (folder / "nbgrader_config.py").write_text(config.replace("CELL_TIMEOUT = 60", "CELL_TIMEOUT = 20"))
+    return folder
+
+
+# ----- Fast checks of the pieces -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def graded_cases():
+    """(cases, expected, names, points, reference) as the grader builds them."""
+    reference = reference_namespace(SOURCE)
+    checks = check_cells(release_layout(read(RELEASE)))
+    names = {task: cell.names for task, cell in checks.items()}
+    cases = build_cases(reference)
+    return cases, expected_records(cases, reference, names), names, {t: c.points for t, c in checks.items()}, reference
+
+
+def verdict_of(task, namespace, graded_cases):
+    """Score one task in-process on a namespace of objects (what the probe does, without a sandbox)."""
+    cases, expected, names, points, reference = graded_cases
+    records = []
+    for recipe in cases[task]:
+        try:
+            records.append(run(recipe, [namespace[name] for name in names[task]], namespace))
+        except Exception as error:  # noqa: BLE001 -- a failing case is a record too
+            records.append({"error": f"{type(error).__name__}: {error}"})
+    return score_submission({task: cases[task]}, expected, {task: records}, points, reference)[task]
+
+
+@pytest.mark.parametrize("task", DEFINITION_TASKS)
+def test_reference_passes_hidden_tests(task, graded_cases):
+    verdict = verdict_of(task, graded_cases[4], graded_cases)
+    assert verdict.score == POINTS[task], verdict.message
+    assert sum(not case["visible"] for case in graded_cases[0][task]) >= 4  # hidden cases beyond the visible ones
+
+
+@pytest.mark.parametrize("planted", MUTANTS, ids=lambda m: f"task{m.task}-{m.name}")
+def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases, load_variant):
+    verdict = verdict_of(planted.task, load_variant(planted.apply), graded_cases)
+    assert verdict.score == 0 and verdict.message.startswith(f"Task {planted.task}")
+
+
+def alternatives():
+    """The checkers' accepted alternative solutions (tests/test_checker_alternatives.py), by task."""
+    import test_checker_alternatives as alt
+    return [(1, (f,)) for f in alt.ATTENTIONS] + [(2, (c,)) for c in alt.MULTIHEADS] + \
+        [(3, (c,)) for c in alt.BLOCKS] + [(4, (c,)) for c in alt.POSITIONALS] + \
+        [(5, (c,)) for c in alt.CLASSIFIERS] + [(7, classes) for classes in alt.LINFORMERS]
+
+
+@pytest.mark.parametrize("task, objects", alternatives(), ids=lambda value: getattr(value, "__name__", str(value)))
+def test_hidden_tests_accept_what_the_checkers_accept(task, objects, graded_cases):
+    names = graded_cases[2][task]
+    verdict = verdict_of(task, dict(zip(names, objects)), graded_cases)
+    assert verdict.score == POINTS[task], verdict.message
+
+
+def test_recipes_hold_no_expected_values(graded_cases):
+    """What a probe receives: inputs and weights only; the labels of the trained tasks stay in the grader."""
+    cases = graded_cases[0]
+    text = repr(cases)
+    assert "labels" not in text and "expected" not in text
+    assert all("tokens" in recipe["trained"] for task in (6, 8) for recipe in cases[task])
+
+
+def test_trained_task_fails_when_logits_do_not_follow_from_weights(graded_cases):
+    """A hand-written palindrome test put in place of the trained network's forward does not earn task 6."""
+    from course_lib import defaults
+    from grading.trained import judge_trained
+    cases, expected, _, _, reference = graded_cases
+    base = reference["TransformerForSequenceClassification"]
+
+    class Detector(base):
+        def forward(self, x):
+            mismatch = (x - x.flip(1)).abs().sum((1, 2))  # 0 exactly for palindromes
+            return (10 * (0.5 - mismatch.clamp(max=1.0))).unsqueeze(1)
+
+    model = Detector(**defaults.CLASSIFIER)
+    record = run(cases[6][0], [model], {"TransformerForSequenceClassification": base})
+    problem, note = judge_trained(6, cases[6][0], record, expected[6][0]["labels"], reference, True)
+    assert problem and "do not follow from its weights" in problem and "tampering" in note
+
+
+def test_collect_reads_student_ids_from_lms_names(tmp_path):
+    """Per-student folders, LMS prefixes, Colab names and stray files, as grading/naming.py documents."""
+    with zipfile.ZipFile(tmp_path / "download.zip", "w") as archive:
+        for name in ("alice_transformer.ipynb", "bob-12345_transformer (1).ipynb", "carol/Copy of transformer.ipynb",
+                     "dave/old attempt.ipynb", "dave/transformer.ipynb", "Eve Smith_42_assignsubmission_file_/x.ipynb",
+                     "__MACOSX/._alice_transformer.ipynb", "transformer.ipynb"):
+            archive.writestr(name, json.dumps(read(RELEASE)))
+    collected, unknown = collect(tmp_path / "download.zip", tmp_path)
+    assert sorted(collected) == ["Eve-Smith_42", "alice", "bob-12345", "carol", "dave"]
+    assert unknown == ["transformer.ipynb"]
+    for student in collected:
+        assert (tmp_path / "submitted" / student / "transformer" / "transformer.ipynb").is_file()
+    assert any("Copy of transformer.ipynb" in note for note in collected["carol"])
+    assert any("old attempt.ipynb" in note and "not graded" in note for note in collected["dave"])
+
+
+# ----- End to end: collect and grade every kind of submission -------------------------------------------------
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """(course folder, seconds make grade took, its output) after collect + grade --jobs 2 on a scratch course."""
+    course = scratch_course(tmp_path_factory.mktemp("course"))
+    collect_run = subprocess.run([sys.executable, "-m", "grading.collect", str(make_zip(course / "download.zip")),
+                                  "--course", str(course)], cwd=ROOT, capture_output=True, text=True)
+    assert collect_run.returncode == 0, collect_run.stderr
+    started = time.monotonic()
+    grade_run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course)],
+                               cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert grade_run.returncode == 0, grade_run.stdout + grade_run.stderr
+    return course, time.monotonic() - started, grade_run.stdout
+
+
+def csv_rows(path):
+    with open(path, newline="") as file:
+        return list(csv.DictReader(file))
+
+
+@pytest.mark.grading
+def test_every_task_of_every_submission_gets_its_expected_score(graded):
+    """grades_by_task.csv, task by task, for all seventeen kinds of submission."""
+    course, _, _ = graded
+    rows = csv_rows(course / "grades_by_task.csv")
+    got = {(row["student_id"], int(row["task"])): float(row["score"]) for row in rows}
+    wrong = {}
+    for student, (_, _, expected) in submissions().items():
+        for task, score in expected.items():
+            if got.get((student, task)) != score:
+                wrong[(student, task)] = (got.get((student, task)), score)
+    assert not wrong, f"(student, task): (graded, expected) = {wrong}"
+
+
+@pytest.mark.grading
+def test_nbgrader_export_and_gradebook_hold_the_same_scores(graded):
+    """nbgrader's export (and so the formgrader) shows the authoritative totals; nothing awaits manual grading."""
+    course, _, _ = graded
+    rows = csv_rows(course / "grades.csv")
+    assert {"student_id", "assignment", "score", "max_score"} <= set(rows[0])
+    totals = {student: float(sum(expected.values())) for student, (_, _, expected) in submissions().items()}
+    assert {row["student_id"]: float(row["score"]) for row in rows} == totals
+    assert all(float(row["max_score"]) == 10 for row in rows)
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        assert all(not notebook.needs_manual_grade for student in totals
+                   for notebook in gradebook.find_submission("transformer", student).notebooks)
+
+
+def report_sections(text):
+    """{student: their notes} from grading_report.md's 'Needs attention' part."""
+    part = text.split("## Needs attention", 1)[1].split("## Why tasks failed", 1)[0]
+    return {chunk.split(" (", 1)[0].strip(): chunk for chunk in part.split("### ")[1:]}
+
+
+@pytest.mark.grading
+def test_report_says_why_each_odd_submission_needed_attention(graded):
+    """Every submission that needed attention is listed with the reason; clean ones are not."""
+    course, _, _ = graded
+    text = (course / "grading_report.md").read_text()
+    sections = report_sections(text)
+    missing = {student: words for student, words in REPORTED.items() if words not in sections.get(student, "")}
+    assert not missing, f"not reported: {missing}"
+    assert "full" not in sections and "wrong3" not in sections
+    assert "failed a hidden test" in sections["special"] and "Task 4: hidden:" in sections["special"]
+    if os.geteuid() == 0:
+        assert "sandbox: namespaces" in text
+
+
+def visible_text(path):
+    """The text a reader of an HTML file sees (tags dropped, entities decoded), whitespace-normalised."""
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", path.read_text(errors="replace"))))
+
+
+def solution_lines():
+    """Every substantive line inside a BEGIN/END SOLUTION region of the reference."""
+    lines, inside = [], False
+    for cell in json.loads(SOURCE.read_text())["cells"]:
+        for line in code(cell).splitlines():
+            inside = ("BEGIN SOLUTION" in line) or (inside and "END SOLUTION" not in line)
+            if inside and "BEGIN SOLUTION" not in line and len(line.strip()) > 12:
+                lines.append(re.sub(r"\s+", " ", line.strip()))
+    return lines
+
+
+def hidden_test_lines():
+    """Substantive lines of the hidden tests and of the grader's comparisons."""
+    files = list((ROOT / "grading" / "cases").glob("*.py")) + [ROOT / "grading" / name for name in
+                                                            ("compare.py", "expected.py", "trained.py", "score.py")]
+    return [re.sub(r"\s+", " ", line.strip()) for path in files for line in path.read_text().splitlines()
+            if len(line.strip()) > 25 and not line.strip().startswith(("#", '"""', "from ", "import "))]
+
+
+@pytest.mark.grading
+def test_feedback_and_release_hold_no_hidden_tests_or_reference_code(graded):
+    """Nothing a student gets back holds hidden-test source, or reference code they did not write themselves."""
+    course, _, _ = graded
+    secret, reference = hidden_test_lines(), solution_lines()
+    assert len(secret) > 50 and len(reference) > 40  # the scans below are not vacuous
+    release = re.sub(r"\s+", " ", RELEASE.read_text())
+    assert not [line for line in secret if line in release]
+    # the task descriptions quote the pinned API (e.g. the feed-forward layout): students have those lines anyway
+    released = re.sub(r"\s+", " ", "\n".join("".join(cell["source"]) for cell in read(RELEASE)["cells"]))
+    seen_in_full = 0
+    for student, (_, notebook, _) in submissions().items():
+        (page,) = (course / "feedback" / student / "transformer").glob("*.html")
+        text = visible_text(page)
+        cells = [] if isinstance(notebook, bytes) else notebook["cells"]
+        sent = re.sub(r"\s+", " ", "\n".join(code(cell) for cell in cells))
+        assert not [line for line in secret if line in text], student
+        leaked = [line for line in reference if line in text and line not in sent and line not in released]
+        assert not leaked, f"{student}: reference lines in the feedback: {leaked[:3]}"
+        seen_in_full += student == "full" and sum(line in text for line in reference)
+    assert seen_in_full > 40  # the full solution's own code does show, so the search above can find code
+
+
+@pytest.mark.grading
+def test_grading_is_fast_enough(graded):
+    """Two solutions that train and fifteen that do not, two at a time: well within the test's budget."""
+    course, seconds, output = graded
+    per_submission = {line.split()[1].rstrip(":"): float(line.split()[-2])
+                      for line in output.splitlines() if line.startswith("graded ") and line.endswith(" s")}
+    print(f"\ngrade --jobs 2: {seconds:.0f} s for {len(per_submission)} submissions; each: {per_submission}")
+    assert per_submission["full"] < 180 and per_submission["wrong3"] < 180
+    assert seconds < 480
