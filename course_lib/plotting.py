@@ -1,4 +1,6 @@
 """Figures used by the notebook; every helper returns the matplotlib Figure it drew."""
+import time
+
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
@@ -53,26 +55,39 @@ def plot_history(history, target_accuracy=0.95):
 
 
 class LiveCurves:
-    """train() callback that redraws plot_history in place in a notebook (does nothing elsewhere)."""
+    """train() callback that redraws plot_history in place in a notebook (does nothing elsewhere).
 
-    def __init__(self, target_accuracy=0.95):
-        self.target_accuracy, self.handle = target_accuracy, None
+    Drawing a figure costs about as much as dozens of training steps, so it redraws at most every
+    min_seconds; train() calls finish() at the end, which draws the final state.
+    """
+
+    def __init__(self, target_accuracy=0.95, min_seconds=2.0):
+        self.target_accuracy, self.min_seconds = target_accuracy, min_seconds
+        self.handle, self.last_draw = None, float("-inf")
 
     def __call__(self, history):
+        if time.perf_counter() - self.last_draw >= self.min_seconds:
+            self._draw(history)
+        return False
+
+    def finish(self, history):
+        self._draw(history)
+
+    def _draw(self, history):
         try:
             from IPython import get_ipython
             from IPython.display import display
         except ImportError:
-            return False
+            return
         if get_ipython() is None:
-            return False
+            return
         fig = plot_history(history, self.target_accuracy)
         if self.handle is None:
             self.handle = display(fig, display_id=True)
         else:
             self.handle.update(fig)
         plt.close(fig)  # shown through the handle; closing stops a duplicate at the cell's end
-        return False
+        self.last_draw = time.perf_counter()
 
 
 def explained_variance(matrix):

@@ -69,6 +69,7 @@ def train(model, train_loader, val_loader, num_epochs, lr, warmup_steps=0, devic
         eval_every: optimizer steps between evaluations (and callback calls).
         max_seconds: stop once this much training time (evaluation excluded) has passed.
         callbacks: callables taking the History after each evaluation; one returning True stops training.
+            A callback with a finish(history) method has it called once training ends.
         loss_fn: loss_fn(logits, labels) -> scalar tensor.
 
     Returns:
@@ -83,6 +84,9 @@ def train(model, train_loader, val_loader, num_epochs, lr, warmup_steps=0, devic
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, betas=betas)
     schedule = WarmupCosineSchedule(optimizer, warmup_steps, total_steps)
     run.loop(optimizer, schedule, num_epochs, eval_every, max_seconds)
+    for callback in callbacks:
+        if hasattr(callback, "finish"):
+            callback.finish(history)  # e.g. the last redraw of live curves
     return history
 
 

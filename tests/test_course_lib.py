@@ -151,3 +151,20 @@ def test_plots_return_labelled_figures():
 
 def test_device_is_cuda_only_when_available():
     assert get_device().type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_train_calls_finish_once_at_the_end():
+    class Recorder:
+        def __init__(self):
+            self.calls, self.finished = 0, []
+
+        def __call__(self, history):
+            self.calls += 1
+
+        def finish(self, history):
+            self.finished.append(history.step[-1])
+
+    train_loader, val_loader = toy_loaders()
+    recorder = Recorder()
+    history = train(nn.Linear(4, 1), train_loader, val_loader, num_epochs=1, lr=0.05, eval_every=4, callbacks=[recorder])
+    assert recorder.calls == len(history.step) and recorder.finished == [history.step[-1]]
