@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 ASSIGNMENT := transformer
 export MPLBACKEND := Agg
 
-.PHONY: lab test release fixtures bench collect grade clean
+.PHONY: lab test release fixtures assets bench collect grade clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) tools/timed.py "set-up: .venv with the pinned dependencies" -- sh -c '\
@@ -29,6 +29,9 @@ release: $(STAMP)  ## regenerate the student notebook from the reference (nbgrad
 
 fixtures: $(STAMP)  ## recompute the checkers' expected values from the reference notebook
 	$(BIN)/python tools/make_fixtures.py
+
+assets: $(STAMP)  ## re-render the README's figures into assets/
+	$(BIN)/python -m tools.make_assets
 
 bench: $(STAMP)  ## measured performance: layers vs torch-native, time to 95%, attention scaling (results/)
 	$(BIN)/python -m tools.bench

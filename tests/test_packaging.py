@@ -43,3 +43,13 @@ def test_fixtures_are_reproducible(tmp_path):
     assert committed and [p.name for p in committed] == sorted(p.name for p in tmp_path.glob("*.pt"))
     for path in committed:
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), f"{path.name} is stale: run `make fixtures`"
+
+
+def test_readme_figures_render(tmp_path):
+    import subprocess
+    import sys
+    subprocess.run([sys.executable, "-m", "tools.make_assets", "--out", str(tmp_path)], cwd=ROOT, check=True,
+                   capture_output=True)
+    for name in ("positional_encoding.png", "lr_schedule.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (ROOT / "assets" / name).exists(), "run `make assets` and commit assets/"
