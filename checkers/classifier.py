@@ -44,7 +44,7 @@ def expect_classifier(task, model, case, x, name):
     expect_close(task, f"{name} logits", logits, case["logits"], ATOL, RTOL)
     _expect_attention_maps(task, model, case, x, name)
     if not torch.allclose(_logits(task, model, x[1:], name, num_classes, "x[1:]"), logits[1:], atol=ATOL):
-        task.fail(f"the logits of one sequence depend on the other sequences in the batch: is [CLS] expanded "
+        task.fail("the logits of one sequence depend on the other sequences in the batch: is [CLS] expanded "
                   "over the batch dimension and concatenated along the sequence axis (dim=1)?")
     _expect_cls_token_used(task, model, x, logits, name)
     inputs = x.clone().requires_grad_(True)

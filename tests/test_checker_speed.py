@@ -9,27 +9,12 @@ import statistics
 import time
 
 import pytest
-import torch
-import torch.nn as nn
 
 import checkers
+from palindrome_models import MirrorModel
 from student_objects import STUDENT_OBJECTS
 
 RUNS = 5
-
-
-class Mirror(nn.Module):
-    """A perfect palindrome classifier by hand: one logit, positive exactly when x equals its reversal."""
-
-    def __init__(self, seq_len=None):
-        super().__init__()
-        self.scale = nn.Parameter(torch.tensor(5.0))
-        if seq_len is not None:  # the Linformer check reads the length from e_proj: L + 1 with [CLS]
-            self.e_proj = nn.Linear(seq_len + 1, 4)
-
-    def forward(self, x):
-        mismatch = (x - x.flip(1)).abs().sum((1, 2))
-        return (self.scale * (0.5 - mismatch.clamp(max=1.0))).unsqueeze(1)
 
 
 def timings(check):
@@ -59,5 +44,5 @@ def test_reference_checks_take_under_a_second(task, reference):
 
 @pytest.mark.parametrize("task", [6, 8])
 def test_trained_model_checks_take_under_ten_seconds(task):
-    model = Mirror() if task == 6 else Mirror(seq_len=32)
+    model = MirrorModel() if task == 6 else MirrorModel(seq_len=32)
     expect_fast(task, lambda: getattr(checkers, f"check_task_{task}")(model), limit=10.0)

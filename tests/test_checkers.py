@@ -6,6 +6,7 @@ import torch.nn as nn
 import checkers
 from checkers import CheckFailure
 from mistakes import MUTANTS
+from palindrome_models import MirrorModel
 from student_objects import STUDENT_OBJECTS, run_check
 
 
@@ -29,22 +30,6 @@ def test_every_task_has_five_planted_mistakes():
         assert sum(m.task == task for m in MUTANTS) >= 5, task
 
 
-class MirrorModel(nn.Module):
-    """A perfect palindrome classifier built by hand: an independent route to a correct trained model."""
-
-    def __init__(self, flip_every=0):
-        super().__init__()
-        self.scale = nn.Parameter(torch.tensor(10.0))
-        self.flip_every = flip_every
-
-    def forward(self, x):
-        mismatch = (x - x.flip(1)).abs().sum((1, 2))  # (B,): 0 exactly for palindromes
-        logits = self.scale * (0.5 - mismatch.clamp(max=1.0))  # > 0 for palindromes
-        if self.flip_every:
-            logits[:: self.flip_every] *= -1  # wrong on a known share of the examples
-        return logits.unsqueeze(1)  # (B, 1)
-
-
 class Constant(nn.Module):
     def __init__(self):
         super().__init__()
@@ -54,16 +39,10 @@ class Constant(nn.Module):
         return self.bias.expand(len(x), 2)
 
 
-class LinformerShaped(MirrorModel):
-    def __init__(self, seq_len, flip_every=0):
-        super().__init__(flip_every)
-        self.e_proj = nn.Linear(seq_len + 1, 4)
-
-
 @pytest.mark.parametrize("task", [6, 8])
 def test_trained_checks_accept_an_accurate_model(task, capsys):
     check = getattr(checkers, f"check_task_{task}")
-    check(MirrorModel() if task == 6 else LinformerShaped(seq_len=20))
+    check(MirrorModel() if task == 6 else MirrorModel(seq_len=20))
     assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
 
 

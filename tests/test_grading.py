@@ -30,6 +30,7 @@ from grading.expected import expected_records, reference_namespace  # noqa: E402
 from grading.notebook import check_cells, read, release_layout  # noqa: E402
 from grading.recipes import run  # noqa: E402
 from grading.score import score_submission  # noqa: E402
+from palindrome_models import mirror_logits  # noqa: E402
 from mistakes import MUTANTS  # noqa: E402  (tools/ is on sys.path through conftest.py)
 
 
@@ -338,8 +339,7 @@ def test_trained_task_fails_when_logits_do_not_follow_from_weights(graded_cases)
 
     class Detector(base):
         def forward(self, x):
-            mismatch = (x - x.flip(1)).abs().sum((1, 2))  # 0 exactly for palindromes
-            return (10 * (0.5 - mismatch.clamp(max=1.0))).unsqueeze(1)
+            return mirror_logits(x)
 
     model = Detector(**defaults.CLASSIFIER)
     record = run(cases[6][0], [model], {"TransformerForSequenceClassification": base})

@@ -1,5 +1,4 @@
 """The untouched student notebook runs top to bottom with only clean, expected failures."""
-import json
 import re
 from pathlib import Path
 
