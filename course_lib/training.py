@@ -133,6 +133,16 @@ class _Run:
                 losses = []
                 if stop or out_of_time:
                     break
+            _end_at_steps_run(progress)  # not reached on an error: that bar stays red
+
+
+def _end_at_steps_run(progress):
+    """Make the bar's total the steps actually run: tqdm marks a bar closed short of its total as failed (red)."""
+    progress.total = progress.n
+    for widget in getattr(getattr(progress, "container", None), "children", ()):  # tqdm.notebook's widgets
+        if hasattr(widget, "bar_style"):  # the bar itself, whose length was fixed when it was drawn
+            widget.max = progress.n
+    progress.refresh()
 
 
 def _batches(loader, num_epochs):
