@@ -88,3 +88,24 @@ def test_notebook_widgets_are_a_dependency():
     assert re.search(r"^ipywidgets==\d", requirements, flags=re.M)  # environment.yml mirrors it (test_packaging)
     dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     assert any(re.match(r"ipywidgets\b(?!.*==)", dependency) for dependency in dependencies)
+
+
+def test_training_runs_on_one_cpu_thread_and_restores_the_setting():
+    """One thread while training (measured faster on a shared 2-core machine: see course_lib/training.py)."""
+    seen = []
+
+    def fail_late(history):
+        if len(history.step) > 2:
+            raise RuntimeError("student's callback broke")
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        early_stop([lambda history: seen.append(torch.get_num_threads())])
+        after_run = torch.get_num_threads()
+        with pytest.raises(RuntimeError):
+            early_stop([fail_late])
+        after_error = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(previous)
+    assert set(seen) == {1} and after_run == 2 and after_error == 2
