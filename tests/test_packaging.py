@@ -50,6 +50,14 @@ def test_fixtures_are_current(tmp_path):
         assert not stale, f"{path.name} is stale: run `make fixtures` and commit ({len(stale)} differ: {stale[:3]})"
 
 
+def serialized(value):
+    import io
+    import torch
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    return buffer.getvalue()
+
+
 def test_fixture_comparison_ignores_rounding_and_catches_a_stale_value():
     """The comparison above is not vacuous: last-bit noise passes, a value off by 1e-6 (a checker's tolerance) fails."""
     import torch
@@ -59,6 +67,7 @@ def test_fixture_comparison_ignores_rounding_and_catches_a_stale_value():
     outputs = noisy["cases"][2]["masks"]["causal (L, L)"]["outputs"]
     outputs.mul_(1 + 4e-15).add_(4e-15)  # the largest cross-CPU difference seen, relative and absolute
     assert not differences(fixture, noisy)
+    assert serialized(noisy) != serialized(fixture)  # what the byte-for-byte test used to reject
     outputs.view(-1)[3] += 1e-6
     assert differences(fixture, noisy) == [
         "/cases/2/masks/causal (L, L)/outputs: differs by up to 1e-06 (tolerance 1e-12 + 1e-12·|committed|)"]
