@@ -13,7 +13,8 @@ from .schedule import WarmupCosineSchedule, warmup_cosine_factor
 # shared machine a thread that loses its core makes every op wait for it. Measured by `python -m tools.measure_threads`
 # on the course's 2-core machine, busy with other jobs (load average 6.6-22), two runs: ms per training step of the
 # notebook's model (median of 6 rounds), 1 thread vs 2: 15 vs 269 and 15 vs 1,347; with one more busy process of the
-# script's own: 21 vs 414 and 32 vs 1,114. Not yet measured on an idle machine.
+# script's own: 21 vs 414 and 32 vs 1,114; run at priority over the other jobs (nice -19, load 7.5): 11 vs 838.
+# Not yet measured on an idle machine.
 CPU_THREADS = 1
 
 
