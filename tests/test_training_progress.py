@@ -72,6 +72,35 @@ def test_notebook_bar_turns_red_when_training_fails(bars):
     assert bar.n == 10 and bar.total == NUM_EPOCHS * 16 and progress_widget(bar).bar_style == "danger"
 
 
+KERNEL_CELL = """
+import torch, torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+from course_lib import train, stop_at_accuracy
+generator = torch.Generator().manual_seed(0)
+inputs = torch.randn(512, 4, generator=generator)
+data = TensorDataset(inputs, (inputs[:, 0] > 0).float())
+torch.manual_seed(0)
+history = train(nn.Linear(4, 1), DataLoader(data, batch_size=32, shuffle=True, generator=generator),
+                DataLoader(data, batch_size=256), num_epochs=50, lr=0.05, eval_every=5,
+                callbacks=[stop_at_accuracy(0.9)])
+print("steps run:", history.step[-1])
+"""
+
+
+def test_bar_in_a_jupyter_kernel_ends_green_at_an_early_stop():
+    """End to end, as JupyterLab shows it: tqdm.auto picks the widget, whose saved state is 'success' and full."""
+    import nbformat
+    from nbclient import NotebookClient
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(KERNEL_CELL)])
+    NotebookClient(notebook, timeout=120, kernel_name="python3", store_widget_state=True).execute()
+    outputs = notebook.cells[0].outputs
+    assert not any("IProgress not found" in output.get("text", "") for output in outputs)
+    steps = int(re.search(r"steps run: (\d+)", outputs[-1]["text"]).group(1))
+    state = notebook.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"].values()
+    (bar,) = [model["state"] for model in state if model["model_name"] == "FloatProgressModel"]
+    assert steps < NUM_EPOCHS * 16 and bar["bar_style"] == "success" and bar["value"] == bar["max"] == steps
+
+
 def test_text_bar_ends_at_the_steps_run(monkeypatch):
     """Without widgets, the last line says n/n steps, not n/total with an hour to go."""
     output = io.StringIO()
