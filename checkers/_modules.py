@@ -4,7 +4,7 @@ import inspect
 import torch
 import torch.nn as nn
 
-from ._compare import expect_tensor
+from ._compare import expect_close, expect_tensor
 from ._core import NotImplementedYet, default_dtype
 from ._weights import MissingPart
 
@@ -57,22 +57,63 @@ def _show(value):
     return f"nn.{value.__name__}" if inspect.isclass(value) else repr(value)
 
 
-def build(task, cls, name, *args, dtype=torch.float64, **kwargs):
+# Said of a tensor whose dtype does not follow the default dtype (tools/mistakes.py quotes it).
+FIXED_DTYPE = ("a tensor created with a fixed dtype (NumPy's float64, or dtype=torch.float64) keeps it when the rest "
+               "of the model follows the default dtype: build it with torch functions in the default dtype, or "
+               "convert it with .to(torch.get_default_dtype()).")
+
+
+def _tensor_attributes(module):
+    """(name, tensor) for every parameter, buffer and plain tensor attribute of module and its submodules."""
+    for prefix, part in module.named_modules():
+        for key, value in vars(part).items():
+            if isinstance(value, torch.Tensor):
+                yield f"{prefix}.{key}".lstrip("."), value
+        for key, value in list(part._parameters.items()) + list(part._buffers.items()):
+            if value is not None:
+                yield f"{prefix}.{key}".lstrip("."), value
+
+
+def expect_default_dtype(task, module, name):
+    """Fail naming a floating tensor of module whose dtype is not the default dtype it was built under."""
+    for key, value in _tensor_attributes(module):
+        if value.is_floating_point() and value.dtype != torch.get_default_dtype():
+            task.fail(f"{name}.{key} has dtype {value.dtype} in a module built with the default dtype "
+                      f"{torch.get_default_dtype()}: {FIXED_DTYPE}")
+
+
+def build(task, cls, name, *args, dtype=torch.float64, native=False, **kwargs):
     """Construct the student's class, in dtype, with a clear message if that fails.
 
     args are the pinned parameters of `name` in order; kwargs any of them by name (see PINNED).
+    native: leave the module as built under the default dtype `dtype` (no .to(dtype), which would hide a
+    tensor of a fixed dtype), and fail naming any floating tensor of another dtype.
     """
     values = dict(zip(PINNED.get(name, {}), args), **kwargs)
     args, kwargs = constructor_call(cls, name, values)
     arguments = ", ".join([_show(a) for a in args] + [f"{k}={_show(v)}" for k, v in kwargs.items()])
     with default_dtype(dtype):
         module = task.call(f"{name}({arguments})", cls, *args, **kwargs)
-    if not isinstance(module, nn.Module):
-        task.fail(f"{name}(...) should create an nn.Module; did {name} forget to subclass nn.Module?")
-    if next(module.parameters(), None) is None and next(module.buffers(), None) is None:
-        raise NotImplementedYet(f"Task {task.number} is not implemented yet: {name}.__init__ creates no layers "
-                                "(replace the `# YOUR CODE HERE` comment with your code).")
+        if not isinstance(module, nn.Module):
+            task.fail(f"{name}(...) should create an nn.Module; did {name} forget to subclass nn.Module?")
+        if next(_tensor_attributes(module), None) is None:  # a plain tensor attribute is code, not a stub
+            raise NotImplementedYet(f"Task {task.number} is not implemented yet: {name}.__init__ creates no layers "
+                                    "(replace the `# YOUR CODE HERE` comment with your code).")
+        if native:
+            expect_default_dtype(task, module, name)
+            return module
     return module.to(dtype)
+
+
+def expect_native_output(task, what, result, expected, atol=1e-4, rtol=1e-4, **options):
+    """A float32 module's output on float32 input: float32, of expected's shape, and close to the float64 values.
+
+    float32 carries about 7 digits; through a few layers the rounding stays far below 1e-4.
+    """
+    outputs = expect_output(task, what, result, expected.shape, torch.float32, **options)
+    outputs = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+    expect_close(task, f"{what} (float32, compared with float64 values)", outputs, expected, atol, rtol)
+    return outputs
 
 
 def load(task, module, slots_of, weights, name):

@@ -4,7 +4,7 @@ import torch.nn as nn
 
 from ._compare import diagnose, expect_close, expect_tensor, matches, signatures
 from ._core import check_function, expect_module_class, load_fixture
-from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
+from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from ._weights import MissingPart, classifier_slots, encoder_blocks
 
 ATOL, RTOL = 1e-5, 1e-5  # a float32 `pe` table, converted to float64, costs up to ~1e-6 here
@@ -121,7 +121,9 @@ def check_task_5(task, TransformerForSequenceClassification):
     first, second = (_logits(task, model, fixture["x"], name, num_classes) for _ in range(2))
     if not torch.equal(first, second):
         task.fail(f"{name} in eval mode gave two different outputs for the same input.")
-    single = build(task, cls, name, **fixture["config"], dtype=torch.float32).eval()
-    expect_output(task, f"{name} on float32 input", task.call(f"{name}.forward", single, fixture["x"].float()),
-                  fixture["cases"]["GELU"]["logits"].shape, torch.float32, attention_api=False)
+    case = fixture["cases"]["GELU"]
+    single = build(task, cls, name, **fixture["config"], dtype=torch.float32, native=True)
+    single = load(task, single, classifier_slots, case["weights"], name).eval()
+    expect_native_output(task, f"{name} on float32 input", task.call(f"{name}.forward", single, fixture["x"].float()),
+                         case["logits"], attention_api=False)
     task.passed("[CLS] token, embedding, positions, encoder stack, read-out, attention maps and gradients are right.")

@@ -4,12 +4,17 @@ import torch.nn as nn
 
 from ._compare import expect_close, expect_tensor, signatures
 from ._core import check_function, expect_module_class, load_fixture
-from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
+from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from ._weights import block_slots
 
 ATOL, RTOL = 1e-6, 1e-6
 DROPOUT_IN_EVAL = ("dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
                    "under .eval().")
+DROPOUT_ON_RESIDUAL = ("dropout acts on the residual path too: with both sub-layers' outputs zero, dropout in train "
+                       "mode still changes the output; apply it to each sub-layer's output only, "
+                       "norm1(x + dropout(attention(x))).")
+# The weights that make each sub-layer output zero: the attention's output projection, the feed-forward's last layer.
+SUBLAYER_OUTPUTS = ("attention.o_proj.weight", "attention.o_proj.bias", "feedforward.out.weight", "feedforward.out.bias")
 
 
 def _forward(task, block, x, what="EncoderBlock.forward", **kwargs):
@@ -56,6 +61,20 @@ def _expect_dropout(task, cls, fixture):
     if torch.allclose(first, second):
         task.fail("with dropout=0.5 in train mode two forward passes gave the same output: is `dropout` used "
                   "(and created as nn.Dropout(dropout))?")
+    _expect_residual_path_kept(task, block, x)
+
+
+def _expect_residual_path_kept(task, block, x, slots_of=block_slots):
+    """With both sub-layers silenced, train-mode dropout must not change the output: it belongs on the sub-layers."""
+    slots = slots_of(block)
+    with torch.no_grad():
+        for role in SUBLAYER_OUTPUTS:
+            slots[role].zero_()
+    block.train()
+    torch.manual_seed(1)
+    first, second = _outputs(task, block, x), _outputs(task, block, x)
+    if not torch.allclose(first, second, atol=ATOL):
+        task.fail(f"EncoderBlock(dropout=0.5): {DROPOUT_ON_RESIDUAL}")
 
 
 def _expect_permutation_equivariant(task, block, x):
@@ -79,7 +98,8 @@ def check_task_3(task, EncoderBlock):
     inputs = fixture["x"].clone().requires_grad_(True)
     expect_gradients_everywhere(task, block, _outputs(task, block, inputs).pow(2).sum(), inputs, "EncoderBlock")
     sizes = fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"]
-    single = build(task, EncoderBlock, "EncoderBlock", *sizes, dtype=torch.float32).eval()
-    expect_output(task, "EncoderBlock on float32 input", _forward(task, single, fixture["x"].float()),
-                  fixture["x"].shape, torch.float32)
+    single = build(task, EncoderBlock, "EncoderBlock", *sizes, dtype=torch.float32, native=True)
+    single = load(task, single, block_slots, fixture["cases"]["ReLU"]["weights"], "EncoderBlock").eval()
+    expect_native_output(task, "EncoderBlock on float32 input", _forward(task, single, fixture["x"].float()),
+                         fixture["cases"]["ReLU"]["outputs"])
     task.passed("post-norm residual layout, activation, masks, dropout, gradients and dtypes are right.")

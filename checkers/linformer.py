@@ -6,7 +6,7 @@ import torch.nn as nn
 
 from ._compare import expect_close, expect_tensor, signatures
 from ._core import CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
-from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
+from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from ._weights import LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots
 from .classifier import build_loaded, expect_classifier
 
@@ -88,9 +88,10 @@ def check_task_7(task, LinformerAttention, LinformerBlock, LinformerForSequenceC
     attention = load(task, build(task, LinformerAttention, "LinformerAttention", *case["args"]), slots,
                      case["weights"], "LinformerAttention")
     _expect_layer(task, attention, case, "LinformerAttention")
-    single = build(task, LinformerAttention, "LinformerAttention", *case["args"], dtype=torch.float32)
-    expect_output(task, "LinformerAttention on float32 input", _forward(task, single, case["x"].float(),
-                  "LinformerAttention.forward"), case["x"].shape, torch.float32)
+    single = build(task, LinformerAttention, "LinformerAttention", *case["args"], dtype=torch.float32, native=True)
+    single = load(task, single, slots, case["weights"], "LinformerAttention")
+    expect_native_output(task, "LinformerAttention on float32 input", _forward(task, single, case["x"].float(),
+                         "LinformerAttention.forward"), case["outputs"])
     case = fixture["block"]
     block = build(task, LinformerBlock, "LinformerBlock", *case["args"])
     block = load(task, _expect_linformer_block(task, block, LinformerAttention),

@@ -3,7 +3,7 @@ import torch
 
 from ._compare import expect_close, expect_tensor, matches, signatures
 from ._core import check_function, expect_module_class, load_fixture
-from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
+from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from ._weights import attention_slots
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -70,7 +70,9 @@ def check_task_2(task, MultiheadAttention):
     outputs = expect_output(task, "MultiheadAttention(x)", _forward(task, layer, inputs, return_attention=False),
                             x.shape, x.dtype)
     expect_gradients_everywhere(task, layer, outputs.pow(2).sum(), inputs, "MultiheadAttention")
-    single = build(task, MultiheadAttention, "MultiheadAttention", fixture["embed_dim"], 2, dtype=torch.float32)
-    expect_output(task, "MultiheadAttention on float32 input", _forward(task, single, x.float(), return_attention=False),
-                  x.shape, torch.float32)
+    single = build(task, MultiheadAttention, "MultiheadAttention", fixture["embed_dim"], 2, dtype=torch.float32,
+                   native=True)
+    single = load(task, single, attention_slots, fixture["cases"][2]["weights"], "MultiheadAttention")
+    expect_native_output(task, "MultiheadAttention on float32 input",
+                         _forward(task, single, x.float(), return_attention=False), fixture["cases"][2]["masks"]["none"]["outputs"])
     task.passed("projections, head split and merge, all mask shapes, 2 and 4 heads, gradients and dtypes are right.")

@@ -4,11 +4,13 @@ import torch.nn as nn
 
 from ._compare import diagnose, expect_close, expect_tensor, signatures
 from ._core import check_function, expect_module_class, load_fixture
-from ._modules import build, expect_output, expect_unchanged
+from ._modules import build, expect_native_output, expect_output, expect_unchanged
 
 # A float32 table is accurate to about 1e-7 relative in the angle pos / 10000^(2i/D), i.e. an
 # absolute error growing with the position: allow 1e-6 per position on top of 1e-5.
 ATOL, ATOL_PER_POSITION = 1e-5, 1e-6
+NOT_A_BUFFER = ("`pe` is a plain attribute, not a buffer: use self.register_buffer('pe', ...) so that .to(device) "
+                "moves it with the model.")
 
 
 def _table(task, module, embed_dim, max_len):
@@ -19,8 +21,7 @@ def _table(task, module, embed_dim, max_len):
     if isinstance(pe, nn.Parameter) or pe.requires_grad:
         task.fail("`pe` is trainable; the sinusoidal table is fixed: register it as a buffer, not an nn.Parameter.")
     if not any(buffer is pe for buffer in module.buffers()):
-        task.fail("`pe` is a plain attribute, not a buffer: use self.register_buffer('pe', ...) so that "
-                  ".to(device) moves it with the model.")
+        task.fail(NOT_A_BUFFER)
     return expect_tensor(task, "`pe`", pe, (1, max_len, embed_dim))
 
 
@@ -43,7 +44,7 @@ def check_task_4(task, PositionalEncoding):
     fixture = load_fixture(4)
     long, small = fixture["long"], fixture["small"]
     module = build(task, PositionalEncoding, "PositionalEncoding", long["embed_dim"], long["max_len"],
-                   dtype=torch.float32)
+                   dtype=torch.float32, native=True)
     pe = _table(task, module, long["embed_dim"], long["max_len"])
     _expect_rows(task, pe, long["positions"], long["rows"], signatures(long, "rows"))
     module = build(task, PositionalEncoding, "PositionalEncoding", small["embed_dim"], small["max_len"])
@@ -54,4 +55,9 @@ def check_task_4(task, PositionalEncoding):
                             x.shape, x.dtype, attention_api=False)
     expect_unchanged(task, small["x"], x)
     expect_close(task, "PositionalEncoding(x)", outputs, small["outputs"], 1e-6, 1e-6, signatures(small, "outputs"))
+    single = build(task, PositionalEncoding, "PositionalEncoding", small["embed_dim"], small["max_len"],
+                   dtype=torch.float32, native=True)
+    expect_native_output(task, "PositionalEncoding on float32 input",
+                         task.call("PositionalEncoding.forward", single, small["x"].float()), small["outputs"],
+                         attention_api=False)
     task.passed("the sin/cos table, its buffer registration and x + pe[:, :L] are right.")
