@@ -75,3 +75,107 @@ def depends_on(fn, x, perturbed):
         return not torch.allclose(fn(x), fn(perturbed), atol=1e-9)
     except Exception:  # noqa: BLE001 -- only a probe
         return False
+
+
+def _attend(layer, x):
+    """(outputs, attention) of layer(x, return_attention=True), detached, or None when that fails."""
+    try:
+        outputs, attention = layer(x, return_attention=True)
+        return outputs.detach(), attention.detach()
+    except Exception:  # noqa: BLE001 -- only a probe
+        return None
+
+
+def _with_change(layer, x, changes):
+    """_attend(layer, x) with each parameter in changes (parameter -> function of it) replaced, then restored."""
+    saved = [(parameter, parameter.detach().clone()) for parameter in changes]
+    try:
+        with torch.no_grad():
+            for parameter, change in changes.items():
+                parameter.copy_(change(parameter))
+        return _attend(layer, x)
+    finally:
+        with torch.no_grad():
+            for parameter, value in saved:
+                parameter.copy_(value)
+
+
+def _rows(head, head_dim, generator):
+    """A change of the rows of one head in a (D, D) projection weight."""
+    def change(weight):
+        bump = torch.zeros_like(weight)
+        bump[head * head_dim:(head + 1) * head_dim] = torch.randn(head_dim, weight.size(1), generator=generator,
+                                                                  dtype=weight.dtype)
+        return weight + bump
+    return change
+
+
+def _divisor_named(divisor, sizes):
+    """' = √name' for the first size (name -> value) that divisor equals, else ''."""
+    named = [name for name, size in sizes.items() if abs(size - divisor) < 1e-3 * divisor]
+    return f" = √{named[0]}" if named else ""
+
+
+def explain_heads(task, what, layer, x, expected, slots, num_heads):
+    """Property probes of a multi-head attention layer whose weights or outputs are wrong (no mask).
+
+    In order: batch elements independent, weights normalised over the keys, each head's queries and keys
+    feeding only that head, each head's values reaching only its own output features, the scale.
+    """
+    got = _attend(layer, x)
+    if got is None or got[1].shape != expected["attention"].shape or got[0].shape != expected["outputs"].shape:
+        return
+    outputs, attention = got
+    alone = _attend(layer, x[1:])
+    if alone is not None and alone[0].shape == outputs[1:].shape and not torch.allclose(alone[0], outputs[1:], atol=1e-6):
+        task.fail(f"{what}: the output for one batch element changes with the other elements of the batch: a view or "
+                  "reshape mixes the batch axis with another; reshape only when the axes are already in the order the "
+                  "new shape assumes, e.g. (B, L, D) to (B, L, H, head_dim) and back.")
+    axis = normalised_axis(attention)
+    if axis != attention.dim() - 1:
+        where = "along no axis" if axis is None else f"along axis {axis} (size {attention.size(axis)})"
+        task.fail(f"{what}: the attention weights sum to 1 {where}, not along the last axis (the keys): "
+                  "the softmax must run over dim=-1.")
+    head_dim, generator = x.size(-1) // num_heads, torch.Generator().manual_seed(0)
+    for role in ("q_proj", "k_proj"):
+        changed = _with_change(layer, x, {slots[f"{role}.weight"]: _rows(0, head_dim, generator)})
+        if changed is None:
+            return
+        moved = (changed[1] - attention).abs().flatten(2).amax(dim=(0, 2))  # (H,): how much each head changed
+        if moved[1:].max() > 1e-9 or moved[0] <= 1e-9:
+            task.fail(f"{what}: changing the first head_dim = {head_dim} output features of {role} (head 0) changed "
+                      "the attention of other heads: split the features as view(B, L, H, head_dim), head h taking "
+                      "features h·head_dim to (h+1)·head_dim - 1, then transpose(1, 2).")
+    identity = {slots["o_proj.weight"]: lambda w: torch.eye(w.size(0), dtype=w.dtype)}
+    if "o_proj.bias" in slots:
+        identity[slots["o_proj.bias"]] = torch.zeros_like
+    before = _with_change(layer, x, identity)
+    after = _with_change(layer, x, {**identity, slots["v_proj.weight"]: _rows(num_heads - 1, head_dim, generator)})
+    if before is not None and after is not None:
+        moved = (after[0] - before[0]).abs().amax(dim=(0, 1))  # (D,): how much each output feature changed
+        if moved[: -head_dim].max() > 1e-9:
+            task.fail(f"{what}: with o_proj the identity, changing the values of the last head changed other output "
+                      "features than that head's: merge with transpose(1, 2) back to (B, L, H, head_dim), then "
+                      "reshape(B, L, D).")
+    ratio = temperature(attention, expected["attention"])
+    if ratio is not None and abs(ratio - 1) > 1e-3:
+        divisor = head_dim / ratio ** 2
+        sizes = {"embed_dim": x.size(-1), "seq_len": x.size(1), "num_heads": num_heads, "1 (no scaling)": 1}
+        task.fail(f"{what}: the scores are divided by √{divisor:.4g}{_divisor_named(divisor, sizes)} instead of "
+                  f"√head_dim = √{head_dim}.")
+    if torch.allclose(attention, expected["attention"], atol=1e-6):
+        task.fail(f"{what}: the attention weights are right but the outputs differ: look after the softmax "
+                  "(attention @ value, merging the heads, o_proj).")
+
+
+def explain_mask(task, what, attention, mask):
+    """Fail when positions the mask forbids get weight, or allowed ones all get none (mask (L, L) to (B, H, L, L))."""
+    if mask.dim() == 3:
+        mask = mask.unsqueeze(1)
+    try:
+        forbidden = (mask == 0).expand_as(attention)
+    except RuntimeError:
+        return
+    if attention[forbidden].abs().max() > 0:
+        task.fail(f"{what}: positions where the mask is 0 / False get nonzero weight: the mask says which keys each "
+                  "query may see (shape (..., L_q, L_k)); fill those scores with -inf before the softmax.")

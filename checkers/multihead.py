@@ -1,9 +1,10 @@
 """Task 2: multi-head attention."""
 import torch
 
-from ._compare import expect_close, expect_tensor, matches, signatures
+from ._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
 from ._core import check_function, expect_module_class, load_fixture
 from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
+from ._probes import explain_heads, explain_mask
 from ._weights import attention_slots
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -32,9 +33,24 @@ def _expect_heads(task, cls, case, embed_dim, num_heads):
             task.fail(f"{what}: {HEAD_AXIS_MISSING}")
         outputs, attention = expect_output(task, what, _forward(task, layer, x, expected["mask"]), x.shape, x.dtype, True)
         expect_tensor(task, f"{what}: attention", attention, (batch_size, num_heads, seq_len, seq_len), x.dtype)
+        if not (matches(attention, expected["attention"], ATOL, RTOL) and matches(outputs, expected["outputs"], ATOL, RTOL)):
+            _explain(task, what, layer, x, expected, (outputs, attention), num_heads)
         expect_close(task, f"{what}: attention", attention, expected["attention"], ATOL, RTOL, signatures(expected, "attention"))
         expect_close(task, f"{what}: outputs", outputs, expected["outputs"], ATOL, RTOL, signatures(expected, "outputs"))
     return layer
+
+
+def _explain(task, what, layer, x, expected, got, num_heads):
+    """Name a known mistake, or else the property that fails, for wrong weights or outputs."""
+    outputs, attention = got
+    expect_finite(task, f"{what}: attention", attention)
+    expect_finite(task, f"{what}: outputs", outputs)
+    diagnose(task, f"{what}: attention", attention, signatures(expected, "attention"), ATOL, RTOL)
+    diagnose(task, f"{what}: outputs", outputs, signatures(expected, "outputs"), ATOL, RTOL)
+    if expected["mask"] is None:
+        explain_heads(task, what, layer, x, expected, attention_slots(layer), num_heads)
+    else:
+        explain_mask(task, what, attention, expected["mask"])
 
 
 def _right(layer, x, mask, expected):

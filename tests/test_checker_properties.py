@@ -37,3 +37,25 @@ def test_T_on_batched_input_gets_the_T_hint():
 def test_wrong_divisor_is_measured():
     message = failure_of(1, wrong.attention_scale_by_value_width)
     assert "divided by √6 instead of √query.size(-1) = √4" in message, message
+
+
+UNNAMED = [
+    (2, (wrong.MultiheadAttentionInterleavedHeads,), "changed the attention of other heads"),
+    (2, (wrong.MultiheadAttentionMergedInterleaved,), "changed other output features than that head's"),
+    (2, (wrong.MultiheadAttentionScaledBySeqLen,), "divided by √5 = √seq_len instead of √head_dim = √4"),
+    (2, (wrong.MultiheadAttentionSoftmaxOverHeads,), "sum to 1 along axis 1 (size 2), not along the last axis"),
+    (2, (wrong.MultiheadAttentionBatchMixed,), "changes with the other elements of the batch"),
+]
+
+
+@pytest.mark.parametrize("task, student_objects, words", UNNAMED,
+                         ids=lambda value: value[0].__name__ if isinstance(value, tuple) else None)
+def test_unnamed_mistake_names_the_property(task, student_objects, words):
+    assert words in failure_of(task, *student_objects)
+
+
+def test_the_unnamed_mistakes_are_named_nowhere_else():
+    """None of them is a planted mistake: a test of the probes, not of the stored outputs."""
+    from mistakes import DIAGNOSES
+    for _, _, words in UNNAMED:
+        assert not any(words in diagnosis for diagnosis in DIAGNOSES.values()), words

@@ -37,3 +37,77 @@ def attention_scale_by_value_width(query, key, value, mask=None):
     """Scaled by the width of the values instead of the queries' feature size."""
     attention = torch.softmax(_masked(query @ key.transpose(-2, -1) / math.sqrt(value.size(-1)), mask), dim=-1)
     return attention @ value, attention
+
+
+# ----- Task 2: MultiheadAttention -----------------------------------------------------------------
+
+class MultiheadAttentionBase(nn.Module):
+    """Four projections; subclasses write forward through split, scores, softmax and merge."""
+
+    def __init__(self, embed_dim, num_heads):
+        super().__init__()
+        self.num_heads, self.head_dim = num_heads, embed_dim // num_heads
+        self.q_proj, self.k_proj = nn.Linear(embed_dim, embed_dim), nn.Linear(embed_dim, embed_dim)
+        self.v_proj, self.o_proj = nn.Linear(embed_dim, embed_dim), nn.Linear(embed_dim, embed_dim)
+
+    def split(self, t):
+        """(B, L, D) -> (B, H, L, head_dim)."""
+        return t.view(t.size(0), t.size(1), self.num_heads, self.head_dim).transpose(1, 2)
+
+    def merge(self, heads):
+        """(B, H, L, head_dim) -> (B, L, D)."""
+        return heads.transpose(1, 2).flatten(2)
+
+    def scale(self, x):
+        return math.sqrt(self.head_dim)
+
+    def normalise(self, scores):
+        return scores.softmax(-1)
+
+    def forward(self, x, mask=None, return_attention=False):
+        query, key, value = self.split(self.q_proj(x)), self.split(self.k_proj(x)), self.split(self.v_proj(x))
+        scores = query @ key.transpose(-2, -1) / self.scale(x)
+        if mask is not None:
+            scores = scores.masked_fill((mask.unsqueeze(1) if mask.dim() == 3 else mask) == 0, float("-inf"))
+        attention = self.normalise(scores)
+        outputs = self.o_proj(self.merge(attention @ value))
+        return (outputs, attention) if return_attention else outputs
+
+
+class MultiheadAttentionInterleavedHeads(MultiheadAttentionBase):
+    """Heads split as (head_dim, H): head h takes features h, h + H, ... instead of a contiguous slice."""
+
+    def split(self, t):
+        return t.view(t.size(0), t.size(1), self.head_dim, self.num_heads).permute(0, 3, 1, 2)
+
+    def merge(self, heads):
+        return heads.permute(0, 2, 3, 1).flatten(2)
+
+
+class MultiheadAttentionMergedInterleaved(MultiheadAttentionBase):
+    """Right split, but the merge puts head_dim before H, interleaving the heads' features."""
+
+    def merge(self, heads):
+        return heads.permute(0, 2, 3, 1).flatten(2)
+
+
+class MultiheadAttentionScaledBySeqLen(MultiheadAttentionBase):
+    """Scores divided by √L (x.size(1)) instead of √head_dim."""
+
+    def scale(self, x):
+        return math.sqrt(x.size(1))
+
+
+class MultiheadAttentionSoftmaxOverHeads(MultiheadAttentionBase):
+    """Softmax along dim=1, which for (B, H, L, L) scores is the heads axis."""
+
+    def normalise(self, scores):
+        return scores.softmax(1)
+
+
+class MultiheadAttentionBatchMixed(MultiheadAttentionBase):
+    """Merged through (L, B, D): the reshape mixes tokens of different batch elements."""
+
+    def merge(self, heads):
+        batch_size, _, seq_len, _ = heads.shape
+        return heads.transpose(1, 2).reshape(seq_len, batch_size, -1).transpose(0, 1)
