@@ -2,7 +2,8 @@
 import torch
 import torch.nn as nn
 
-from ._compare import expect_close, expect_tensor, signatures
+from ._block_probes import explain_activation, explain_block
+from ._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
 from ._core import check_function, expect_module_class, load_fixture
 from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from ._weights import block_slots
@@ -36,16 +37,32 @@ def _loaded_block(task, cls, fixture, case_name, dropout=0.0):
     return load(task, block, block_slots, fixture["cases"][case_name]["weights"], "EncoderBlock").eval()
 
 
-def _expect_values(task, block, fixture, case_name):
+def _expect_values(task, cls, block, fixture, case_name):
     x, case, what = fixture["x"], fixture["cases"][case_name], f"EncoderBlock (activation=nn.{case_name})"
     outputs = expect_output(task, what, _forward(task, block, x), x.shape, x.dtype)
+    if not matches(outputs, case["outputs"], ATOL, RTOL):
+        _explain(task, cls, block, fixture, case_name, outputs)
     expect_close(task, f"{what} output", outputs, case["outputs"], ATOL, RTOL, signatures(case, "outputs"))
     outputs, attention = expect_output(task, what, _forward(task, block, x, return_attention=True), x.shape, x.dtype, True)
     expect_tensor(task, f"{what} attention", attention, case["attention"].shape, x.dtype)
     expect_close(task, f"{what} attention", attention, case["attention"], ATOL, RTOL, signatures(case, "attention"))
     masked = expect_output(task, f"{what} with a mask", _forward(task, block, x, mask=fixture["mask"]), x.shape, x.dtype)
+    if torch.equal(masked, outputs) and not matches(masked, case["masked_outputs"], ATOL, RTOL):
+        diagnose(task, f"{what} output with a causal mask", masked, signatures(case, "masked_outputs"), ATOL, RTOL)
+        task.fail(f"{what}: a causal mask changes nothing in the output: pass `mask` on to self.attention.")
     expect_close(task, f"{what} output with a causal mask", masked, case["masked_outputs"], ATOL, RTOL,
                  signatures(case, "masked_outputs"))
+
+
+def _explain(task, cls, block, fixture, case_name, outputs):
+    """Name a known mistake, or the first property of the post-norm block that fails."""
+    x, case, what = fixture["x"], fixture["cases"][case_name], f"EncoderBlock (activation=nn.{case_name})"
+    expect_finite(task, f"{what} output", outputs)
+    diagnose(task, f"{what} output", outputs, signatures(case, "outputs"), ATOL, RTOL)
+    sizes = fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"]
+    explain_activation(task, what, lambda activation: build(task, cls, "EncoderBlock", *sizes, activation=activation)
+                       .eval(), x, fixture["feedforward_dim"])
+    explain_block(task, what, block, x, block_slots(block))
 
 
 def _expect_dropout(task, cls, fixture):
@@ -92,7 +109,7 @@ def check_task_3(task, EncoderBlock):
     fixture = load_fixture(3)
     for case_name in ("ReLU", "GELU"):
         block = _loaded_block(task, EncoderBlock, fixture, case_name)
-        _expect_values(task, block, fixture, case_name)
+        _expect_values(task, EncoderBlock, block, fixture, case_name)
     _expect_permutation_equivariant(task, block, fixture["x"])
     _expect_dropout(task, EncoderBlock, fixture)
     inputs = fixture["x"].clone().requires_grad_(True)

@@ -111,3 +111,66 @@ class MultiheadAttentionBatchMixed(MultiheadAttentionBase):
     def merge(self, heads):
         batch_size, _, seq_len, _ = heads.shape
         return heads.transpose(1, 2).reshape(seq_len, batch_size, -1).transpose(0, 1)
+
+
+# ----- Task 3: EncoderBlock -----------------------------------------------------------------------
+
+class EncoderBlockBase(nn.Module):
+    """Subclasses write the feed-forward network or the forward pass their own (wrong) way."""
+
+    def __init__(self, embed_dim, num_heads, feedforward_dim, activation=nn.ReLU, dropout=0.0):
+        super().__init__()
+        self.attention = MultiheadAttentionBase(embed_dim, num_heads)
+        self.feedforward = self.make_feedforward(embed_dim, feedforward_dim, activation)
+        self.norm1, self.norm2 = nn.LayerNorm(embed_dim), nn.LayerNorm(embed_dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def make_feedforward(self, embed_dim, feedforward_dim, activation):
+        return nn.Sequential(nn.Linear(embed_dim, feedforward_dim), activation(), nn.Linear(feedforward_dim, embed_dim))
+
+    def sublayers(self, x, attended):
+        x = self.norm1(x + self.dropout(attended))
+        return self.norm2(x + self.dropout(self.feedforward(x)))
+
+    def forward(self, x, mask=None, return_attention=False):
+        attended, attention = self.attention(x, mask=mask, return_attention=True)
+        x = self.sublayers(x, attended)
+        return (x, attention) if return_attention else x
+
+
+class EncoderBlockNormsSwapped(EncoderBlockBase):
+    """norm2 after attention, norm1 after the feed-forward network."""
+
+    def sublayers(self, x, attended):
+        x = self.norm2(x + self.dropout(attended))
+        return self.norm1(x + self.dropout(self.feedforward(x)))
+
+
+class EncoderBlockActivationLast(EncoderBlockBase):
+    """The activation after the second Linear layer instead of between the two."""
+
+    def make_feedforward(self, embed_dim, feedforward_dim, activation):
+        return nn.Sequential(nn.Linear(embed_dim, feedforward_dim), nn.Linear(feedforward_dim, embed_dim), activation())
+
+
+class EncoderBlockNoActivation(EncoderBlockBase):
+    """Two Linear layers and no activation: the feed-forward network is linear."""
+
+    def make_feedforward(self, embed_dim, feedforward_dim, activation):
+        return nn.Sequential(nn.Linear(embed_dim, feedforward_dim), nn.Linear(feedforward_dim, embed_dim))
+
+
+class EncoderBlockResidualOfAttended(EncoderBlockBase):
+    """The first residual adds the attention output to itself instead of to the block's input."""
+
+    def sublayers(self, x, attended):
+        x = self.norm1(attended + self.dropout(attended))
+        return self.norm2(x + self.dropout(self.feedforward(x)))
+
+
+class EncoderBlockFeedForwardOnAttended(EncoderBlockBase):
+    """The feed-forward network reads the raw attention output, before the residual and norm1."""
+
+    def sublayers(self, x, attended):
+        hidden = self.norm1(x + self.dropout(attended))
+        return self.norm2(hidden + self.dropout(self.feedforward(attended)))
