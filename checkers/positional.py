@@ -2,7 +2,7 @@
 import torch
 import torch.nn as nn
 
-from ._compare import diagnose, expect_close, expect_tensor, signatures
+from ._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
 from ._core import check_function, expect_module_class, load_fixture
 from ._modules import build, expect_native_output, expect_output, expect_unchanged
 
@@ -34,7 +34,39 @@ def _expect_rows(task, pe, positions, expected, mistakes):
         row, column = bad.nonzero()[0].tolist()
         kind = "sin" if column % 2 == 0 else "cos"
         task.fail(f"pe[0, {positions[row].item()}, {column}] is {got[row, column].item():.6f}, expected "
-                  f"{expected[row, column].item():.6f} (= {kind}(pos / 10000^({column - column % 2}/D))).")
+                  f"{expected[row, column].item():.6f} (= {kind}(pos / 10000^({column - column % 2}/D))){_columns(bad)}.")
+
+
+def _columns(bad):
+    """'; <which columns are wrong>' when that is telling: only the sin or only the cos columns, or a few."""
+    wrong = bad.any(0).nonzero().flatten().tolist()
+    if all(column % 2 == 1 for column in wrong):
+        return "; only odd (cos) columns are wrong: column 2i + 1 takes cos of the same angle as column 2i"
+    if all(column % 2 == 0 for column in wrong):
+        return "; only even (sin) columns are wrong"
+    return f"; columns {wrong[0]} to {wrong[-1]} are wrong" if len(wrong) < bad.size(1) else ""
+
+
+def _explain_forward(task, module, x, embed_dim):
+    """Fail saying how forward(x) departs from x + pe[:, :L]: the table added (scaled, shifted) or x scaled."""
+    pe = module.pe.detach().to(x.dtype)
+    zero = task.call("PositionalEncoding.forward", module, torch.zeros_like(x)).detach()
+    rows = pe[:, : x.size(1)].expand_as(x)
+    if not torch.allclose(zero, rows, atol=1e-6):
+        factor = (zero * rows).sum() / rows.pow(2).sum()
+        if torch.allclose(zero, factor * rows, atol=1e-6):
+            task.fail(f"PositionalEncoding(zeros) is {factor.item():.4g} · pe[:, :L]; add the table once, unscaled.")
+        for start in range(1, pe.size(1) - x.size(1) + 1):
+            if torch.allclose(zero, pe[:, start:start + x.size(1)].expand_as(x), atol=1e-6):
+                task.fail(f"PositionalEncoding adds rows {start} to {start + x.size(1) - 1} of pe; add the first L "
+                          "rows, pe[:, :L], so that position 0 gets row 0.")
+        task.fail("PositionalEncoding(zeros) should be pe[:, :L], the first L rows of your own table, but is not.")
+    slope = task.call("PositionalEncoding.forward", module, x).detach() - zero
+    factor = (slope * x).sum() / x.pow(2).sum()
+    if torch.allclose(slope, factor * x, atol=1e-6):
+        root = " = √embed_dim" if abs(factor.item() - embed_dim ** 0.5) < 1e-6 else ""
+        task.fail(f"x is multiplied by {factor.item():.4g}{root} before pe is added; this task adds pe to x "
+                  "unchanged: x + pe[:, :L].")
 
 
 @check_function(4)
@@ -54,6 +86,10 @@ def check_task_4(task, PositionalEncoding):
     outputs = expect_output(task, "PositionalEncoding(x)", task.call("PositionalEncoding.forward", module, x),
                             x.shape, x.dtype, attention_api=False)
     expect_unchanged(task, small["x"], x)
+    if not matches(outputs, small["outputs"], 1e-6, 1e-6):
+        expect_finite(task, "PositionalEncoding(x)", outputs)
+        diagnose(task, "PositionalEncoding(x)", outputs, signatures(small, "outputs"), 1e-6, 1e-6)
+        _explain_forward(task, module, x, small["embed_dim"])
     expect_close(task, "PositionalEncoding(x)", outputs, small["outputs"], 1e-6, 1e-6, signatures(small, "outputs"))
     single = build(task, PositionalEncoding, "PositionalEncoding", small["embed_dim"], small["max_len"],
                    dtype=torch.float32, native=True)

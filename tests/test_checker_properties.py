@@ -51,6 +51,9 @@ UNNAMED = [
     (3, (wrong.EncoderBlockNoActivation,), "the `activation` argument is never called"),
     (3, (wrong.EncoderBlockResidualOfAttended,), "the residual connection around attention is missing"),
     (3, (wrong.EncoderBlockFeedForwardOnAttended,), "feed it norm1's output"),
+    (4, (wrong.PositionalEncodingScaledInput,), "x is multiplied by 2.449 = √embed_dim before pe is added"),
+    (4, (wrong.PositionalEncodingAddedTwice,), "PositionalEncoding(zeros) is 2 · pe[:, :L]"),
+    (4, (wrong.PositionalEncodingFrequencyPerColumn,), "only odd (cos) columns are wrong"),
 ]
 
 
@@ -61,3 +64,10 @@ def test_unnamed_mistake_names_the_property(task, student_objects, words):
     assert words in message, message
     # found by a probe, not by matching a planted mistake's stored output: no planted diagnosis is quoted whole
     assert not any(diagnosis in message for diagnosis in DIAGNOSES.values()), message
+
+
+def test_a_numpy_table_is_named_by_its_dtype():
+    """Built with NumPy, the table is float64 in a float32 model: it passed, then training crashed."""
+    message = failure_of(4, wrong.PositionalEncodingNumPy)
+    assert "PositionalEncoding.pe has dtype torch.float64 in a module built with the default dtype torch.float32" \
+        in message, message

@@ -174,3 +174,56 @@ class EncoderBlockFeedForwardOnAttended(EncoderBlockBase):
     def sublayers(self, x, attended):
         hidden = self.norm1(x + self.dropout(attended))
         return self.norm2(hidden + self.dropout(self.feedforward(attended)))
+
+
+# ----- Task 4: PositionalEncoding -----------------------------------------------------------------
+
+class PositionalEncodingBase(nn.Module):
+    """The table of the paper (written independently); subclasses get the table or forward wrong."""
+
+    def __init__(self, embed_dim, max_len=5000):
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.register_buffer("pe", self.table(embed_dim, max_len).unsqueeze(0), persistent=False)
+
+    def table(self, embed_dim, max_len):
+        angle = torch.arange(max_len)[:, None] * torch.exp(torch.arange(0, embed_dim, 2) * -math.log(1e4) / embed_dim)
+        return torch.stack([angle.sin(), angle.cos()], -1).flatten(1)[:, :embed_dim]
+
+    def forward(self, x):
+        return x + self.pe[:, : x.size(1)]
+
+
+class PositionalEncodingScaledInput(PositionalEncodingBase):
+    """x scaled by √D before the table is added, as the paper does with embeddings (not this task)."""
+
+    def forward(self, x):
+        return x * math.sqrt(self.embed_dim) + self.pe[:, : x.size(1)]
+
+
+class PositionalEncodingAddedTwice(PositionalEncodingBase):
+    """The table added in two places."""
+
+    def forward(self, x):
+        x = x + self.pe[:, : x.size(1)]
+        return x + self.pe[:, : x.size(1)]
+
+
+class PositionalEncodingFrequencyPerColumn(PositionalEncodingBase):
+    """Column j uses frequency 10000^(-j/D), so each cos column gets its own frequency, not its sin's."""
+
+    def table(self, embed_dim, max_len):
+        angle = torch.arange(max_len)[:, None] * 10000.0 ** (-torch.arange(embed_dim) / embed_dim)
+        return torch.where(torch.arange(embed_dim) % 2 == 0, angle.sin(), angle.cos())
+
+
+class PositionalEncodingNumPy(PositionalEncodingBase):
+    """The table built with NumPy (float64), as in many tutorials: float32 inputs then come out float64."""
+
+    def table(self, embed_dim, max_len):
+        import numpy as np
+
+        angle = np.arange(max_len)[:, None] / 10000 ** (np.arange(0, embed_dim, 2) / embed_dim)
+        table = np.zeros((max_len, embed_dim))
+        table[:, 0::2], table[:, 1::2] = np.sin(angle), np.cos(angle[:, : embed_dim // 2])
+        return torch.from_numpy(table)
