@@ -54,6 +54,12 @@ UNNAMED = [
     (4, (wrong.PositionalEncodingScaledInput,), "x is multiplied by 2.449 = √embed_dim before pe is added"),
     (4, (wrong.PositionalEncodingAddedTwice,), "PositionalEncoding(zeros) is 2 · pe[:, :L]"),
     (4, (wrong.PositionalEncodingFrequencyPerColumn,), "only odd (cos) columns are wrong"),
+    (5, (wrong.ClassifierActivationNotPassedOn,), "the `activation` argument runs 0 times"),
+    (5, (wrong.ClassifierDropoutNotPassedOn,), "pass `dropout` on to every EncoderBlock"),
+    (5, (wrong.ClassifierClsAppended,), "[CLS] sits at position 6 of the encoder's input"),
+    (5, (wrong.ClassifierPositionsBeforeCls,), "the positions are added to the L tokens before [CLS] is prepended"),
+    (5, (wrong.ClassifierReadsFirstToken,), "the classifier reads position 1 of the last block's output"),
+    (5, (wrong.ClassifierFirstBlockRepeated,), "encoder block 0 runs 2 times in one forward pass"),
 ]
 
 

@@ -227,3 +227,90 @@ class PositionalEncodingNumPy(PositionalEncodingBase):
         table = np.zeros((max_len, embed_dim))
         table[:, 0::2], table[:, 1::2] = np.sin(angle), np.cos(angle[:, : embed_dim // 2])
         return torch.from_numpy(table)
+
+
+# ----- Task 5: TransformerForSequenceClassification -----------------------------------------------
+
+class ClassifierBase(nn.Module):
+    """A [CLS] classifier written independently; subclasses get one step wrong."""
+
+    def __init__(self, input_dim, embed_dim, num_classes, num_heads, feedforward_dim, num_layers,
+                 activation=nn.GELU, max_len=5000, dropout=0.0):
+        super().__init__()
+        self.cls_token = nn.Parameter(torch.randn(embed_dim))
+        self.input_embedding = nn.Linear(input_dim, embed_dim)
+        self.positional_encoding = PositionalEncodingBase(embed_dim, max_len)
+        self.encoder = nn.ModuleList(self.block(embed_dim, num_heads, feedforward_dim, activation, dropout)
+                                     for _ in range(num_layers))
+        self.classifier = nn.Linear(embed_dim, num_classes)
+
+    def block(self, embed_dim, num_heads, feedforward_dim, activation, dropout):
+        return EncoderBlockBase(embed_dim, num_heads, feedforward_dim, activation, dropout)
+
+    def embed(self, x):
+        cls = self.cls_token.expand(len(x), 1, -1)
+        return self.positional_encoding(torch.cat([cls, self.input_embedding(x)], dim=1))
+
+    def encode(self, hidden):
+        for block in self.encoder:
+            hidden = block(hidden)
+        return hidden
+
+    def forward_attention(self, x):
+        hidden, maps = self.embed(x), []
+        for block in self.encoder:
+            hidden, attention = block(hidden, return_attention=True)
+            maps.append(attention)
+        return maps
+
+    def forward(self, x):
+        return self.classifier(self.encode(self.embed(x))[:, 0])
+
+
+class ClassifierActivationNotPassedOn(ClassifierBase):
+    """The blocks are built without `activation`, so they use EncoderBlock's default ReLU."""
+
+    def block(self, embed_dim, num_heads, feedforward_dim, activation, dropout):
+        return EncoderBlockBase(embed_dim, num_heads, feedforward_dim, dropout=dropout)
+
+
+class ClassifierDropoutNotPassedOn(ClassifierBase):
+    """The blocks are built without `dropout`: right in eval mode, never regularised in training."""
+
+    def block(self, embed_dim, num_heads, feedforward_dim, activation, dropout):
+        return EncoderBlockBase(embed_dim, num_heads, feedforward_dim, activation)
+
+
+class ClassifierClsAppended(ClassifierBase):
+    """[CLS] appended after the tokens (and read at the end), as some pooling code does."""
+
+    def embed(self, x):
+        cls = self.cls_token.expand(len(x), 1, -1)
+        return self.positional_encoding(torch.cat([self.input_embedding(x), cls], dim=1))
+
+    def forward(self, x):
+        return self.classifier(self.encode(self.embed(x))[:, -1])
+
+
+class ClassifierPositionsBeforeCls(ClassifierBase):
+    """Positions added to the tokens, then [CLS] prepended without a position."""
+
+    def embed(self, x):
+        cls = self.cls_token.expand(len(x), 1, -1)
+        return torch.cat([cls, self.positional_encoding(self.input_embedding(x))], dim=1)
+
+
+class ClassifierReadsFirstToken(ClassifierBase):
+    """The classifier reads position 1, the first real token, instead of [CLS]."""
+
+    def forward(self, x):
+        return self.classifier(self.encode(self.embed(x))[:, 1])
+
+
+class ClassifierFirstBlockRepeated(ClassifierBase):
+    """The first block applied num_layers times; the others never run."""
+
+    def encode(self, hidden):
+        for _ in self.encoder:
+            hidden = self.encoder[0](hidden)
+        return hidden
