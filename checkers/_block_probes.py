@@ -59,6 +59,9 @@ def _depends_on_x(block, x):
 
 def explain_block(task, what, block, x, slots):
     """Fail naming the first post-norm property that the (eval-mode, dropout-free) block violates."""
+    outputs = _output(block, x)
+    if outputs is None or outputs.shape != x.shape or not torch.isfinite(outputs).all():
+        return
     with _set(slots, {"norm2.weight": 1.0, "norm2.bias": 0.0}):
         if not _standardised(_output(block, x)):
             task.fail(f"{what}: with norm2's weight 1 and bias 0 the output rows should have mean 0 and variance 1, "

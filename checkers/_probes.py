@@ -123,7 +123,8 @@ def explain_heads(task, what, layer, x, expected, slots, num_heads):
     feeding only that head, each head's values reaching only its own output features, the scale.
     """
     got = _attend(layer, x)
-    if got is None or got[1].shape != expected["attention"].shape or got[0].shape != expected["outputs"].shape:
+    if got is None or got[1].shape != expected["attention"].shape or got[0].shape != expected["outputs"].shape \
+            or not (torch.isfinite(got[0]).all() and torch.isfinite(got[1]).all()):
         return
     outputs, attention = got
     alone = _attend(layer, x[1:])
@@ -160,7 +161,8 @@ def explain_heads(task, what, layer, x, expected, slots, num_heads):
     ratio = temperature(attention, expected["attention"])
     if ratio is not None and abs(ratio - 1) > 1e-3:
         divisor = head_dim / ratio ** 2
-        sizes = {"embed_dim": x.size(-1), "seq_len": x.size(1), "num_heads": num_heads, "1 (no scaling)": 1}
+        sizes = {"embed_dim": x.size(-1), "seq_len": x.size(1), "num_heads": num_heads,
+                 "(number of keys)": attention.size(-1), "1 (no scaling)": 1}
         task.fail(f"{what}: the scores are divided by √{divisor:.4g}{_divisor_named(divisor, sizes)} instead of "
                   f"√head_dim = √{head_dim}.")
     if torch.allclose(attention, expected["attention"], atol=1e-6):

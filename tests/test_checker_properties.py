@@ -35,6 +35,15 @@ def test_T_on_batched_input_gets_the_T_hint():
     assert BATCHED in failure_of(1, wrong.attention_dot_T)
 
 
+def test_the_unnamed_base_implementations_pass(capsys):
+    """The bases the unnamed mistakes derive from are right: each mistake is the one change it names."""
+    for task, student_objects in [(2, (wrong.MultiheadAttentionBase,)), (3, (wrong.EncoderBlockBase,)),
+                                  (4, (wrong.PositionalEncodingBase,)), (5, (wrong.ClassifierBase,)),
+                                  (7, wrong.LINFORMER)]:
+        getattr(checkers, f"check_task_{task}")(*student_objects)
+        assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
+
+
 def test_wrong_divisor_is_measured():
     message = failure_of(1, wrong.attention_scale_by_value_width)
     assert "divided by √6 instead of √query.size(-1) = √4" in message, message
@@ -60,6 +69,10 @@ UNNAMED = [
     (5, (wrong.ClassifierPositionsBeforeCls,), "the positions are added to the L tokens before [CLS] is prepended"),
     (5, (wrong.ClassifierReadsFirstToken,), "the classifier reads position 1 of the last block's output"),
     (5, (wrong.ClassifierFirstBlockRepeated,), "encoder block 0 runs 2 times in one forward pass"),
+    (7, (wrong.LinformerAttentionScaledByProjDim,) + wrong.LINFORMER[1:], "divided by √3 = √(number of keys)"),
+    (7, (wrong.LinformerAttentionInterleavedHeads,) + wrong.LINFORMER[1:], "changed the attention of other heads"),
+    (7, (wrong.LINFORMER[0], wrong.LinformerBlockNoFeedForwardResidual, wrong.LINFORMER[2]),
+     "the residual connection around the feed-forward network is missing (x + sub-layer output)"),
 ]
 
 

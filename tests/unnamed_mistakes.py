@@ -314,3 +314,72 @@ class ClassifierFirstBlockRepeated(ClassifierBase):
         for _ in self.encoder:
             hidden = self.encoder[0](hidden)
         return hidden
+
+
+# ----- Task 7: Linformer --------------------------------------------------------------------------
+
+class LinformerAttentionBase(MultiheadAttentionBase):
+    """Keys and values compressed along the sequence by E and F; subclasses change one step."""
+
+    def __init__(self, embed_dim, num_heads, sequence_length, proj_dim):
+        super().__init__(embed_dim, num_heads)
+        self.e_proj, self.f_proj = nn.Linear(sequence_length, proj_dim), nn.Linear(sequence_length, proj_dim)
+
+    def forward(self, x, return_attention=False):
+        query, key, value = self.split(self.q_proj(x)), self.split(self.k_proj(x)), self.split(self.v_proj(x))
+        key = self.e_proj(key.transpose(-2, -1)).transpose(-2, -1)  # (B, H, proj_dim, head_dim)
+        value = self.f_proj(value.transpose(-2, -1)).transpose(-2, -1)  # (B, H, proj_dim, head_dim)
+        attention = (query @ key.transpose(-2, -1) / self.scale(key)).softmax(-1)  # (B, H, L, proj_dim)
+        outputs = self.o_proj(self.merge(attention @ value))
+        return (outputs, attention) if return_attention else outputs
+
+
+class LinformerAttentionScaledByProjDim(LinformerAttentionBase):
+    """Scores divided by √proj_dim, the number of compressed keys, instead of √head_dim."""
+
+    def scale(self, key):
+        return math.sqrt(key.size(-2))
+
+
+class LinformerAttentionInterleavedHeads(LinformerAttentionBase):
+    """Heads split as (head_dim, H), as in MultiheadAttentionInterleavedHeads."""
+
+    split, merge = MultiheadAttentionInterleavedHeads.split, MultiheadAttentionInterleavedHeads.merge
+
+
+class LinformerBlockBase(EncoderBlockBase):
+    """EncoderBlockBase with LinformerAttentionBase and no mask."""
+
+    def __init__(self, embed_dim, num_heads, feedforward_dim, sequence_length, proj_dim, activation=nn.ReLU,
+                 dropout=0.0):
+        super().__init__(embed_dim, num_heads, feedforward_dim, activation, dropout)
+        self.attention = LinformerAttentionBase(embed_dim, num_heads, sequence_length, proj_dim)
+
+    def forward(self, x, mask=None, return_attention=False):
+        attended, attention = self.attention(x, return_attention=True)
+        x = self.sublayers(x, attended)
+        return (x, attention) if return_attention else x
+
+
+class LinformerBlockNoFeedForwardResidual(LinformerBlockBase):
+    """No residual around the feed-forward network."""
+
+    def sublayers(self, x, attended):
+        x = self.norm1(x + self.dropout(attended))
+        return self.norm2(self.dropout(self.feedforward(x)))
+
+
+class LinformerClassifierBase(ClassifierBase):
+    """ClassifierBase with LinformerBlockBase layers."""
+
+    def __init__(self, input_dim, embed_dim, num_classes, num_heads, feedforward_dim, num_layers, sequence_length,
+                 proj_dim, activation=nn.GELU, max_len=5000, dropout=0.0):
+        self.sizes = sequence_length, proj_dim
+        super().__init__(input_dim, embed_dim, num_classes, num_heads, feedforward_dim, num_layers, activation,
+                         max_len, dropout)
+
+    def block(self, embed_dim, num_heads, feedforward_dim, activation, dropout):
+        return LinformerBlockBase(embed_dim, num_heads, feedforward_dim, *self.sizes, activation, dropout)
+
+
+LINFORMER = (LinformerAttentionBase, LinformerBlockBase, LinformerClassifierBase)
