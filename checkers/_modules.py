@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 
 from ._compare import expect_close, expect_tensor
-from ._core import NotImplementedYet, default_dtype
+from ._core import CheckFailure, NotImplementedYet, default_dtype
 from ._weights import MissingPart
 
 REQUIRED = object()  # a pinned parameter without a default
@@ -74,20 +74,18 @@ def _tensor_attributes(module):
                 yield f"{prefix}.{key}".lstrip("."), value
 
 
-def expect_default_dtype(task, module, name):
-    """Fail naming a floating tensor of module whose dtype is not the default dtype it was built under."""
-    for key, value in _tensor_attributes(module):
-        if value.is_floating_point() and value.dtype != torch.get_default_dtype():
-            task.fail(f"{name}.{key} has dtype {value.dtype} in a module built with the default dtype "
-                      f"{torch.get_default_dtype()}: {FIXED_DTYPE}")
+def _other_dtype(module, dtype):
+    """The first (name, tensor) of module that is floating point but not of dtype, or None."""
+    return next(((key, value) for key, value in _tensor_attributes(module)
+                 if value.is_floating_point() and value.dtype != dtype), None)
 
 
 def build(task, cls, name, *args, dtype=torch.float64, native=False, **kwargs):
     """Construct the student's class, in dtype, with a clear message if that fails.
 
     args are the pinned parameters of `name` in order; kwargs any of them by name (see PINNED).
-    native: leave the module as built under the default dtype `dtype` (no .to(dtype), which would hide a
-    tensor of a fixed dtype), and fail naming any floating tensor of another dtype.
+    native: leave the module as built under the default dtype `dtype`, without the .to(dtype) that would hide a
+    tensor of a fixed dtype (see expect_native_output).
     """
     values = dict(zip(PINNED.get(name, {}), args), **kwargs)
     args, kwargs = constructor_call(cls, name, values)
@@ -100,16 +98,29 @@ def build(task, cls, name, *args, dtype=torch.float64, native=False, **kwargs):
             raise NotImplementedYet(f"Task {task.number} is not implemented yet: {name}.__init__ creates no layers "
                                     "(replace the `# YOUR CODE HERE` comment with your code).")
         if native:
-            expect_default_dtype(task, module, name)
             return module
     return module.to(dtype)
 
 
-def expect_native_output(task, what, result, expected, atol=1e-4, rtol=1e-4, **options):
-    """A float32 module's output on float32 input: float32, of expected's shape, and close to the float64 values.
+def expect_native_output(task, module, name, what, run, expected, atol=1e-4, rtol=1e-4, **options):
+    """run(): module's forward on float32 input; module was built under the default dtype float32 (native=True).
 
-    float32 carries about 7 digits; through a few layers the rounding stays far below 1e-4.
+    The output must be float32, of expected's shape, and close to the float64 values (float32 carries about
+    7 digits; through a few layers the rounding stays far below 1e-4). When the forward fails or gives another
+    dtype and a tensor of module has a fixed other dtype, that tensor is named: it is the usual cause.
     """
+    other = _other_dtype(module, torch.float32)
+    blame = None if other is None else (f"{name}.{other[0]} has dtype {other[1].dtype} in a module built with the "
+                                        f"default dtype torch.float32: {FIXED_DTYPE}")
+    try:
+        result = run()
+    except CheckFailure:
+        if blame:
+            task.fail(blame)
+        raise
+    first = result[0] if isinstance(result, (tuple, list)) and result else result
+    if blame and isinstance(first, torch.Tensor) and first.dtype != torch.float32:
+        task.fail(blame)
     outputs = expect_output(task, what, result, expected.shape, torch.float32, **options)
     outputs = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
     expect_close(task, f"{what} (float32, compared with float64 values)", outputs, expected, atol, rtol)

@@ -145,6 +145,7 @@ def check_task_5(task, TransformerForSequenceClassification):
     case = fixture["cases"]["GELU"]
     single = build(task, cls, name, **fixture["config"], dtype=torch.float32, native=True)
     single = load(task, single, classifier_slots, case["weights"], name).eval()
-    expect_native_output(task, f"{name} on float32 input", task.call(f"{name}.forward", single, fixture["x"].float()),
-                         case["logits"], attention_api=False)
+    expect_native_output(task, single, name, f"{name} on float32 input",
+                         lambda: task.call(f"{name}.forward", single, fixture["x"].float()), case["logits"],
+                         attention_api=False)
     task.passed("[CLS] token, embedding, positions, encoder stack, read-out, attention maps and gradients are right.")

@@ -117,6 +117,6 @@ def check_task_3(task, EncoderBlock):
     sizes = fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"]
     single = build(task, EncoderBlock, "EncoderBlock", *sizes, dtype=torch.float32, native=True)
     single = load(task, single, block_slots, fixture["cases"]["ReLU"]["weights"], "EncoderBlock").eval()
-    expect_native_output(task, "EncoderBlock on float32 input", _forward(task, single, fixture["x"].float()),
-                         fixture["cases"]["ReLU"]["outputs"])
+    expect_native_output(task, single, "EncoderBlock", "EncoderBlock on float32 input",
+                         lambda: _forward(task, single, fixture["x"].float()), fixture["cases"]["ReLU"]["outputs"])
     task.passed("post-norm residual layout, activation, masks, dropout, gradients and dtypes are right.")

@@ -99,8 +99,8 @@ def check_task_7(task, LinformerAttention, LinformerBlock, LinformerForSequenceC
                   lambda: explain_heads(task, "LinformerAttention", attention, case["x"], case, slots(attention), num_heads))
     single = build(task, LinformerAttention, "LinformerAttention", *case["args"], dtype=torch.float32, native=True)
     single = load(task, single, slots, case["weights"], "LinformerAttention")
-    expect_native_output(task, "LinformerAttention on float32 input", _forward(task, single, case["x"].float(),
-                         "LinformerAttention.forward"), case["outputs"])
+    expect_native_output(task, single, "LinformerAttention", "LinformerAttention on float32 input",
+                         lambda: _forward(task, single, case["x"].float(), "LinformerAttention.forward"), case["outputs"])
     case = fixture["block"]
     block = build(task, LinformerBlock, "LinformerBlock", *case["args"])
     block = load(task, _expect_linformer_block(task, block, LinformerAttention),

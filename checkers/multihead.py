@@ -89,6 +89,7 @@ def check_task_2(task, MultiheadAttention):
     single = build(task, MultiheadAttention, "MultiheadAttention", fixture["embed_dim"], 2, dtype=torch.float32,
                    native=True)
     single = load(task, single, attention_slots, fixture["cases"][2]["weights"], "MultiheadAttention")
-    expect_native_output(task, "MultiheadAttention on float32 input",
-                         _forward(task, single, x.float(), return_attention=False), fixture["cases"][2]["masks"]["none"]["outputs"])
+    expect_native_output(task, single, "MultiheadAttention", "MultiheadAttention on float32 input",
+                         lambda: _forward(task, single, x.float(), return_attention=False),
+                         fixture["cases"][2]["masks"]["none"]["outputs"])
     task.passed("projections, head split and merge, all mask shapes, 2 and 4 heads, gradients and dtypes are right.")

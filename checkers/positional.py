@@ -93,7 +93,7 @@ def check_task_4(task, PositionalEncoding):
     expect_close(task, "PositionalEncoding(x)", outputs, small["outputs"], 1e-6, 1e-6, signatures(small, "outputs"))
     single = build(task, PositionalEncoding, "PositionalEncoding", small["embed_dim"], small["max_len"],
                    dtype=torch.float32, native=True)
-    expect_native_output(task, "PositionalEncoding on float32 input",
-                         task.call("PositionalEncoding.forward", single, small["x"].float()), small["outputs"],
+    expect_native_output(task, single, "PositionalEncoding", "PositionalEncoding on float32 input",
+                         lambda: task.call("PositionalEncoding.forward", single, small["x"].float()), small["outputs"],
                          attention_api=False)
     task.passed("the sin/cos table, its buffer registration and x + pe[:, :L] are right.")

@@ -85,8 +85,11 @@ def test_unnamed_mistake_names_the_property(task, student_objects, words):
     assert not any(diagnosis in message for diagnosis in DIAGNOSES.values()), message
 
 
-def test_a_numpy_table_is_named_by_its_dtype():
+@pytest.mark.parametrize("task, cls, name", [
+    (4, wrong.PositionalEncodingNumPy, "PositionalEncoding.pe"),
+    (5, wrong.ClassifierNumPyPositions, "TransformerForSequenceClassification.positional_encoding.pe"),
+])
+def test_a_numpy_table_is_named_by_its_dtype(task, cls, name):
     """Built with NumPy, the table is float64 in a float32 model: it passed, then training crashed."""
-    message = failure_of(4, wrong.PositionalEncodingNumPy)
-    assert "PositionalEncoding.pe has dtype torch.float64 in a module built with the default dtype torch.float32" \
-        in message, message
+    message = failure_of(task, cls)
+    assert f"{name} has dtype torch.float64 in a module built with the default dtype torch.float32" in message, message

@@ -267,6 +267,14 @@ class ClassifierBase(nn.Module):
         return self.classifier(self.encode(self.embed(x))[:, 0])
 
 
+class ClassifierNumPyPositions(ClassifierBase):
+    """The NumPy-built (float64) table inside the classifier: a float32 model then fails in its first Linear."""
+
+    def __init__(self, input_dim, embed_dim, *args, max_len=5000, **kwargs):
+        super().__init__(input_dim, embed_dim, *args, max_len=max_len, **kwargs)
+        self.positional_encoding = PositionalEncodingNumPy(embed_dim, max_len)
+
+
 class ClassifierActivationNotPassedOn(ClassifierBase):
     """The blocks are built without `activation`, so they use EncoderBlock's default ReLU."""
 
