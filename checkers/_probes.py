@@ -9,22 +9,30 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 
-class _ReversedAxesSpy(TorchFunctionMode):
-    """Records whether `.T` was read on a tensor of more than two axes (where it reverses all of them)."""
+# Operations meant for matrices, by what a message calls them: on a batched tensor they reverse all its axes
+# (.T) or fail (the others).
+_MATRIX_ONLY = {torch.mm: "torch.mm", torch.Tensor.mm: ".mm()", torch.t: "torch.t", torch.Tensor.t: ".t()"}
+
+
+class _MatrixOnlySpy(TorchFunctionMode):
+    """Records the matrix-only operations (`.T`, mm, t) applied to a tensor of more than two axes."""
 
     def __init__(self):
         super().__init__()
-        self.seen = False
+        self.seen = []
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if getattr(func, "__self__", None) is torch.Tensor.T and args and args[0].dim() > 2:
-            self.seen = True
+        batched = any(isinstance(arg, torch.Tensor) and arg.dim() > 2 for arg in args)
+        if batched and getattr(func, "__self__", None) is torch.Tensor.T:
+            self.seen.append(".T")
+        elif batched and any(func is op for op in _MATRIX_ONLY):
+            self.seen.append(next(name for op, name in _MATRIX_ONLY.items() if func is op))
         return func(*args, **(kwargs or {}))
 
 
-def uses_T_on_batched(fn, *args):
-    """Whether fn(*args) reads `.T` of a tensor with more than two axes (errors in fn are ignored)."""
-    spy = _ReversedAxesSpy()
+def matrix_only_ops(fn, *args):
+    """Names of the matrix-only operations fn(*args) applies to N-D tensors, in call order (errors ignored)."""
+    spy = _MatrixOnlySpy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch's own deprecation warning for .T on N-D tensors
         try:

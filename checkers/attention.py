@@ -3,7 +3,7 @@ import torch
 
 from ._compare import diagnose, expect_close, expect_finite, expect_pair, expect_tensor, matches, signatures
 from ._core import CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture
-from ._probes import normalised_axis, temperature, uses_T_on_batched
+from ._probes import matrix_only_ops, normalised_axis, temperature
 
 ATOL, RTOL = 1e-6, 1e-6  # float64 inputs: any correct formulation lands within ~1e-12
 # What the property checks below say; tools/mistakes.py quotes them as the diagnoses of its planted mistakes.
@@ -56,7 +56,7 @@ def _expect_case(task, attention_fn, name, case, mask=None):
 def _explain_batched(task, attention_fn, name, case, attention=None):
     """Fail saying what is observed when a batched case is wrong but its first 2-D slice is right.
 
-    `.T` is named only when the batched call was seen reading `.T` of an N-D tensor; otherwise the message says
+    `.T` (or mm, t) is named only when the batched call was seen applying it to an N-D tensor; otherwise it says
     what the weights show (the axis they sum to 1 along, the divisor of the scores).
     """
     if case["query"].dim() <= 2 or "mask" in case:
@@ -71,8 +71,12 @@ def _explain_batched(task, attention_fn, name, case, attention=None):
         return
     if not right:
         return
-    if uses_T_on_batched(attention_fn, *inputs):
+    used = matrix_only_ops(attention_fn, *inputs)
+    if ".T" in used:
         task.fail(f"in case '{name}' the result is right for 2-D inputs but not for batched ones: {BATCHED}")
+    if used:
+        task.fail(f"in case '{name}' the result is right for 2-D inputs but not for batched ones: {used[0]} takes "
+                  "matrices only; use key.transpose(-2, -1) and @ (torch.matmul), which broadcast over leading axes.")
     seen = "" if attention is None else _observed(attention, case["attention"], case["query"])
     task.fail(f"in case '{name}' the result is right for 2-D inputs but not for batched ones{seen}: {HARD_CODED_AXIS}")
 

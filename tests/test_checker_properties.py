@@ -35,6 +35,11 @@ def test_T_on_batched_input_gets_the_T_hint():
     assert BATCHED in failure_of(1, wrong.attention_dot_T)
 
 
+def test_matrix_only_operations_are_named_not_T():
+    message = failure_of(1, wrong.attention_torch_mm)
+    assert ".t() takes matrices only" in message and BATCHED not in message, message
+
+
 def test_the_unnamed_base_implementations_pass(capsys):
     """The bases the unnamed mistakes derive from are right: each mistake is the one change it names."""
     for task, student_objects in [(2, (wrong.MultiheadAttentionBase,)), (3, (wrong.EncoderBlockBase,)),

@@ -391,3 +391,9 @@ class LinformerClassifierBase(ClassifierBase):
 
 
 LINFORMER = (LinformerAttentionBase, LinformerBlockBase, LinformerClassifierBase)
+
+
+def attention_torch_mm(query, key, value, mask=None):
+    """torch.mm and .t(): matrices only."""
+    attention = torch.softmax(_masked(torch.mm(query, key.t()) / math.sqrt(query.size(-1)), mask), dim=-1)
+    return torch.mm(attention, value), attention
