@@ -55,6 +55,22 @@ def explain_classifier(task, name, model, x):
     if rows and rows[0] != 0:
         task.fail(f"{name}: the classifier reads position {rows[0]} of the last block's output; read the [CLS] "
                   "output at position 0, hidden[:, 0].")
+    if not rows:
+        task.fail(f"{name}: the classifier's input is none of the rows of the last block's output (a pooling or an "
+                  "extra step?); apply the classifier to the [CLS] row alone, hidden[:, 0].")
+    _explain_order(task, name, model, x)
+
+
+def _explain_order(task, name, model, x):
+    """Fail when shifting every token one place along the sequence leaves the logits as they were."""
+    try:
+        with torch.no_grad():
+            same = torch.allclose(model(x), model(x.roll(1, dims=1)), atol=1e-9)
+    except Exception:  # noqa: BLE001 -- only a probe
+        return
+    if same:
+        task.fail(f"{name}: the logits stay the same when the tokens are shifted one place along the sequence, so "
+                  "no position information reaches the encoder: add pe[:, :L + 1] to the embedded sequence.")
 
 
 def _explain_positions(task, name, model, x, seen, blocks):

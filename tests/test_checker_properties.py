@@ -74,6 +74,8 @@ UNNAMED = [
     (5, (wrong.ClassifierPositionsBeforeCls,), "the positions are added to the L tokens before [CLS] is prepended"),
     (5, (wrong.ClassifierReadsFirstToken,), "the classifier reads position 1 of the last block's output"),
     (5, (wrong.ClassifierFirstBlockRepeated,), "encoder block 0 runs 2 times in one forward pass"),
+    (5, (wrong.ClassifierMeanOfTokens,), "the classifier's input is none of the rows of the last block's output"),
+    (5, (wrong.ClassifierOnePositionRow,), "no position information reaches the encoder"),
     (7, (wrong.LinformerAttentionScaledByProjDim,) + wrong.LINFORMER[1:], "divided by √3 = √(number of keys)"),
     (7, (wrong.LinformerAttentionInterleavedHeads,) + wrong.LINFORMER[1:], "changed the attention of other heads"),
     (7, (wrong.LINFORMER[0], wrong.LinformerBlockNoFeedForwardResidual, wrong.LINFORMER[2]),

@@ -397,3 +397,18 @@ def attention_torch_mm(query, key, value, mask=None):
     """torch.mm and .t(): matrices only."""
     attention = torch.softmax(_masked(torch.mm(query, key.t()) / math.sqrt(query.size(-1)), mask), dim=-1)
     return torch.mm(attention, value), attention
+
+
+class ClassifierMeanOfTokens(ClassifierBase):
+    """The classifier reads the mean of the token outputs, leaving [CLS] out."""
+
+    def forward(self, x):
+        return self.classifier(self.encode(self.embed(x))[:, 1:].mean(1))
+
+
+class ClassifierOnePositionRow(ClassifierBase):
+    """pe[:, 0] (one row, broadcast to every position) instead of pe[:, :L + 1]: no position information."""
+
+    def embed(self, x):
+        hidden = torch.cat([self.cls_token.expand(len(x), 1, -1), self.input_embedding(x)], dim=1)
+        return hidden + self.positional_encoding.pe[:, 0]
