@@ -50,6 +50,9 @@ def explain_classifier(task, name, model, x):
         if index and not _same(seen[key][0][0], seen[blocks[index - 1]][0][1]):
             task.fail(f"{name}: encoder block {index} does not read the output of block {index - 1}.")
     _explain_positions(task, name, model, x, seen, blocks)
+    if len(seen.get("classifier", ())) != 1:
+        task.fail(f"{name}: self.classifier runs {len(seen.get('classifier', ()))} times in one forward pass; apply "
+                  "it once, to the [CLS] output hidden[:, 0].")
     classified, last = seen["classifier"][0][0], seen[blocks[-1]][0][1]  # (B, D), (B, L + 1, D)
     rows = [position for position in range(last.size(1)) if _same(classified, last[:, position])]
     if rows and rows[0] != 0:
@@ -59,6 +62,9 @@ def explain_classifier(task, name, model, x):
         task.fail(f"{name}: the classifier's input is none of the rows of the last block's output (a pooling or an "
                   "extra step?); apply the classifier to the [CLS] row alone, hidden[:, 0].")
     _explain_order(task, name, model, x)
+    if "positional_encoding" in seen and not seen["positional_encoding"]:
+        task.fail(f"{name}: self.positional_encoding never runs in a forward pass: are the positions added to the "
+                  "embedded sequence?")
 
 
 def _explain_order(task, name, model, x):

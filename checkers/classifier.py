@@ -3,6 +3,7 @@ import torch
 import torch.nn as nn
 
 from ._classifier_probes import explain_activation, explain_classifier
+from ._dependencies import explain_parts, part_class
 from ._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
 from ._core import check_function, expect_module_class, load_fixture
 from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
@@ -46,6 +47,7 @@ def expect_classifier(task, model, case, x, name, rebuild=None):
         expect_finite(task, f"{name} logits", logits)
         diagnose(task, f"{name} logits", logits, signatures(case, "logits"), ATOL, RTOL)
         _explain_logits(task, model, x, name)
+        _explain_parts(task, model, name)
         if rebuild is not None:
             explain_activation(task, name, rebuild, x, len(case["attention"]))
         explain_classifier(task, name, model, x)
@@ -81,7 +83,18 @@ def _expect_attention_maps(task, model, case, x, name):
                   f"({len(case['attention'])}), got {type(maps).__name__}{size}.")
     for layer, (got, expected) in enumerate(zip(maps, case["attention"])):
         expect_tensor(task, f"{name}.forward_attention(x)[{layer}]", got, expected.shape, x.dtype)
+        if not matches(got, expected, ATOL, RTOL):
+            expect_finite(task, f"{name}.forward_attention(x)[{layer}]", got)
+            _explain_parts(task, model, name)
         expect_close(task, f"{name}.forward_attention(x)[{layer}]", got, expected, ATOL, RTOL)
+
+
+def _explain_parts(task, model, name):
+    """Fail naming the positional encoding or encoder block class when it fails its own task's check."""
+    blocks = encoder_blocks(model)
+    linformer = bool(blocks) and hasattr(getattr(blocks[0], "attention", None), "e_proj")  # Task 7 checks its blocks
+    explain_parts(task, name, [("its positional_encoding", 4, part_class(model, "positional_encoding")),
+                               ("its encoder block class", 3, None if not blocks or linformer else type(blocks[0]))])
 
 
 def _explain_logits(task, model, x, name):

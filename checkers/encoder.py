@@ -3,6 +3,7 @@ import torch
 import torch.nn as nn
 
 from ._block_probes import explain_activation, explain_block
+from ._dependencies import explain_parts, part_class
 from ._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
 from ._core import check_function, expect_module_class, load_fixture
 from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
@@ -45,13 +46,21 @@ def _expect_values(task, cls, block, fixture, case_name):
     expect_close(task, f"{what} output", outputs, case["outputs"], ATOL, RTOL, signatures(case, "outputs"))
     outputs, attention = expect_output(task, what, _forward(task, block, x, return_attention=True), x.shape, x.dtype, True)
     expect_tensor(task, f"{what} attention", attention, case["attention"].shape, x.dtype)
-    expect_close(task, f"{what} attention", attention, case["attention"], ATOL, RTOL, signatures(case, "attention"))
+    _expect_close_or_blame_attention(task, block, f"{what} attention", attention, case, "attention")
     masked = expect_output(task, f"{what} with a mask", _forward(task, block, x, mask=fixture["mask"]), x.shape, x.dtype)
     if torch.equal(masked, outputs) and not matches(masked, case["masked_outputs"], ATOL, RTOL):
         diagnose(task, f"{what} output with a causal mask", masked, signatures(case, "masked_outputs"), ATOL, RTOL)
         task.fail(f"{what}: a causal mask changes nothing in the output: pass `mask` on to self.attention.")
-    expect_close(task, f"{what} output with a causal mask", masked, case["masked_outputs"], ATOL, RTOL,
-                 signatures(case, "masked_outputs"))
+    _expect_close_or_blame_attention(task, block, f"{what} output with a causal mask", masked, case, "masked_outputs")
+
+
+def _expect_close_or_blame_attention(task, block, what, got, case, key):
+    """expect_close, but first name a known mistake, then an attention module that fails Task 2's check."""
+    if not matches(got, case[key], ATOL, RTOL):
+        expect_finite(task, what, got)
+        diagnose(task, what, got, signatures(case, key), ATOL, RTOL)
+        explain_parts(task, what, [("its attention module", 2, part_class(block, "attention"))])
+    expect_close(task, what, got, case[key], ATOL, RTOL)
 
 
 def _explain(task, cls, block, fixture, case_name, outputs):
@@ -59,6 +68,7 @@ def _explain(task, cls, block, fixture, case_name, outputs):
     x, case, what = fixture["x"], fixture["cases"][case_name], f"EncoderBlock (activation=nn.{case_name})"
     expect_finite(task, f"{what} output", outputs)
     diagnose(task, f"{what} output", outputs, signatures(case, "outputs"), ATOL, RTOL)
+    explain_parts(task, what, [("its attention module", 2, part_class(block, "attention"))])
     sizes = fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"]
     explain_activation(task, what, lambda activation: build(task, cls, "EncoderBlock", *sizes, activation=activation)
                        .eval(), x, fixture["feedforward_dim"])

@@ -4,6 +4,7 @@ import torch
 from ._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
 from ._core import check_function, expect_module_class, load_fixture
 from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
+from ._dependencies import attention_function, explain_parts
 from ._probes import explain_heads, explain_mask
 from ._weights import attention_slots
 
@@ -47,6 +48,7 @@ def _explain(task, what, layer, x, expected, got, num_heads):
     expect_finite(task, f"{what}: outputs", outputs)
     diagnose(task, f"{what}: attention", attention, signatures(expected, "attention"), ATOL, RTOL)
     diagnose(task, f"{what}: outputs", outputs, signatures(expected, "outputs"), ATOL, RTOL)
+    explain_parts(task, what, [("the scaled_softmax_attention it calls", 1, attention_function(type(layer)))])
     if expected["mask"] is None:
         explain_heads(task, what, layer, x, expected, attention_slots(layer), num_heads)
     else:

@@ -3,13 +3,17 @@
 The mistakes live in tests/unnamed_mistakes.py; each test names the words its message must hold, and, where
 a wrong hint was once given, the words it must not hold.
 """
+import contextlib
+import io
+
 import pytest
 
 import checkers
 from checkers import CheckFailure
 from checkers.attention import BATCHED
 import unnamed_mistakes as wrong
-from mistakes import DIAGNOSES
+from mistakes import DIAGNOSES, MUTANTS
+from student_objects import run_check
 
 
 def failure_of(task, *student_objects):
@@ -100,3 +104,29 @@ def test_a_numpy_table_is_named_by_its_dtype(task, cls, name):
     """Built with NumPy, the table is float64 in a float32 model: it passed, then training crashed."""
     message = failure_of(task, cls)
     assert f"{name} has dtype torch.float64 in a module built with the default dtype torch.float32" in message, message
+
+
+@pytest.mark.parametrize("task, cls, words", [
+    (2, wrong.MultiheadAttentionCallingTask1, "the scaled_softmax_attention it calls does not pass check_task_1"),
+    (3, wrong.EncoderBlockWithInterleavedHeads, "its attention module does not pass check_task_2"),
+    (5, wrong.ClassifierWithPositionsAddedTwice, "its positional_encoding does not pass check_task_4"),
+], ids=lambda value: value.__name__ if isinstance(value, type) else None)
+def test_a_wrong_part_is_named_with_its_task(task, cls, words):
+    message = failure_of(task, cls)
+    assert words in message and "fix Task" in message, message
+
+
+@pytest.mark.parametrize("mutant", [m for m in MUTANTS if m.task in (1, 2, 3, 4)],
+                         ids=lambda m: f"task{m.task}-{m.name}")
+def test_a_planted_mistake_is_explained_in_later_tasks(mutant, load_variant):
+    """Each earlier task's planted mistake, left in, makes every later check that it breaks say why."""
+    namespace = load_variant(mutant.apply)
+    for task in (2, 3, 5, 7):
+        if task <= mutant.task:
+            continue
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                run_check(task, namespace)
+        except CheckFailure as failure:
+            message = str(failure)
+            assert "differs from the expected values" not in message and "could not run" not in message, message

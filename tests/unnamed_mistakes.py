@@ -412,3 +412,36 @@ class ClassifierOnePositionRow(ClassifierBase):
     def embed(self, x):
         hidden = torch.cat([self.cls_token.expand(len(x), 1, -1), self.input_embedding(x)], dim=1)
         return hidden + self.positional_encoding.pe[:, 0]
+
+
+# ----- Mistakes of an earlier task inside a later task's module -----------------------------------
+
+scaled_softmax_attention = attention_softmax_dim_1  # the notebook's (wrong) Task 1 answer, called by name below
+
+
+class MultiheadAttentionCallingTask1(MultiheadAttentionBase):
+    """A right MultiheadAttention that calls the notebook's scaled_softmax_attention, which is wrong."""
+
+    def forward(self, x, mask=None, return_attention=False):
+        query, key, value = self.split(self.q_proj(x)), self.split(self.k_proj(x)), self.split(self.v_proj(x))
+        if mask is not None and mask.dim() == 3:
+            mask = mask.unsqueeze(1)
+        heads, attention = scaled_softmax_attention(query, key, value, mask)
+        outputs = self.o_proj(self.merge(heads))
+        return (outputs, attention) if return_attention else outputs
+
+
+class EncoderBlockWithInterleavedHeads(EncoderBlockBase):
+    """A right block around a wrong MultiheadAttention."""
+
+    def __init__(self, embed_dim, num_heads, feedforward_dim, activation=nn.ReLU, dropout=0.0):
+        super().__init__(embed_dim, num_heads, feedforward_dim, activation, dropout)
+        self.attention = MultiheadAttentionInterleavedHeads(embed_dim, num_heads)
+
+
+class ClassifierWithPositionsAddedTwice(ClassifierBase):
+    """A right classifier around a wrong PositionalEncoding."""
+
+    def __init__(self, input_dim, embed_dim, *args, max_len=5000, **kwargs):
+        super().__init__(input_dim, embed_dim, *args, max_len=max_len, **kwargs)
+        self.positional_encoding = PositionalEncodingAddedTwice(embed_dim, max_len)
