@@ -151,6 +151,9 @@ def explain_heads(task, what, layer, x, expected, slots, num_heads):
         if changed is None:
             return
         moved = (changed[1] - attention).abs().flatten(2).amax(dim=(0, 2))  # (H,): how much each head changed
+        if moved.max() <= 1e-9:
+            task.fail(f"{what}: changing the weights of {role} changes no attention weight: is {role} applied to x "
+                      f"to make the {'queries' if role == 'q_proj' else 'keys'}?")
         if moved[1:].max() > 1e-9 or moved[0] <= 1e-9:
             task.fail(f"{what}: changing the first head_dim = {head_dim} output features of {role} (head 0) changed "
                       "the attention of other heads: split the features as view(B, L, H, head_dim), head h taking "
@@ -170,16 +173,17 @@ def explain_heads(task, what, layer, x, expected, slots, num_heads):
     if ratio is not None and abs(ratio - 1) > 1e-3:
         divisor = head_dim / ratio ** 2
         sizes = {"embed_dim": x.size(-1), "seq_len": x.size(1), "num_heads": num_heads,
-                 "(number of keys)": attention.size(-1), "1 (no scaling)": 1}
-        task.fail(f"{what}: the scores are divided by √{divisor:.4g}{_divisor_named(divisor, sizes)} instead of "
-                  f"√head_dim = √{head_dim}.")
+                 "(number of keys)": attention.size(-1)}
+        found = "not scaled" if abs(divisor - 1) < 1e-3 else \
+            f"divided by √{divisor:.4g}{_divisor_named(divisor, sizes)}"
+        task.fail(f"{what}: the scores are {found} instead of divided by √head_dim = √{head_dim}.")
     if torch.allclose(attention, expected["attention"], atol=1e-6):
         task.fail(f"{what}: the attention weights are right but the outputs differ: look after the softmax "
                   "(attention @ value, merging the heads, o_proj).")
 
 
 def explain_mask(task, what, attention, mask):
-    """Fail when positions the mask forbids get weight, or allowed ones all get none (mask (L, L) to (B, H, L, L))."""
+    """Fail when positions the mask forbids get weight (mask (L, L), (B, L, L) or (B, 1 or H, L, L))."""
     if mask.dim() == 3:
         mask = mask.unsqueeze(1)
     try:

@@ -61,9 +61,11 @@ def test_wrong_divisor_is_measured():
 UNNAMED = [
     (2, (wrong.MultiheadAttentionInterleavedHeads,), "changed the attention of other heads"),
     (2, (wrong.MultiheadAttentionMergedInterleaved,), "changed other output features than that head's"),
-    (2, (wrong.MultiheadAttentionScaledBySeqLen,), "divided by √5 = √seq_len instead of √head_dim = √4"),
+    (2, (wrong.MultiheadAttentionScaledBySeqLen,), "divided by √5 = √seq_len instead of divided by √head_dim = √4"),
     (2, (wrong.MultiheadAttentionSoftmaxOverHeads,), "sum to 1 along axis 1 (size 2), not along the last axis"),
     (2, (wrong.MultiheadAttentionBatchMixed,), "changes with the other elements of the batch"),
+    (2, (wrong.MultiheadAttentionUnscaled,), "the scores are not scaled instead of divided by √head_dim = √4"),
+    (2, (wrong.MultiheadAttentionQueriesUnprojected,), "changing the weights of q_proj changes no attention weight"),
     (3, (wrong.EncoderBlockNormsSwapped,), "the block must end with norm2"),
     (3, (wrong.EncoderBlockActivationLast,), "`activation` is applied once per forward, to width 8"),
     (3, (wrong.EncoderBlockNoActivation,), "the `activation` argument is never called"),

@@ -98,6 +98,23 @@ class MultiheadAttentionScaledBySeqLen(MultiheadAttentionBase):
         return math.sqrt(x.size(1))
 
 
+class MultiheadAttentionUnscaled(MultiheadAttentionBase):
+    """Own attention code without the 1/√head_dim."""
+
+    def scale(self, x):
+        return 1.0
+
+
+class MultiheadAttentionQueriesUnprojected(MultiheadAttentionBase):
+    """The queries are the input itself, split into heads: q_proj is created but never used."""
+
+    def forward(self, x, mask=None, return_attention=False):
+        query, key, value = self.split(x), self.split(self.k_proj(x)), self.split(self.v_proj(x))
+        attention = (query @ key.transpose(-2, -1) / self.scale(x)).softmax(-1)
+        outputs = self.o_proj(self.merge(attention @ value))
+        return (outputs, attention) if return_attention else outputs
+
+
 class MultiheadAttentionSoftmaxOverHeads(MultiheadAttentionBase):
     """Softmax along dim=1, which for (B, H, L, L) scores is the heads axis."""
 
