@@ -462,3 +462,9 @@ class ClassifierWithPositionsAddedTwice(ClassifierBase):
     def __init__(self, input_dim, embed_dim, *args, max_len=5000, **kwargs):
         super().__init__(input_dim, embed_dim, *args, max_len=max_len, **kwargs)
         self.positional_encoding = PositionalEncodingAddedTwice(embed_dim, max_len)
+
+
+def attention_result_scaled_again(query, key, value, mask=None):
+    """Right weights, but res divided by √D once more."""
+    attention = torch.softmax(_masked(query @ key.transpose(-2, -1) / math.sqrt(query.size(-1)), mask), dim=-1)
+    return attention @ value / math.sqrt(query.size(-1)), attention
