@@ -44,10 +44,12 @@ def _expect_case(task, attention_fn, name, case, mask=None):
         raise
     except CheckFailure:
         _explain_batched(task, attention_fn, name, case)
+        _explain_mask_axes(task, attention_fn, name, case, mask)
         raise
     if not matches(attention, case["attention"], ATOL, RTOL):
         diagnose(task, f"attention ({name})", attention, signatures(case, "attention"), ATOL, RTOL)
         _explain_batched(task, attention_fn, name, case, attention)
+        _explain_mask_axes(task, attention_fn, name, case, mask)
         _explain_attention(task, name, attention, case)
     expect_close(task, f"attention ({name})", attention, case["attention"], ATOL, RTOL)
     if not matches(res, case["res"], ATOL, RTOL):
@@ -83,6 +85,21 @@ def _explain_batched(task, attention_fn, name, case, attention=None):
                   "matrices only; use key.transpose(-2, -1) and @ (torch.matmul), which broadcast over leading axes.")
     seen = "" if attention is None else _observed(attention, case["attention"], case["query"])
     task.fail(f"in case '{name}' the result is right for 2-D inputs but not for batched ones{seen}: {HARD_CODED_AXIS}")
+
+
+def _explain_mask_axes(task, attention_fn, name, case, mask=None):
+    """Fail when the function is right once its mask's last two axes are swapped: it reads them the wrong way round."""
+    mask = case.get("mask") if mask is None else mask
+    if mask is None or mask.dim() < 2:
+        return
+    try:
+        res, attention = attention_fn(case["query"], case["key"], case["value"], mask.transpose(-2, -1))
+        right = matches(res, case["res"], ATOL, RTOL) and matches(attention, case["attention"], ATOL, RTOL)
+    except Exception:  # noqa: BLE001 -- only a probe: the caller reports the failure itself
+        return
+    if right:
+        task.fail(f"in case '{name}' the result is right only when the mask is given transposed: mask[..., i, j] says "
+                  "whether query i may attend to key j, so use it as it is (shape (..., L_q, L_k)), without transposing.")
 
 
 def _observed(attention, expected, query):

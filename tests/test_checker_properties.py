@@ -59,6 +59,7 @@ def test_wrong_divisor_is_measured():
 
 
 UNNAMED = [
+    (1, (wrong.attention_mask_transposed,), "the result is right only when the mask is given transposed"),
     (1, (wrong.attention_result_scaled_again,), "the attention weights are right but res is not"),
     (1, (wrong.attention_scale_by_value_width,), "divided by √6 instead of √query.size(-1) = √4"),
     (2, (wrong.MultiheadAttentionInterleavedHeads,), "changed the attention of other heads"),

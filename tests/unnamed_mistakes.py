@@ -468,3 +468,12 @@ def attention_result_scaled_again(query, key, value, mask=None):
     """Right weights, but res divided by √D once more."""
     attention = torch.softmax(_masked(query @ key.transpose(-2, -1) / math.sqrt(query.size(-1)), mask), dim=-1)
     return attention @ value / math.sqrt(query.size(-1)), attention
+
+
+def attention_mask_transposed(query, key, value, mask=None):
+    """The mask read as (..., L_k, L_q): transposed before use."""
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask.transpose(-2, -1) == 0, float("-inf"))
+    attention = torch.softmax(scores, dim=-1)
+    return attention @ value, attention
