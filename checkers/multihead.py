@@ -52,6 +52,9 @@ def _explain(task, what, layer, x, expected, got, num_heads):
     if expected["mask"] is None:
         explain_heads(task, what, layer, x, expected, attention_slots(layer), num_heads)
     else:
+        if _right(layer, x, expected["mask"].transpose(-2, -1), expected):
+            task.fail(f"{what}: the result is right only when the mask is given transposed: mask[..., i, j] says "
+                      "whether query i may attend to key j; use it without transposing.")
         explain_mask(task, what, attention, expected["mask"])
 
 

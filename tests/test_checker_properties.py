@@ -67,6 +67,7 @@ UNNAMED = [
     (2, (wrong.MultiheadAttentionScaledBySeqLen,), "divided by √5 = √seq_len instead of divided by √head_dim = √4"),
     (2, (wrong.MultiheadAttentionSoftmaxOverHeads,), "sum to 1 along axis 1 (size 2), not along the last axis"),
     (2, (wrong.MultiheadAttentionBatchMixed,), "changes with the other elements of the batch"),
+    (2, (wrong.MultiheadAttentionMaskTransposed,), "the result is right only when the mask is given transposed"),
     (2, (wrong.MultiheadAttentionUnscaled,), "the scores are not scaled instead of divided by √head_dim = √4"),
     (2, (wrong.MultiheadAttentionQueriesUnprojected,), "changing the weights of q_proj changes no attention weight"),
     (3, (wrong.EncoderBlockNormsSwapped,), "the block must end with norm2"),

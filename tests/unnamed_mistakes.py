@@ -477,3 +477,10 @@ def attention_mask_transposed(query, key, value, mask=None):
         scores = scores.masked_fill(mask.transpose(-2, -1) == 0, float("-inf"))
     attention = torch.softmax(scores, dim=-1)
     return attention @ value, attention
+
+
+class MultiheadAttentionMaskTransposed(MultiheadAttentionBase):
+    """The mask transposed before use, as if it were (..., L_k, L_q)."""
+
+    def forward(self, x, mask=None, return_attention=False):
+        return super().forward(x, None if mask is None else mask.transpose(-2, -1), return_attention)
