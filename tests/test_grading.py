@@ -430,7 +430,7 @@ def test_report_says_why_each_odd_submission_needed_attention(graded):
     assert "full" not in sections and "wrong3" not in sections
     assert "failed a hidden test" in sections["special"] and "Task 4: hidden:" in sections["special"]
     if os.geteuid() == 0:
-        assert "sandbox: namespaces" in text
+        assert "containment: bubblewrap" in text
 
 
 def visible_text(path):
