@@ -25,6 +25,7 @@ from . import cgroups
 
 FIRST_UID = 62000  # one uid per job slot, so no probe can touch another's files or processes
 GIB = 1 << 30
+INSIDE = Path("/sandbox")  # where the runtime and the scratch folder appear inside the sandbox
 INSTALL = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`) " \
           "and run `make grade` as root (or in a container started with CAP_SYS_ADMIN)"
 
@@ -132,26 +133,29 @@ def ancestors(paths):
 
 
 def bwrap_arguments(scratch, runtime):
-    """bwrap's options: the allow-list root, private /tmp and /run, the namespaces."""
+    """bwrap's options: the allow-list root, private /tmp and /run, the namespaces.
+
+    The Python installation keeps its own paths (a virtual environment finds its base by them); the
+    runtime and the scratch folder appear at INSIDE/runtime and INSIDE/scratch, so no course path shows.
+    """
     setpriv = os.path.realpath(shutil.which("setpriv") or "/usr/bin/setpriv")
-    read_only = system_folders() + python_folders() + [str(runtime), setpriv]
+    read_only = system_folders() + python_folders() + [setpriv]
     links = [("usr/lib64", "/lib64"), ("usr/lib", "/lib"), ("usr/bin", "/bin")]
     argv = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--hostname", "sandbox", "--dev", "/dev", "--proc", "/proc",
             "--size", str(64 << 20), "--perms", "1777", "--tmpfs", "/tmp",
             "--size", str(16 << 20), "--perms", "0755", "--tmpfs", "/run"]
-    mounts = [path for path in read_only if path != "/usr/lib64" or os.path.isdir(path)] + [str(scratch)]
-    for path in ancestors(mounts):
-        if not any(path == link or path.startswith(link + "/") for _, link in links) and path not in ("/tmp", "/run"):
+    for path in ancestors(read_only + [str(INSIDE / "scratch")]):
+        if not any(path == link or path.startswith(link + "/") for _, link in links):
             argv += ["--perms", "0755", "--dir", path]
     for path in sorted(read_only, key=lambda p: p.count("/")):
         argv += ["--ro-bind", path, path]
     for target, link in links:
-        if not any(path == link or path.startswith(link + "/") for path in mounts):
+        if not any(path == link or path.startswith(link + "/") for path in read_only):
             argv += ["--symlink", target, link]
-    argv += ["--bind", str(scratch), str(scratch), "--ro-bind", str(scratch / "input"), str(scratch / "input"),
-             "--chdir", str(scratch / "work")]
-    return argv, setpriv
+    return argv + ["--ro-bind", str(runtime), str(INSIDE / "runtime"), "--bind", str(scratch), str(INSIDE / "scratch"),
+                   "--ro-bind", str(scratch / "input"), str(INSIDE / "scratch" / "input"),
+                   "--chdir", str(INSIDE / "scratch" / "work")], setpriv
 
 
 def command(box, scratch, runtime, slot, threads, cgroup_procs=None):
@@ -165,18 +169,18 @@ def command(box, scratch, runtime, slot, threads, cgroup_procs=None):
         threads: torch threads for the probe.
         cgroup_procs: the memory cgroup's cgroup.procs, joined before anything else starts.
     """
-    probe = [sys.executable, "-I", str(runtime / "probe.py"), str(scratch)]
-    env = probe_environment(scratch, threads)
     if box.mode == "none":
-        return probe, env, str(scratch / "work")
+        probe = [sys.executable, "-I", str(runtime / "probe.py"), str(scratch)]
+        return probe, probe_environment(scratch, threads), str(scratch / "work")
     uid = FIRST_UID + slot
     argv, setpriv = bwrap_arguments(scratch, runtime)
     drop = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
             "--bounding-set=-all", "--no-new-privs", "--"]
+    probe = [sys.executable, "-I", str(INSIDE / "runtime" / "probe.py"), str(INSIDE / "scratch")]
     argv = ["prlimit", *box.limits(), "--", *argv, "--", *drop, *probe]
     if cgroup_procs:  # the shell joins the group, then becomes prlimit, which becomes bwrap: all inside the cap
         argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup_procs), *argv]
-    return argv, env, str(scratch)
+    return argv, probe_environment(INSIDE / "scratch", threads), str(scratch)
 
 
 def is_mount(path):
