@@ -257,30 +257,37 @@ def scratch_usage(scratch):
     return (stats.f_blocks - stats.f_bfree) * stats.f_frsize
 
 
-def processes_of(uid):
-    """Pids of every process whose real or effective uid is uid."""
+def processes_of(uid, alive_only=False):
+    """Pids of every process whose real or effective uid is uid (alive_only: not already exiting or killed)."""
     pids = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 status = Path(f"/proc/{entry}/status").read_text()
+                fields = Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split()
             except OSError:
                 continue
-            ids = next((line.split()[1:3] for line in status.splitlines() if line.startswith("Uid:")), [])
-            if str(uid) in ids:
+            info = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            exiting = fields[0] in "ZXx" or int(fields[6]) & 0x4 or \
+                (int(info.get("ShdPnd", "0"), 16) | int(info.get("SigPnd", "0"), 16)) & (1 << (signal.SIGKILL - 1))
+            if str(uid) in info.get("Uid", "").split()[:2] and not (alive_only and exiting):
                 pids.append(int(entry))
     return pids
 
 
-def sweep(uid, settle=2.0):
-    """Kill every process of uid still alive after settle seconds; return how many there were."""
+def sweep(uid, settle=5.0):
+    """Kill every process of uid; return how many were alive and not on their way out after settle seconds.
+
+    A PID namespace that just lost its init takes a moment to end (hundreds of processes on a loaded
+    machine): those already exiting or with a SIGKILL pending are not counted as survivors.
+    """
     if uid is None:
         return 0
     deadline = time.monotonic() + settle
-    while processes_of(uid) and time.monotonic() < deadline:
-        time.sleep(0.1)  # a PID namespace that just lost its init is still being torn down
-    survivors = processes_of(uid)
-    for _ in range(50):
+    while processes_of(uid, alive_only=True) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    survivors = len(processes_of(uid, alive_only=True))
+    for _ in range(100):
         pids = processes_of(uid)
         if not pids:
             break
@@ -290,7 +297,7 @@ def sweep(uid, settle=2.0):
             except ProcessLookupError:
                 pass
         time.sleep(0.1)
-    return len(survivors)
+    return survivors
 
 
 def uid_of(box, slot):

@@ -1,6 +1,6 @@
 """Run one submission's probe to the end, whatever its code does, on the grader's own clock.
 
-The probe logs when each cell starts; student code can append to that log too, so events only
+The probe reports when each cell starts through a pipe; student code can write to it too, so events only
 say which cell the probe claims to have reached, never how long it may take. The clock is the
 supervisor's: an attempt's deadline is set when the next cell of the program (in order, none
 skipped, none twice) starts, to that moment plus the cell's limit and a grace; an "end" event
@@ -9,7 +9,8 @@ MAX_TOTAL bounds all attempts from this side (a timer thread kills the sandbox e
 stalls). A cell that runs past its deadline, or a process that dies inside a cell (os._exit, a
 crash, the memory cap), gets the whole sandbox killed; the probe then starts again without that
 cell, skipping tasks already recorded, at most MAX_ATTEMPTS times. Everything read back is
-untrusted: regular files only (no links, FIFOs or devices), opened without blocking, size-capped,
+untrusted: events are read without blocking and size-capped; files as regular files only (no links,
+FIFOs or devices), opened without blocking, size-capped,
 tensors loaded with weights_only=True. The scratch folder is deleted once read.
 """
 import io
@@ -86,34 +87,36 @@ def read_untrusted(path, offset=0, limit=MAX_FILE):
         return file.read(limit)
 
 
-def fresh_progress(path, uid):
-    """Replace whatever is at path (a FIFO, a link, a folder the last attempt left) with an empty regular file."""
-    if os.path.lexists(path):
-        if os.path.isdir(path) and not os.path.islink(path):
-            import shutil
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            os.unlink(path)
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
-    if uid is not None:
-        os.chown(path, uid, uid)
+class Progress:
+    """The probe's progress events, read from the pipe it writes them to, never blocking, size-capped."""
 
+    def __init__(self, handle):
+        self.handle, self.pending, self.total = handle, b"", 0
+        os.set_blocking(handle, False)
 
-def read_events(path, offset):
-    """New complete lines of the progress log since offset: ([event], new offset)."""
-    if offset >= MAX_PROGRESS:
-        return [], offset
-    data = read_untrusted(path, offset, MAX_PROGRESS - offset) or b""
-    end = data.rfind(b"\n") + 1
-    events = []
-    for line in data[:end].splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    return events, offset + end
+    def events(self):
+        """The complete event lines that arrived since the last call."""
+        chunks = []
+        while self.total < MAX_PROGRESS:
+            try:
+                chunk = os.read(self.handle, 1 << 16)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            self.total += len(chunk)
+            chunks.append(chunk)
+        lines = (self.pending + b"".join(chunks)).split(b"\n")
+        self.pending = lines.pop()[-4096:]
+        events = []
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+        return events
 
 
 class Clock:
@@ -157,12 +160,11 @@ def kill(process, job):
                 pass
 
 
-def watch(process, job, clock):
+def watch(process, progress, job, clock):
     """Follow one attempt until it finishes: ("done" | "died" | "timeout" | "total", cell index or -1)."""
-    offset, progress = 0, job.scratch / "out" / "progress.jsonl"
     while True:
         finished = process.poll() is not None  # before reading, so the last events of a finished probe are seen
-        events, offset = read_events(progress, offset)
+        events = progress.events()
         now = time.monotonic()
         for event in events:
             clock.see(event, now)
@@ -207,21 +209,26 @@ def attempt(job, skip):
     """Start the probe once with these cells skipped; (how it ended, cell index)."""
     plan = resume_plan(job.program, skip, sorted(job.recorded_tasks()))
     (job.scratch / "input" / "resume.json").write_text(json.dumps({"skip": plan}))
-    fresh_progress(job.scratch / "out" / "progress.jsonl", sandbox.uid_of(job.box, job.slot))
     argv, env, cwd = sandbox.command(job.box, job.scratch, job.runtime, job.slot, job.threads,
                                      job.cap.procs if job.cap else None)
-    with open(job.scratch / "probe.log", "ab") as log:
-        process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+    reader, writer = os.pipe()  # the progress channel: a cell can write to it, but not replace or block it
+    try:
+        with open(job.scratch / "probe.log", "ab") as log:
+            process = subprocess.Popen(argv, env=dict(env, GRADING_PROGRESS_FD=str(writer)), cwd=cwd, stdout=log,
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                       pass_fds=(writer,))
+    finally:
+        os.close(writer)
     watchdog = threading.Timer(max(0.0, job.deadline - time.monotonic()) + 5, kill, (process, job))
     watchdog.daemon = True
     watchdog.start()  # the total limit holds even if watching stalls
     try:
-        return watch(process, job, Clock(job.program, plan, time.monotonic()))
+        return watch(process, Progress(reader), job, Clock(job.program, plan, time.monotonic()))
     finally:
         watchdog.cancel()
         kill(process, job)  # whatever is left of a finished probe
         process.wait()
+        os.close(reader)
 
 
 def run_probe(job):

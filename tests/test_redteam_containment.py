@@ -139,13 +139,17 @@ text = "train(model)"
 ''' + STUCK
 
 FIFO = '''import os
-os.unlink("../out/progress.jsonl")
-os.mkfifo("../out/progress.jsonl")  # a reader that opens it blocks until a writer comes: forever
-for index in range(300):
-    if not os.path.exists(f"../out/cell_{index}.json"):
-        os.mkfifo(f"../out/cell_{index}.json")
-os.mkfifo("../out/task_9.pt")
+# FIFOs (a reader that opens one blocks until a writer comes: forever) wherever the probe or the grader writes or reads
+for name in ["progress.jsonl", "task_9.pt", "task_6.pt.part", "task_7.pt.part"] + \\
+        [f"cell_{index}.json{part}" for index in range(300) for part in ("", ".part")]:
+    if not os.path.exists("../out/" + name):
+        os.mkfifo("../out/" + name)
 print("ATTACK RAN fifo")
+'''
+
+SILENCE = '''import os
+os.dup2(os.open("/dev/null", os.O_WRONLY), int(os.environ["GRADING_PROGRESS_FD"]))  # the probe's events: gone
+print("ATTACK RAN silence")
 '''
 
 MEMORY_HOG = '''import torch
@@ -193,7 +197,8 @@ def attacks(course, decoy, port):
             "forkbomb": (FORKBOMB, None, True),
             "fakeend": (FAKE_END.format(), "ran past its 20 s limit", False),
             "traincomment": (TRAIN_COMMENT, "ran past its 20 s limit", False),
-            "fifo": (FIFO, "progress log", False),
+            "fifo": (FIFO, None, True),
+            "silence": (SILENCE, "tampered with the probe's progress log", False),
             "memoryhog": (MEMORY_HOG, f"more than the sandbox's {MEMORY_GIB:g} GiB of memory", False),
             "diskhog": (DISK_HOG, f"filled its {SCRATCH_GIB:g} GiB scratch space", False)}
 
@@ -289,7 +294,8 @@ def test_no_process_outlives_grading(redteam):
 @needs_bwrap
 @pytest.mark.grading
 def test_limits_are_reported_and_come_from_the_clock(redteam):
-    """Fake events, a `# train(` comment, a FIFO, 6 GiB of memory, 3 GiB of disk: each stopped and named."""
+    """Fake events, a `# train(` comment, a silenced progress pipe, 6 GiB of memory, 3 GiB of disk: each stopped
+    and named; FIFOs where the probe and the grader write and read block nothing."""
     course, cases, output, _, _ = redteam
     sections = report_sections((course / "grading_report.md").read_text())
     for student, (_, words, _) in cases.items():
@@ -300,6 +306,7 @@ def test_limits_are_reported_and_come_from_the_clock(redteam):
     print(f"\nseconds per submission (grade --jobs 2, shared machine): {seconds}")
     for student in ("fakeend", "traincomment"):  # 20 s + 10 s grace + a restart, not 300 s or MAX_TOTAL
         assert seconds[student] < 150, seconds
+    assert seconds["fifo"] < 100 and "fifo" not in sections, sections.get("fifo")
     assert "outlived" not in "".join(sections.values())  # the PID namespace ended them all, as it should
 
 
@@ -350,8 +357,22 @@ def test_reading_never_blocks_on_what_the_student_left(tmp_path):
     assert supervise.read_untrusted(tmp_path / "real") == b"1234"
     assert supervise.read_untrusted(tmp_path / "real", limit=2) is None
     assert supervise.read_untrusted(tmp_path / "real", offset=2, limit=2) == b"34"
-    supervise.fresh_progress(tmp_path / "fifo", None)
-    assert (tmp_path / "fifo").is_file() and not (tmp_path / "fifo").is_fifo()
+
+
+def test_progress_pipe_is_read_without_blocking_and_capped():
+    """Events come whole, garbage is skipped, an idle pipe returns at once, a flood stops being read."""
+    reader, writer = os.pipe()
+    progress = supervise.Progress(reader)
+    assert progress.events() == []
+    os.write(writer, b'{"event": "start", "cell": 0}\nnot json\n[1]\n{"event": "en')
+    assert progress.events() == [{"event": "start", "cell": 0}]
+    os.write(writer, b'd", "cell": 0}\n')
+    assert progress.events() == [{"event": "end", "cell": 0}]
+    progress.total = supervise.MAX_PROGRESS
+    os.write(writer, b'{"event": "done"}\n')
+    assert progress.events() == []
+    os.close(reader)
+    os.close(writer)
 
 
 @pytest.mark.parametrize("source, seconds", [
