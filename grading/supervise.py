@@ -194,15 +194,18 @@ STOPPED = {
                 "the cell ran past its {limit:.0f} s limit and was stopped; grading went on without it"),
     "died": ("KernelDied", "the Python process exited while running this cell (os._exit, a crash, a signal), or the "
                            "cell tampered with the probe's progress log; grading went on without it"),
+    "disk": ("DiskFull", "the cell filled the sandbox's {disk:g} GiB scratch space, so the probe could not write its "
+                         "results and stopped; grading went on without the cell"),
     "memory": ("OutOfMemory", "the cell used more than the sandbox's {memory:g} GiB of memory and was stopped; "
                               "grading went on without it"),
 }
 
 
-def stopped_output(kind, cell, memory_gib=0):
+def stopped_output(kind, cell, box):
     ename, text = STOPPED[kind]
+    evalue = text.format(limit=cell.limit, memory=box.memory / sandbox.GIB, disk=box.scratch / sandbox.GIB)
     return {"stdout": "", "stderr": "", "displays": [], "tampered": [], "seconds": cell.limit,
-            "error": {"ename": ename, "evalue": text.format(limit=cell.limit, memory=memory_gib), "frames": []}}
+            "error": {"ename": ename, "evalue": evalue, "frames": []}}
 
 
 def attempt(job, skip):
@@ -272,9 +275,10 @@ def attempts(job, run, uid):
         if cell < 0 or ended == "total":
             run.notes.append(probe_failure(job, ended))
             return
+        full = job.box.mode == "bwrap" and sandbox.scratch_usage(job.scratch) >= 0.9 * job.box.scratch
         kind = "timeout" if ended == "timeout" else \
-            "memory" if job.cap and job.cap.oom_kills() > kills else "died"
-        run.cells[cell] = stopped_output(kind, job.program[cell], job.box.memory / sandbox.GIB)
+            "memory" if job.cap and job.cap.oom_kills() > kills else "disk" if full else "died"
+        run.cells[cell] = stopped_output(kind, job.program[cell], job.box)
         run.notes.append(f"{cell_label(job.program[cell])}: {run.cells[cell]['error']['evalue']}")
         skip.append(cell)
         sandbox.reset_scratch(job.scratch, job.box, job.slot, job.runtime / "mpl")

@@ -125,13 +125,12 @@ while True:
         pass
 '''
 
-FAKE_END = '''import json
-with open("../out/progress.jsonl") as log:
-    me = json.loads(log.read().splitlines()[-1])["cell"]  # the probe's start event of this cell
-with open("../out/progress.jsonl", "a") as log:
-    for event in ({{"event": "end", "cell": me}}, {{"event": "start", "cell": me, "limit": 1e9}},
-                  {{"event": "start", "cell": me + 5, "limit": 1e9}}, {{"event": "done"}}):
-        log.write(json.dumps(event) + "\\n")
+FAKE_END = '''import json, os
+program = json.load(open("../input/program.json"))  # readable: how the cell finds its own index
+me = next(index for index, cell in enumerate(program) if "FAKE-END" in cell["source"])
+for event in ({{"event": "end", "cell": me}}, {{"event": "start", "cell": me, "limit": 1e9}},
+              {{"event": "start", "cell": me + 5, "limit": 1e9}}, {{"event": "done"}}):
+    os.write(int(os.environ["GRADING_PROGRESS_FD"]), (json.dumps(event) + "\\n").encode())
 ''' + STUCK
 
 TRAIN_COMMENT = '''# history = train(model, train_loader, val_loader)  <- a comment, not a call
