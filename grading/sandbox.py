@@ -84,7 +84,7 @@ def choose(requested="auto", memory_gib=4.0, scratch_gib=1.0):
             "grading is not running as root" if os.geteuid() != 0 else \
             "bubblewrap cannot create namespaces here (a container without CAP_SYS_ADMIN?)"
         raise SandboxUnavailable(f"no sandbox: {why}. To grade untrusted notebooks, {INSTALL}. To grade without "
-                                 "isolation anyway (trusted notebooks only), pass --sandbox none.")
+                                 "isolation anyway (trusted notebooks only), pass --sandbox none (make grade SANDBOX=none).")
     box = Sandbox("bwrap", memory=int(memory_gib * GIB), scratch=int(scratch_gib * GIB))
     box.cgroup = cgroups.own_group()
     cap, why = cgroups.try_cap(f"grading-check-{os.getpid()}", box.memory) if box.cgroup[0] else (None, "")
