@@ -204,8 +204,8 @@ def main(argv=None):
     shared = prepare(course, box)
     results = grade_all(submissions, shared, max(1, args.jobs))
     problems = publish(course, results)
-    context = {"jobs": max(1, args.jobs), "sandbox": box.warning or "; ".join(box.found), "seconds": time.monotonic() - started,
-               "problems": problems}
+    context = {"jobs": max(1, args.jobs), "sandbox": box.warning or "; ".join(box.found),
+               "seconds": time.monotonic() - started, "problems": problems}
     write_report(course.root / "grading_report.md", course.assignment, results, context)
     print(f"graded {len(results)} submission(s) in {context['seconds']:.0f} s: grades.csv, grades_by_task.csv, "
           f"grading_report.md, {course.feedback.name}/" + "".join(f"\nPROBLEM: {p}" for p in problems))

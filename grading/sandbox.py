@@ -63,8 +63,8 @@ def bwrap_version():
         return None
     try:
         trial = subprocess.run(["bwrap", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc",
-                                "--dev", "/dev", "--die-with-parent", "--new-session", "true"],
-                               capture_output=True, timeout=30)
+                                "--dev", "/dev", "--size", "1048576", "--perms", "1777", "--tmpfs", "/tmp",
+                                "--die-with-parent", "--new-session", "true"], capture_output=True, timeout=30)
         version = subprocess.run(["bwrap", "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return None
@@ -82,9 +82,11 @@ def choose(requested="auto", memory_gib=4.0, scratch_gib=1.0):
     if version is None:
         why = "bubblewrap (`bwrap`) is not installed" if shutil.which("bwrap") is None else \
             "grading is not running as root" if os.geteuid() != 0 else \
-            "bubblewrap cannot create namespaces here (a container without CAP_SYS_ADMIN?)"
+            "bubblewrap cannot create namespaces here (a container without CAP_SYS_ADMIN?), or is older than " \
+            "0.8.0 (no --size)"
         raise SandboxUnavailable(f"no sandbox: {why}. To grade untrusted notebooks, {INSTALL}. To grade without "
-                                 "isolation anyway (trusted notebooks only), pass --sandbox none (make grade SANDBOX=none).")
+                                 "isolation anyway (trusted notebooks only), pass --sandbox none "
+                                 "(make grade SANDBOX=none).")
     box = Sandbox("bwrap", memory=int(memory_gib * GIB), scratch=int(scratch_gib * GIB))
     box.cgroup = cgroups.own_group()
     cap, why = cgroups.try_cap(f"grading-check-{os.getpid()}", box.memory) if box.cgroup[0] else (None, "")
@@ -104,9 +106,20 @@ def choose(requested="auto", memory_gib=4.0, scratch_gib=1.0):
 
 
 def python_folders():
-    """The Python installation the probe runs on: the virtual environment and the interpreter it is based on."""
+    """The Python installation the probe runs on: the virtual environment and the interpreter it is based on.
+
+    A prefix of its own (a venv, pyenv, conda) is mounted whole; a system-wide one (/usr, /usr/local) only
+    as its standard library and the interpreter, so nothing else installed there shows.
+    """
     folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(os.path.realpath(sys.executable)).parent.parent)}
-    return sorted({os.path.realpath(folder) for folder in folders})
+    kept = set()
+    for folder in {os.path.realpath(folder) for folder in folders}:
+        if folder in ("/", "/usr", "/usr/local"):
+            paths = sysconfig.get_paths()
+            kept |= {paths["stdlib"], paths["platstdlib"], os.path.realpath(sys.executable)}
+        else:
+            kept.add(folder)
+    return sorted(os.path.realpath(folder) for folder in kept if os.path.exists(folder))
 
 
 def system_folders():
