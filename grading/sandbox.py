@@ -267,7 +267,9 @@ def give_to_probe(folder, box, slot):
 
 
 def scratch_usage(scratch):
-    """Bytes used on the scratch folder's file system (its own tmpfs in the sandbox)."""
+    """Bytes used on the scratch folder's own tmpfs (0 when it has none: --sandbox none)."""
+    if not is_mount(scratch):
+        return 0
     try:
         stats = os.statvfs(scratch)
     except OSError:

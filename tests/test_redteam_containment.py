@@ -391,3 +391,24 @@ def test_grading_without_a_sandbox_needs_the_flag_and_says_so():
     assert "apt-get install bubblewrap" in refused.stdout and "--sandbox none" in refused.stdout
     box = sandbox.choose("none")
     assert box.mode == "none" and "UNISOLATED" in box.warning
+
+
+FOREVER = '''import json, os, time
+for cell in range(1000):  # claims one cell after another, each within its limit: only the total limit is left
+    os.write(int(os.environ["GRADING_PROGRESS_FD"]), (json.dumps({"event": "start", "cell": cell}) + "\\n").encode())
+    time.sleep(0.5)
+'''
+
+
+def test_watchdog_bounds_a_submission_that_keeps_claiming_progress(tmp_path, monkeypatch):
+    """A probe that reports a new cell every half second still ends at MAX_TOTAL, by the grader's clock."""
+    runtime = tmp_path / "runtime"
+    (runtime / "mpl").mkdir(parents=True)
+    (runtime / "probe.py").write_text(FOREVER)
+    monkeypatch.setattr(supervise, "MAX_TOTAL", 3.0)
+    job = supervise.Job(cells(*[1.0] * 1000), tmp_path / "scratch" / "someone", runtime, sandbox.Sandbox("none"))
+    started = time.monotonic()
+    run = supervise.run_probe(job)
+    assert time.monotonic() - started < 10
+    assert any("grading stopped after 3 s in all" in note for note in run.notes), run.notes
+    assert not job.scratch.exists() and (tmp_path / "logs" / "someone.log").is_file()
