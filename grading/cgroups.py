@@ -31,8 +31,11 @@ def own_group():
             return "v1", Path(point) / os.path.relpath(paths[key], root)
         if fstype == "cgroup2" and "v2" in paths and "memory" not in paths:
             folder = Path(point) / os.path.relpath(paths["v2"], root)
-            if "memory" in (folder / "cgroup.subtree_control").read_text().split():
-                return "v2", folder
+            try:  # v2 lets a group with processes of its own cap children only when memory was delegated to it
+                if "memory" in (folder / "cgroup.subtree_control").read_text().split():
+                    return "v2", folder
+            except OSError:
+                pass
     return None, None
 
 
