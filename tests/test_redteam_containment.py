@@ -415,3 +415,18 @@ def test_watchdog_bounds_a_submission_that_keeps_claiming_progress(tmp_path, mon
     assert time.monotonic() - started < 10
     assert any("grading stopped after 3 s in all" in note for note in run.notes), run.notes
     assert not job.scratch.exists() and (tmp_path / "logs" / "someone.log").is_file()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to start a "
+                    "process as another uid")
+def test_a_uid_is_swept_before_reuse():
+    """A process left running as a job's uid is found in /proc, killed and counted (for the report)."""
+    uid = sandbox.FIRST_UID + 9  # a slot no test grades with
+    left = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sleep", "60"],
+                            start_new_session=True)
+    deadline = time.monotonic() + 5
+    while not sandbox.processes_of(uid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sandbox.sweep(uid, settle=0) == 1
+    left.wait(5)
+    assert sandbox.processes_of(uid) == []
