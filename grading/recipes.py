@@ -83,7 +83,8 @@ def make_module(task, cls, spec):
     """Build the class with the pinned keywords, load the recipe's weights by role, set the mode."""
     kwargs = {key: decode(value) for key, value in spec.get("kwargs", {}).items()}
     dtype = DTYPES[spec.get("dtype", "float64")]
-    module = build(task, cls, spec["name"], dtype=dtype, **kwargs)
+    # native: built under the default dtype, without the .to(dtype) that would hide a tensor of a fixed dtype
+    module = build(task, cls, spec["name"], dtype=dtype, native=spec.get("native", False), **kwargs)
     if spec.get("weights"):
         weights = {role: value.to(dtype) for role, value in spec["weights"].items()}
         load(task, module, SLOTS[spec["slots"]], weights, spec["name"])

@@ -59,7 +59,7 @@ def multihead_cases(reference, generator):
 
 
 def encoder_cases(reference, generator):
-    """Task 3: another width, 3 heads, nn.Tanh and nn.GELU, (B, L, L) masks, dropout, gradients."""
+    """Task 3: another width, 3 heads, nn.Tanh and nn.GELU, (B, L, L) masks, dropout in both modes, gradients."""
     cls, cases = reference["EncoderBlock"], []
     sizes = dict(embed_dim=12, num_heads=3, feedforward_dim=20)
     x = randn(generator, 3, 6, 12)
@@ -73,14 +73,22 @@ def encoder_cases(reference, generator):
                   recipe(3, f"hidden: {activation}, gradients", False, build=built, grad=True, call=called(x))]
     dropout = module("EncoderBlock", "block", weights, activation="nn.GELU", dropout=0.3, **sizes)
     cases.append(recipe(3, "hidden: dropout=0.3 in eval mode", False, build=dropout, call=called(x)))
+    # Both sub-layers output zeros, so dropout on them changes nothing and the output is deterministic, unless
+    # dropout acts on the residual sum instead.
+    silent = dict(weights, **{role: torch.zeros_like(value) for role, value in weights.items()
+                              if role.startswith(("attention.o_proj.", "feedforward.out."))})
+    train_mode = module("EncoderBlock", "block", silent, activation="nn.GELU", dropout=0.5, mode="train", **sizes)
+    cases.append(recipe(3, "hidden: dropout=0.5 in train mode, sub-layers silenced", False, build=train_mode,
+                        call=called(x)))
     return cases
 
 
 def positional_cases(reference, generator):
-    """Task 4: other widths and lengths, float32 and float64 tables, forward up to max_len."""
+    """Task 4: other widths and lengths, float32 and float64 tables, forward up to max_len, a float32-built module."""
     wide = module("PositionalEncoding", dtype="float32", embed_dim=32, max_len=1000)
     narrow = module("PositionalEncoding", embed_dim=10, max_len=300)
     short = module("PositionalEncoding", embed_dim=4, max_len=9)
+    native = module("PositionalEncoding", dtype="float32", native=True, embed_dim=10, max_len=300)
     return [
         recipe(4, "hidden: pe of embed_dim 32, max_len 1000 (float32)", False, build=wide, attribute="pe",
                facts=["pe"], atol=1e-5, row_atol=1e-6),
@@ -90,6 +98,8 @@ def positional_cases(reference, generator):
                **TOLERANCE),
         recipe(4, "hidden: forward, L = max_len", False, build=short, call=called(randn(generator, 2, 9, 4)),
                **TOLERANCE),
+        recipe(4, "hidden: forward in float32, module built under float32", False, build=native,
+               call=called(randn(generator, 3, 17, 10).float()), **TOLERANCE),
     ]
 
 
@@ -99,8 +109,11 @@ def classifier_cases(reference, generator):
     config = dict(input_dim=7, embed_dim=12, num_classes=4, num_heads=3, feedforward_dim=24, num_layers=3, max_len=40)
     weights = random_weights(cls, "TransformerForSequenceClassification", "classifier", generator, **config)
     built = module("TransformerForSequenceClassification", "classifier", weights, **config)
+    native = module("TransformerForSequenceClassification", "classifier", weights, "float32", native=True, **config)
     x = one_hot(generator, 3, 9, 7)
     return [
+        recipe(5, "hidden: logits in float32, model built under float32", False, build=native, call=called(x.float()),
+               atol=1e-4, rtol=1e-4),
         recipe(5, "hidden: logits, 3 layers, 4 classes", False, build=built, facts=["cls_token", "encoder"],
                call=called(x), **TOLERANCE),
         recipe(5, "hidden: logits of a batch of one", False, build=built, call=called(x[1:2]), **TOLERANCE),

@@ -21,9 +21,13 @@ def recipe(task, name, visible, obj=0, **parts):
     return {"task": task, "name": name, "visible": visible, "object": obj, **parts}
 
 
-def module(name, slots=None, weights=None, dtype="float64", mode="eval", **kwargs):
-    """How to build the object: the pinned class name, its keywords, and weights to load by role."""
-    return {"name": name, "kwargs": kwargs, "slots": slots, "weights": weights or {}, "dtype": dtype, "mode": mode}
+def module(name, slots=None, weights=None, dtype="float64", mode="eval", native=False, **kwargs):
+    """How to build the object: the pinned class name, its keywords, and weights to load by role.
+
+    native: build it under the default dtype `dtype` and never cast it, as a student's notebook does.
+    """
+    return {"name": name, "kwargs": kwargs, "slots": slots, "weights": weights or {}, "dtype": dtype, "mode": mode,
+            "native": native}
 
 
 def called(*args, method=None, repeat=1, **kwargs):
