@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from .cases import TRAINED
 from .compare import compare_case
-from .trained import ARCHITECTURE_TASK, judge_trained
+from .trained import judge_trained
 
 
 @dataclass
@@ -33,9 +33,7 @@ def case_problem(task, recipe, got, expected, context):
     if got is None or "error" in got:
         return (got or {}).get("error", "not run"), ""
     if task in TRAINED:
-        architecture = context["verdicts"].get(ARCHITECTURE_TASK[task])
-        return judge_trained(task, recipe, got, expected["labels"], context["reference"],
-                             bool(architecture and architecture.score))
+        return judge_trained(task, got, expected, context["reference"])
     return compare_case(recipe, got, expected), ""
 
 

@@ -323,14 +323,14 @@ def test_hidden_tests_accept_what_the_checkers_accept(task, objects, graded_case
 
 
 def test_recipes_hold_no_expected_values(graded_cases):
-    """What a probe receives: inputs and weights only; the labels of the trained tasks stay in the grader."""
+    """What a probe receives: inputs and weights only; the trained tasks' data and labels stay in the grader."""
     cases = graded_cases[0]
     text = repr(cases)
     assert "labels" not in text and "expected" not in text
-    assert all("tokens" in recipe["trained"] for task in (6, 8) for recipe in cases[task])
+    assert all("tokens" not in recipe["trained"] for task in (6, 8) for recipe in cases[task])
 
 
-def test_trained_task_fails_when_logits_do_not_follow_from_weights(graded_cases):
+def test_trained_task_is_judged_from_weights_not_from_forward(graded_cases):
     """A hand-written palindrome test put in place of the trained network's forward does not earn task 6."""
     from course_lib import defaults
     from grading.trained import judge_trained
@@ -343,8 +343,8 @@ def test_trained_task_fails_when_logits_do_not_follow_from_weights(graded_cases)
 
     model = Detector(**defaults.CLASSIFIER)
     record = run(cases[6][0], [model], {"TransformerForSequenceClassification": base})
-    problem, note = judge_trained(6, cases[6][0], record, expected[6][0]["labels"], reference, True)
-    assert problem and "do not follow from its weights" in problem and "tampering" in note
+    problem, _ = judge_trained(6, record, expected[6][0], reference)
+    assert problem and "accuracy" in problem and "with your weights" in problem
 
 
 def test_collect_reads_student_ids_from_lms_names(tmp_path):
