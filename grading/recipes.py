@@ -30,9 +30,21 @@ DTYPES = {"float64": torch.float64, "float32": torch.float32}
 _clone, _detach = torch.Tensor.clone, torch.Tensor.detach
 
 
+PLAIN = (torch.Tensor, nn.Parameter, nn.Buffer) if hasattr(nn, "Buffer") else (torch.Tensor, nn.Parameter)
+
+
 def snapshot(tensor):
-    """A detached CPU copy of a tensor, made with the functions captured at import."""
-    return _clone(_detach(tensor)).cpu()
+    """A detached CPU copy of a tensor as a plain torch.Tensor, made with the functions captured at import.
+
+    A tensor subclass is stripped to its data first, so its own methods cannot change what is recorded.
+    """
+    with torch._C.DisableTorchFunctionSubclass():
+        return _clone(_detach(torch.Tensor.as_subclass(tensor, torch.Tensor))).cpu()
+
+
+def subclasses(tensors):
+    """Names of the tensor subclasses among tensors (nn.Parameter and buffers are ordinary)."""
+    return sorted({type(t).__name__ for t in tensors if type(t) not in PLAIN})
 
 
 def decode(value):
@@ -106,6 +118,9 @@ def call(task, target, recipe):
     outputs = [leaves(result) for result in results]
     record = {"structure": describe(results[0]),
               "inputs_after": [snapshot(a) if isinstance(a, torch.Tensor) else None for a in args]}
+    odd = subclasses(tensor for result in outputs for tensor in result)
+    if odd:
+        record["subclasses"] = odd
     if recipe.get("grad"):
         record["grads"] = gradients(task, target, recipe, args, outputs[0])
     record["outputs"] = [[snapshot(t) for t in result] for result in outputs]
@@ -217,9 +232,7 @@ def trained_weights(model, slots_name):
     or {"error": why} when the model's layout does not have the pinned parts.
     """
     try:
-        with torch._C.DisableTorchFunctionSubclass():  # a tensor subclass cannot dress up what is recorded
-            weights = {role: _clone(_detach(torch.Tensor.as_subclass(p, torch.Tensor))).cpu().double()
-                       for role, p in SLOTS[slots_name](model).items()}
+        weights = {role: snapshot(p).double() for role, p in SLOTS[slots_name](model).items()}
         blocks = encoder_blocks(model)
     except Exception as error:  # noqa: BLE001 -- a model of another layout: the grader says why it scores 0
         return {}, {"error": str(error)[:300]}

@@ -7,29 +7,38 @@ test source and no reference code: only release cells, the student's cells and t
 """
 import copy
 
+from .text import clean_tree, markdown, shorten
+
 STREAM_LIMIT = 4000  # characters kept of a cell's stdout or stderr (the end, where errors and results are)
+SOURCE_LIMIT = 20_000  # characters shown of one cell's code
+TEXT_LIMIT = 2000  # characters of a display, an error's name or message, a traceback line
+DISPLAYS, FRAMES, NOTES = 5, 5, 40  # shown per cell, per error, per notebook
+RENDER_LIMIT = 2_000_000  # characters of student code and output in one rendered notebook; later cells are left out
 
 
 def stream(name, text):
+    text = text if isinstance(text, str) else str(text)
     if len(text) > STREAM_LIMIT:
         text = f"... ({len(text) - STREAM_LIMIT} characters cut)\n" + text[-STREAM_LIMIT:]
     return {"output_type": "stream", "name": name, "text": text}
 
 
 def error(ename, evalue, frames=()):
-    return {"output_type": "error", "ename": ename, "evalue": evalue,
-            "traceback": list(frames) + [f"{ename}: {evalue}"]}
+    ename, evalue = shorten(ename, 100), shorten(evalue, TEXT_LIMIT)
+    frames = [shorten(frame, TEXT_LIMIT) for frame in list(frames)[-FRAMES:]] if isinstance(frames, list) else []
+    return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": frames + [f"{ename}: {evalue}"]}
 
 
 def cell_outputs(output):
     """nbformat outputs of one probe cell output (text only: figures are not kept)."""
-    if not output:
+    if not isinstance(output, dict):
         return []
     outputs = [stream(name, output.get(name) or "") for name in ("stdout", "stderr") if output.get(name)]
-    outputs += [{"output_type": "display_data", "data": {"text/plain": text}, "metadata": {}}
-                for text in output.get("displays", []) if text]
+    displays = output.get("displays") if isinstance(output.get("displays"), list) else []
+    outputs += [{"output_type": "display_data", "data": {"text/plain": shorten(text, TEXT_LIMIT)}, "metadata": {}}
+                for text in displays[:DISPLAYS] if text]
     failure = output.get("error")
-    if failure:
+    if isinstance(failure, dict):
         outputs.append(error(str(failure.get("ename", "Error")), str(failure.get("evalue", "")),
                              failure.get("frames", [])))
     return outputs
@@ -47,8 +56,8 @@ def verdict_outputs(verdict, own_check):
 
 
 def code_cell(source, outputs, cell_id, metadata=None):
-    return {"cell_type": "code", "id": cell_id, "metadata": metadata or {}, "source": source, "outputs": outputs,
-            "execution_count": None}
+    return {"cell_type": "code", "id": cell_id, "metadata": metadata or {}, "source": shorten(source, SOURCE_LIMIT),
+            "outputs": outputs, "execution_count": None}
 
 
 def blocks(program):
@@ -73,15 +82,41 @@ def rendered_cells(release_cell, position, program, indices, outputs, verdicts):
         else:
             body = cell_outputs(outputs.get(index))
         if index in own and count == 0:
-            cells.append(dict(copy.deepcopy(release_cell), source=cell.source, outputs=body, execution_count=None))
+            cells.append(dict(copy.deepcopy(release_cell), source=shorten(cell.source, SOURCE_LIMIT), outputs=body,
+                              execution_count=None))
         else:
             cells.append(code_cell(cell.source, body, f"student-{position}-{count}"))
     return cells
 
 
 def notes_cell(notes):
-    text = "**Grader notes**\n\n" + "\n".join(f"- {note}" for note in notes)
+    """The grader's notes as Markdown; each note is escaped, as it may quote the student's text."""
+    shown = [f"- {markdown(note)}" for note in notes[:NOTES]]
+    more = [f"- … and {len(notes) - NOTES} more notes"] if len(notes) > NOTES else []
+    text = "**Grader notes**\n\n" + "\n".join(shown + more)
     return {"cell_type": "markdown", "id": "grader-notes", "metadata": {}, "source": text}
+
+
+def size(cell):
+    """Characters of a rendered cell's code and outputs, roughly."""
+    return len(cell.get("source", "")) + sum(len(str(output)) for output in cell.get("outputs", []))
+
+
+def within_budget(cells):
+    """The cells, leaving out the student's own added cells once RENDER_LIMIT is spent (graded cells always stay)."""
+    kept, used, left_out = [], 0, 0
+    for cell in cells:
+        own = str(cell.get("id", "")).startswith("student-")
+        used += size(cell)
+        if own and used > RENDER_LIMIT:
+            left_out += 1
+            continue
+        kept.append(cell)
+    if left_out:
+        note = (f"**{left_out} cell(s) you added are not shown here**: this notebook's code and outputs exceed "
+                f"{RENDER_LIMIT // 1_000_000} million characters. They were run and graded all the same.")
+        kept.append({"cell_type": "markdown", "id": "grader-left-out", "metadata": {}, "source": note})
+    return kept
 
 
 def render(release, program, outputs, verdicts, notes):
@@ -95,4 +130,5 @@ def render(release, program, outputs, verdicts, notes):
         if position == 0:
             cells += [code_cell(program[i].source, cell_outputs(outputs.get(i)), f"student-start-{i}")
                       for i in grouped[-1]] + ([notes_cell(notes)] if notes else [])
-    return dict(copy.deepcopy({key: value for key, value in release.items() if key != "cells"}), cells=cells)
+    metadata = copy.deepcopy({key: value for key, value in release.items() if key != "cells"})
+    return clean_tree(dict(metadata, cells=within_budget(cells)))
