@@ -44,4 +44,4 @@ def markdown(text, limit=500):
     span, emphasis, link, image or cell boundary), then HTML-escaped (no tag, no entity of the student's).
     """
     text = " ".join(shorten(text, limit).split())
-    return html.escape(MARKDOWN_SPECIAL.sub(r"\\\1", text), quote=True)
+    return html.escape(MARKDOWN_SPECIAL.sub(r"\\\1", text), quote=False)
