@@ -354,9 +354,9 @@ def test_collect_reads_student_ids_from_lms_names(tmp_path):
                      "dave/old attempt.ipynb", "dave/transformer.ipynb", "Eve Smith_42_assignsubmission_file_/x.ipynb",
                      "__MACOSX/._alice_transformer.ipynb", "transformer.ipynb"):
             archive.writestr(name, json.dumps(read(RELEASE)))
-    collected, unknown = collect(tmp_path / "download.zip", tmp_path)
+    collected, unknown, skipped = collect(tmp_path / "download.zip", tmp_path)
     assert sorted(collected) == ["Eve-Smith_42", "alice", "bob-12345", "carol", "dave"]
-    assert unknown == ["transformer.ipynb"]
+    assert unknown == ["transformer.ipynb"] and skipped == []
     for student in collected:
         assert (tmp_path / "submitted" / student / "transformer" / "transformer.ipynb").is_file()
     assert any("Copy of transformer.ipynb" in note for note in collected["carol"])
