@@ -70,23 +70,48 @@ def blocks(program):
     return grouped
 
 
-def rendered_cells(release_cell, position, program, indices, outputs, verdicts):
+class Budget:
+    """Characters of student code and output left for the rendered notebook; added cells past it are left out."""
+
+    def __init__(self, limit=RENDER_LIMIT):
+        self.left, self.left_out = limit, 0
+
+    def spend(self, cell):
+        self.left -= size(cell)
+        return cell
+
+    def added(self, source, output, cell_id):
+        """A cell the student added, or None once the budget is spent (counted, not built)."""
+        if self.left <= 0:
+            self.left_out += 1
+            return None
+        return self.spend(code_cell(source, cell_outputs(output), cell_id))
+
+    def note(self):
+        text = (f"**{self.left_out} cell(s) you added are not shown here**: this notebook's code and outputs exceed "
+                f"{RENDER_LIMIT // 1_000_000} million characters. They were run and graded all the same.")
+        return [{"cell_type": "markdown", "id": "grader-left-out", "metadata": {}, "source": text}] \
+            if self.left_out else []
+
+
+def rendered_cells(release_cell, position, program, indices, outputs, verdicts, budget):
     """The cells that stand for one release cell: its own (with the student's code) and those added after it."""
     cells, own = [], [i for i in indices if program[i].release_index == position]
     if not own:  # a missing answer cell: shown as released, without outputs
         cells.append(dict(copy.deepcopy(release_cell), outputs=[], execution_count=None))
     for count, index in enumerate(indices):
         cell = program[index]
-        if cell.kind == "check":
-            body = verdict_outputs(verdicts[cell.task], outputs.get(index))
-        else:
-            body = cell_outputs(outputs.get(index))
         if index in own and count == 0:
-            cells.append(dict(copy.deepcopy(release_cell), source=shorten(cell.source, SOURCE_LIMIT), outputs=body,
-                              execution_count=None))
+            body = verdict_outputs(verdicts[cell.task], outputs.get(index)) if cell.kind == "check" else \
+                cell_outputs(outputs.get(index))
+            cells.append(budget.spend(dict(copy.deepcopy(release_cell), source=shorten(cell.source, SOURCE_LIMIT),
+                                           outputs=body, execution_count=None)))
+        elif cell.kind == "check":  # graded cells always stay
+            cells.append(budget.spend(code_cell(cell.source, verdict_outputs(verdicts[cell.task], outputs.get(index)),
+                                                f"student-{position}-{count}")))
         else:
-            cells.append(code_cell(cell.source, body, f"student-{position}-{count}"))
-    return cells
+            cells.append(budget.added(cell.source, outputs.get(index), f"student-{position}-{count}"))
+    return [cell for cell in cells if cell is not None]
 
 
 def notes_cell(notes):
@@ -102,33 +127,17 @@ def size(cell):
     return len(cell.get("source", "")) + sum(len(str(output)) for output in cell.get("outputs", []))
 
 
-def within_budget(cells):
-    """The cells, leaving out the student's own added cells once RENDER_LIMIT is spent (graded cells always stay)."""
-    kept, used, left_out = [], 0, 0
-    for cell in cells:
-        own = str(cell.get("id", "")).startswith("student-")
-        used += size(cell)
-        if own and used > RENDER_LIMIT:
-            left_out += 1
-            continue
-        kept.append(cell)
-    if left_out:
-        note = (f"**{left_out} cell(s) you added are not shown here**: this notebook's code and outputs exceed "
-                f"{RENDER_LIMIT // 1_000_000} million characters. They were run and graded all the same.")
-        kept.append({"cell_type": "markdown", "id": "grader-left-out", "metadata": {}, "source": note})
-    return kept
-
-
 def render(release, program, outputs, verdicts, notes):
     """The graded notebook as a dict (nbformat 4), based on a deep copy of the release notebook."""
-    grouped, cells = blocks(program), []
+    grouped, cells, budget = blocks(program), [], Budget()
     for position, release_cell in enumerate(release["cells"]):
         if release_cell.get("cell_type") != "code":
             cells.append(copy.deepcopy(release_cell))
         else:
-            cells += rendered_cells(release_cell, position, program, grouped.get(position, []), outputs, verdicts)
+            cells += rendered_cells(release_cell, position, program, grouped.get(position, []), outputs, verdicts,
+                                    budget)
         if position == 0:
-            cells += [code_cell(program[i].source, cell_outputs(outputs.get(i)), f"student-start-{i}")
-                      for i in grouped[-1]] + ([notes_cell(notes)] if notes else [])
+            added = [budget.added(program[i].source, outputs.get(i), f"student-start-{i}") for i in grouped[-1]]
+            cells += [cell for cell in added if cell is not None] + ([notes_cell(notes)] if notes else [])
     metadata = copy.deepcopy({key: value for key, value in release.items() if key != "cells"})
-    return clean_tree(dict(metadata, cells=within_budget(cells)))
+    return clean_tree(dict(metadata, cells=cells + budget.note()))

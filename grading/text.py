@@ -33,8 +33,10 @@ def clean_tree(value):
 
 def shorten(text, limit):
     """text cut to limit characters, saying how much was cut."""
-    text = encodable(text)
-    return text if len(text) <= limit else text[:limit] + f" … ({len(text) - limit} characters cut)"
+    text = text if isinstance(text, str) else str(text)
+    if len(text) <= limit:
+        return encodable(text)
+    return encodable(text[:limit]) + f" … ({len(text) - limit} characters cut)"
 
 
 def markdown(text, limit=500):
