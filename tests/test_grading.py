@@ -400,7 +400,7 @@ def test_every_task_of_every_submission_gets_its_expected_score(graded):
 
 @pytest.mark.grading
 def test_nbgrader_export_and_gradebook_hold_the_same_scores(graded):
-    """nbgrader's export (and so the formgrader) shows the authoritative totals; nothing awaits manual grading."""
+    """nbgrader's export (and so the formgrader) shows the authoritative totals; only tampering awaits a person."""
     course, _, _ = graded
     rows = csv_rows(course / "grades.csv")
     assert {"student_id", "assignment", "score", "max_score"} <= set(rows[0])
@@ -409,8 +409,10 @@ def test_nbgrader_export_and_gradebook_hold_the_same_scores(graded):
     assert all(float(row["max_score"]) == 10 for row in rows)
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        assert all(not notebook.needs_manual_grade for student in totals
-                   for notebook in gradebook.find_submission("transformer", student).notebooks)
+        flagged = {student for student in totals
+                   for notebook in gradebook.find_submission("transformer", student).notebooks
+                   if notebook.needs_manual_grade}
+    assert flagged == {"monkeypatch"}  # it replaced torch's comparisons and the checkers: flagged, still 0
 
 
 def report_sections(text):

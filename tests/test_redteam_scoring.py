@@ -9,6 +9,7 @@ import copy
 import csv
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -248,3 +249,131 @@ def test_collect_command_reports_skipped_entries_escaped(tmp_path):
     assert result.returncode == 0, result.stderr
     report = (tmp_path / "collect_report.md").read_text()
     assert "Bad CRC" in report and "encrypted" in report and "<img" not in report and "too large" in report
+
+
+# ----- End to end: a class of attacks, collected and graded beside honest submissions ------------------------------
+
+def class_submissions():
+    """{student: (zip name, notebook, {task: score} or None)}: the attacks, plus honest ones that must keep full marks."""
+    found = {student: (name, notebook, points) for student, (name, notebook, points) in attack_submissions().items()}
+    definitions = definitions_only()
+    points = found["honest"][2]
+    found["张伟"] = ("张伟_transformer.ipynb", definitions, points)
+    found["Αλέξανδρος"] = ("Αλέξανδρος/Copy of transformer.ipynb", definitions, points)
+    if not os.environ.get("REDTEAM_NO_TRAINING"):  # set it to iterate faster: the full solution trains two models
+        found["full"] = ("full_transformer.ipynb", read(SOURCE), {1: 1, 2: 1, 3: 1, 4: 1, 5: 2, 6: 1, 7: 2, 8: 1})
+    return found
+
+
+HONEST = ("honest", "张伟", "Αλέξανδρος", "full")
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory):
+    """(course, seconds, output of grade) after collect + grade --jobs 2 of the attack class on a scratch course."""
+    course = scratch_course(tmp_path_factory.mktemp("redteam"))
+    with zipfile.ZipFile(course / "download.zip", "w") as archive:
+        for name, notebook, _ in class_submissions().values():
+            archive.writestr(name, notebook if isinstance(notebook, bytes) else json.dumps(notebook))
+    collect_run = subprocess.run([sys.executable, "-m", "grading.collect", str(course / "download.zip"), "--course",
+                                  str(course)], cwd=ROOT, capture_output=True, text=True)
+    assert collect_run.returncode == 0, collect_run.stdout + collect_run.stderr
+    started = time.monotonic()
+    grade_run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course)],
+                               cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert grade_run.returncode == 0, grade_run.stdout[-3000:] + grade_run.stderr[-3000:]
+    return course, time.monotonic() - started, grade_run.stdout
+
+
+def gradebook_grades(course):
+    """{(student, task): (score, needs_manual_grade)} from nbgrader's gradebook."""
+    from nbgrader.api import Gradebook
+    found = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for student in class_submissions():
+            notebook = gradebook.find_submission_notebook("transformer", "transformer", student)
+            for grade in notebook.grades:
+                found[(student, int(grade.name.rsplit("_", 1)[1]))] = (grade.score, grade.needs_manual_grade)
+    return found
+
+
+@pytest.mark.grading
+def test_attacks_score_what_they_earn_and_honest_work_keeps_full_marks(attacked):
+    course, _, _ = attacked
+    got = {(row["student_id"], int(row["task"])): float(row["score"]) for row in csv_rows(course / "grades_by_task.csv")}
+    wrong = {(student, task): (got.get((student, task)), score)
+             for student, (_, _, points) in class_submissions().items() if points
+             for task, score in points.items() if got.get((student, task)) != score}
+    assert not wrong, f"(student, task): (graded, expected) = {wrong}"
+    assert got[("liar", 1)] == 0 and got[("liar", 4)] == 1
+
+
+@pytest.mark.grading
+def test_grades_csv_task_scores_and_gradebook_agree_for_everyone(attacked):
+    course, _, _ = attacked
+    totals = {row["student_id"]: float(row["score"]) for row in csv_rows(course / "grades.csv")}
+    assert set(totals) == set(class_submissions())  # no one lost, no one merged
+    by_task = {}
+    for row in csv_rows(course / "grades_by_task.csv"):
+        by_task[row["student_id"]] = by_task.get(row["student_id"], 0) + float(row["score"])
+    book = gradebook_grades(course)
+    from_book = {}
+    for (student, _), (score, _) in book.items():
+        from_book[student] = from_book.get(student, 0) + score
+    assert totals == by_task == from_book
+
+
+@pytest.mark.grading
+def test_what_could_not_be_judged_is_flagged_for_manual_grading(attacked):
+    course, _, _ = attacked
+    book = gradebook_grades(course)
+    flagged = {key for key, (_, manual) in book.items() if manual}
+    assert ("liar", 1) in flagged and ("forged", 2) in flagged
+    assert all(("malformed", task) in flagged for task in range(1, 9))
+    assert not [key for key in flagged if key[0] in HONEST + ("handheads", "handvalid", "emptyenc", "noise", "xss")]
+    report = (course / "grading_report.md").read_text()
+    plain = report.replace("\\", "")
+    assert "## Flagged for manual grading" in report and "GRADER ERROR" in plain
+    assert "tensor subclass" in plain and "records of its tests could not be read" in plain
+
+
+@pytest.mark.grading
+def test_trained_attacks_say_why_they_scored_zero(attacked):
+    course, _, _ = attacked
+    plain = (course / "grading_report.md").read_text().replace("\\", "")
+    lines = {student: next(line for line in plain.splitlines() if line.startswith(f"- **{student}**"))
+             for student in ("handheads", "handvalid", "emptyenc")}
+    assert "`num_heads` = '2' is not valid" in lines["handheads"].replace("&#x27;", "'")
+    assert "accuracy 5" in lines["handvalid"] and "with your weights" in lines["handvalid"]
+    assert "the encoder holds no blocks" in lines["emptyenc"]
+    assert "not cross-checked" not in plain
+
+
+@pytest.mark.grading
+def test_no_student_text_is_shown_unescaped(attacked):
+    """<img onerror> from stderr, an exception and a file name: escaped in feedback, the stored notebook, the report."""
+    course, _, _ = attacked
+    pages = list((course / "feedback").glob("*/transformer/transformer.html"))
+    assert len(pages) == len(class_submissions())
+    assert not [page for page in pages if "<img src=x" in page.read_text(errors="replace")]
+    stored = list((course / "autograded").glob("*/transformer/transformer.ipynb"))
+    for path in stored:
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "markdown":
+                assert "<img" not in "".join(cell["source"]), path
+    report = (course / "grading_report.md").read_text()
+    assert "<img" not in report and "&lt;img src=x onerror=alert\\(1\\)&gt;" in report
+    xss_page = (course / "feedback" / "xss" / "transformer" / "transformer.html").read_text()
+    assert "&lt;img src=x onerror=alert(1)&gt;" in xss_page or "&lt;img src=x onerror=alert(1)&gt;" in xss_page
+
+
+@pytest.mark.grading
+def test_huge_outputs_are_cut_and_odd_text_does_not_stop_the_run(attacked):
+    course, seconds, output = attacked
+    huge = course / "feedback" / "huge" / "transformer" / "transformer.html"
+    assert huge.stat().st_size < 6_000_000 and "not shown here" in huge.read_text()
+    noise = (course / "feedback" / "noise" / "transformer" / "transformer.html").read_text()
+    assert "\ufffd" in noise or "&#65533;" in noise  # the lone surrogates, replaced
+    per_submission = {line.split()[1].rstrip(":"): float(line.split()[-2])
+                      for line in output.splitlines() if line.startswith("graded ") and line.endswith(" s")}
+    print(f"\nred team, grade --jobs 2: {seconds:.0f} s for {len(per_submission)} submissions; each: {per_submission}")
