@@ -162,8 +162,11 @@ def grade_one(submission, shared, slot):
         notes.append(str(error))
     result = Result(submission.student, verdicts, notes)
     try:
-        write_rendered(shared, submission, render(shared.release, program, run.cells if run else {}, verdicts,
-                                                  student_notes))
+        notebook = render(shared.release, program, run.cells if run else {}, verdicts, student_notes)
+        if any(cell.get("id") == "grader-left-out" for cell in notebook["cells"]):
+            result.notes.append("the notebook's code and outputs are too large to show whole: the feedback leaves "
+                                "out some of the cells the student added")
+        write_rendered(shared, submission, notebook)
     except Exception as error:  # noqa: BLE001 -- whatever the outputs hold, this student alone is affected
         traceback.print_exc()
         write_minimal(shared, submission, result, f"{grader_error(error)} (rendering the graded notebook)")
@@ -272,6 +275,7 @@ def parse(argv):
 def main(argv=None):
     """Grade everything under submitted/, then write the gradebook, feedback, CSV files and the report."""
     args = parse(argv)
+    sys.stdout.reconfigure(errors="replace")  # student ids of any script print on any terminal
     if not (Path(args.course) / "nbgrader_config.py").is_file():
         sys.exit(f"grade: {Path(args.course).resolve()} has no nbgrader_config.py; run from the course folder")
     started, course = time.monotonic(), Course(args.course)

@@ -50,12 +50,15 @@ def autograde(course, rendered, student=None):
 
 
 def graded_students(course, students):
-    """The students whose notebook the gradebook holds (autograde went through for them)."""
+    """The students autograde went through for: their autograded notebook exists (nbgrader removes a failed one)
+    and the gradebook holds its grades."""
     found = set()
     with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gradebook:
         for student in students:
+            if not (course.autograded / student / course.assignment / f"{course.assignment}.ipynb").is_file():
+                continue
             try:
-                gradebook.find_submission_notebook(course.assignment, course.assignment, student)
+                gradebook.find_grade("check_task_1", course.assignment, course.assignment, student)
             except MissingEntry:
                 continue
             found.add(student)

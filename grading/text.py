@@ -9,7 +9,7 @@ import html
 import re
 
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]")  # keeps \t \n \r and ESC (ANSI colours)
-MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()!|~$])")  # what starts a span or a cell mid-line; < > & are HTML
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]!|~$])")  # what starts a span or a cell mid-line; < > & are HTML
 
 
 def encodable(text):

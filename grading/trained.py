@@ -156,6 +156,6 @@ def judge_trained(task, record, data, reference):
         return (f"the trained model cannot be judged: {error}; the grader measures accuracy with the reference "
                 f"{class_name} loaded with your weights", None)
     if mine < TARGET:
-        return (f"accuracy {mine:.1%} on {count} fresh sequences (the reference {class_name} with your weights); "
-                f"at least {TARGET:.0%} is needed"), None
+        return (f"accuracy {mine:.1%} (the reference {class_name} loaded with your weights); at least {TARGET:.0%} "
+                "is needed"), None
     return None, None

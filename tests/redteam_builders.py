@@ -152,7 +152,7 @@ def attack_submissions():
         "handvalid": ("handvalid_transformer.ipynb", hand_detector(definitions, ""), def_points),
         "emptyenc": ("emptyenc_transformer.ipynb", empty_encoder(release), zero),
         "noise": ("noise_transformer.ipynb", extra_cell(definitions, "check_task_1", NOISE), def_points),
-        "xss": (f"xss/{XSS}.ipynb", raises, {**def_points, 2: 0, 3: 0, 5: 0, 7: 0}),
+        "xss": (f"xss/{XSS}.ipynb", raises, {**def_points, 2: 0, 3: 0, 5: 0}),  # Linformer (7) has its own attention
         "liar": ("liar_transformer.ipynb", extra_cell(definitions, "task_1_attention", LIAR), None),
         "forged": ("forged_transformer.ipynb", extra_cell(definitions, "check_task_2", FORGE),
                    {**def_points, 2: 0}),

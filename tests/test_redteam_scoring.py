@@ -39,7 +39,8 @@ from grading.trained import judge_trained, reference_model
 from palindrome_models import mirror_logits
 from redteam_builders import (XSS, attack_submissions, central_record, inner_zip, latin1_placeholder,
                               patch_central, write_latin1_names)
-from test_grading import RELEASE, SOURCE, csv_rows, definitions_only, scratch_course
+from test_grading import (RELEASE, SOURCE, csv_rows, definitions_only, report_sections, scratch_course,  # noqa: E402
+                          visible_text)
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +55,7 @@ def judged():
 def trained_verdict(task, model, judged, class_name=None):
     cases, expected, reference = judged
     name = class_name or type(model).__mro__[1].__name__
-    record = run(cases[task][0], [model], {name: type(model).__mro__[1]})
+    record = run(cases[task][0], [model], {name: reference.get(name) if class_name else type(model).__mro__[1]})
     return judge_trained(task, record, expected[task][0], reference), record
 
 
@@ -122,6 +123,37 @@ def test_honest_models_of_any_valid_config_load_exactly(task, name, config, judg
     assert torch.allclose(mine, theirs, atol=1e-5), (mine - theirs).abs().max()
 
 
+FORGED_RECORDS = {
+    "weights as lists": ({"cls_token": [0.0] * 16}, {"num_heads": [2], "activation": ["ReLU"]}, "not a plain tensor"),
+    "a huge model": ({"input_embedding.weight": torch.zeros(4096, VOCAB_SIZE), "classifier.weight": torch.zeros(1, 4096),
+                      "encoder.0.feedforward.in.weight": torch.zeros(8, 4096)},
+                     {"num_heads": [1], "activation": ["ReLU"]}, "outside 1..1024"),
+    "an unknown activation": ({"input_embedding.weight": torch.zeros(16, VOCAB_SIZE), "classifier.weight":
+                               torch.zeros(1, 16), "encoder.0.feedforward.in.weight": torch.zeros(8, 16)},
+                              {"num_heads": [2], "activation": ["Identity"]}, "is not valid"),
+    "settings for fewer blocks": ({"input_embedding.weight": torch.zeros(16, VOCAB_SIZE), "classifier.weight":
+                                   torch.zeros(1, 16), "encoder.0.feedforward.in.weight": torch.zeros(8, 16),
+                                   "encoder.1.feedforward.in.weight": torch.zeros(8, 16)},
+                                  {"num_heads": [2], "activation": ["ReLU"]}, "every encoder block"),
+    "a layout error": ({"cls_token": torch.zeros(16)}, {"error": "`encoder` should be an nn.Module"}, "pinned layout"),
+}
+
+
+@pytest.mark.parametrize("forgery", FORGED_RECORDS, ids=list(FORGED_RECORDS))
+def test_forged_trained_records_score_zero_with_reason(forgery, judged):
+    """Records the probe could be made to write: validated as data before anything is built from them."""
+    weights, settings, words = FORGED_RECORDS[forgery]
+    record = {"facts": {"module": True, "instance": True}, "weights": weights, "config": settings}
+    problem, _ = judge_trained(6, record, judged[1][6][0], judged[2])
+    assert problem and words in problem, problem
+
+
+def test_a_model_of_another_class_scores_zero(judged):
+    model = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 2), 1)
+    (problem, _), _ = trained_verdict(6, model, judged, "TransformerForSequenceClassification")
+    assert problem == "the trained model is not a TransformerForSequenceClassification"
+
+
 def test_trained_case_sends_no_data_to_the_probe(judged):
     cases, expected, _ = judged
     assert "tokens" not in cases[6][0]["trained"] and "tokens" in expected[6][0]
@@ -162,7 +194,7 @@ def test_malformed_record_scores_zero_and_is_flagged(judged):
 def test_markdown_escaping_neutralises_tags_links_code_and_pipes():
     text = markdown(f"{XSS} `code` [link](javascript:x) ![i](y) | cell **b** \ud800\n# heading")
     assert "<" not in text and "\ud800" not in text and "\n" not in text
-    for mark in ("`", "[", "]", "(", ")", "|", "*", "!"):
+    for mark in ("`", "[", "]", "|", "*", "!"):
         assert re.search(r"(?<!\\)" + re.escape(mark), text) is None, mark
     encodable(text).encode("utf-8")
 
@@ -342,11 +374,14 @@ def test_trained_attacks_say_why_they_scored_zero(attacked):
     course, _, _ = attacked
     plain = (course / "grading_report.md").read_text().replace("\\", "")
     lines = {student: next(line for line in plain.splitlines() if line.startswith(f"- **{student}**"))
-             for student in ("handheads", "handvalid", "emptyenc")}
+             for student in ("handheads", "handvalid")}
     assert "`num_heads` = '2' is not valid" in lines["handheads"].replace("&#x27;", "'")
     assert "accuracy 5" in lines["handvalid"] and "with your weights" in lines["handvalid"]
-    assert "the encoder holds no blocks" in lines["emptyenc"]
-    assert "not cross-checked" not in plain
+    assert "not cross-checked" not in plain and "borderline" not in plain
+    assert all("hand-written" in report_sections(plain)[student] for student in ("handheads", "handvalid", "emptyenc"))
+    page = visible_text(course / "feedback" / "emptyenc" / "transformer" / "transformer.html")
+    assert "Task 6: hidden: accuracy on 2000 fresh sequences of length 32: the trained model cannot be judged: the " \
+           "encoder holds no blocks" in page
 
 
 @pytest.mark.grading
@@ -362,9 +397,9 @@ def test_no_student_text_is_shown_unescaped(attacked):
             if cell["cell_type"] == "markdown":
                 assert "<img" not in "".join(cell["source"]), path
     report = (course / "grading_report.md").read_text()
-    assert "<img" not in report and "&lt;img src=x onerror=alert\\(1\\)&gt;" in report
+    assert "<img" not in report and "&lt;img src=x onerror=alert(1)&gt;" in report
     xss_page = (course / "feedback" / "xss" / "transformer" / "transformer.html").read_text()
-    assert "&lt;img src=x onerror=alert(1)&gt;" in xss_page or "&lt;img src=x onerror=alert(1)&gt;" in xss_page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in xss_page
 
 
 @pytest.mark.grading
@@ -372,8 +407,36 @@ def test_huge_outputs_are_cut_and_odd_text_does_not_stop_the_run(attacked):
     course, seconds, output = attacked
     huge = course / "feedback" / "huge" / "transformer" / "transformer.html"
     assert huge.stat().st_size < 6_000_000 and "not shown here" in huge.read_text()
+    assert "too large to show whole" in report_sections((course / "grading_report.md").read_text())["huge"]
     noise = (course / "feedback" / "noise" / "transformer" / "transformer.html").read_text()
     assert "\ufffd" in noise or "&#65533;" in noise  # the lone surrogates, replaced
     per_submission = {line.split()[1].rstrip(":"): float(line.split()[-2])
                       for line in output.splitlines() if line.startswith("graded ") and line.endswith(" s")}
     print(f"\nred team, grade --jobs 2: {seconds:.0f} s for {len(per_submission)} submissions; each: {per_submission}")
+
+
+@pytest.mark.grading
+def test_a_notebook_nbgrader_cannot_take_stays_with_its_student(tmp_path):
+    """nbgrader fails on one rendered notebook: that student gets a minimal one, flagged; the other is untouched."""
+    from grading.course import Course
+    from grading.grade import Result, not_graded, prepare, publish, write_rendered
+    from grading.submissions import Submission
+    course = Course(scratch_course(tmp_path / "course"))
+    shared = prepare(course, "none")
+    results, submissions = [], []
+    for student in ("steady", "broken"):
+        folder = course.submitted / student / "transformer"
+        folder.mkdir(parents=True)
+        submissions.append(Submission(student, folder))
+        verdicts = not_graded(shared, "a test")
+        verdicts[4].score = 1.0
+        results.append(Result(student, verdicts, []))
+        write_rendered(shared, submissions[-1], render(shared.release, [], {}, verdicts, []))
+    (course.build / "rendered" / "broken" / "transformer" / "transformer.ipynb").write_text("{not json")
+    problems = publish(shared, submissions, results)
+    assert not problems
+    totals = {row["student_id"]: float(row["score"]) for row in csv_rows(course.root / "grades.csv")}
+    assert totals == {"steady": 1.0, "broken": 1.0}
+    assert results[1].flags and not results[0].flags
+    assert any("minimal" in note for note in results[1].notes)
+    assert (course.feedback / "broken" / "transformer" / "transformer.html").is_file()
