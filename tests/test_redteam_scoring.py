@@ -440,3 +440,18 @@ def test_a_notebook_nbgrader_cannot_take_stays_with_its_student(tmp_path):
     assert results[1].flags and not results[0].flags
     assert any("minimal" in note for note in results[1].notes)
     assert (course.feedback / "broken" / "transformer" / "transformer.html").is_file()
+
+
+def test_collect_writes_nothing_outside_submitted_whatever_the_names(tmp_path):
+    """Names that climb out, are absolute, hold newlines or Markdown: no file outside submitted/, no id from them."""
+    notebook = json.dumps(read(RELEASE))
+    with zipfile.ZipFile(tmp_path / "download.zip", "w") as archive:
+        for name in ("../evil_transformer.ipynb", "/etc/evil_transformer.ipynb", "../../x/transformer.ipynb",
+                     "a\n## Flagged_transformer.ipynb", "[x](javascript:y)_transformer.ipynb", "._dot_transformer.ipynb"):
+            archive.writestr(zipfile.ZipInfo(name, (2026, 11, 20, 10, 0, 0)), notebook)
+    (tmp_path / "course").mkdir()
+    collected, unknown, skipped = collect(tmp_path / "download.zip", tmp_path / "course")
+    written = {path.relative_to(tmp_path) for path in tmp_path.rglob("*") if path.is_file()}
+    assert all(path.parts[:2] == ("course", "submitted") for path in written - {Path("download.zip")}), written
+    assert all(re.fullmatch(r"[\w.-]+", student) for student in collected), collected
+    assert not skipped
