@@ -134,7 +134,20 @@ def probe_and_score(submission, notebook, shared, slot):
     verdicts = score_submission(shared.cases, shared.expected, run.records, shared.points, shared.reference)
     unreadable_records(program, run, verdicts)
     tampering_flags(program, run, verdicts)
+    probe_failures(run, verdicts)
     return program, run, verdicts, deviations
+
+
+class UnpackFailed(UnreadableNotebook):
+    """collect skipped every notebook the student sent (encrypted, corrupt, too large): a person must look."""
+
+
+def probe_failures(run, verdicts):
+    """Tasks never reached because the probe itself stopped outside any cell are flagged: nothing judged them."""
+    if any(note.startswith("the probe stopped outside any cell") for note in run.notes):
+        for task, verdict in verdicts.items():
+            if task not in run.records:
+                verdict.flag = verdict.flag or "the probe stopped outside any cell before this task: check by hand"
 
 
 def grader_error(error):
@@ -147,13 +160,16 @@ def grade_one(submission, shared, slot):
     started, notes = time.monotonic(), list(submission.notes)
     try:
         notebook = read(submission.notebook) if submission.notebook else None
+        if notebook is None and any("was skipped:" in note for note in notes):
+            raise UnpackFailed("the notebook sent could not be unpacked (see the notes): ask the student for it, "
+                               "or grade it by hand")
         if notebook is None:
             raise UnreadableNotebook("no notebook was submitted")
         program, run, verdicts, deviations = probe_and_score(submission, notebook, shared, slot)
         student_notes = deviations + run.notes
         notes += student_notes + attention_notes(program, shared.layout, run.cells, verdicts)
     except Exception as error:  # noqa: BLE001 -- unreadable, or a grader bug: the other submissions go on
-        flag = ""
+        flag = str(error) if isinstance(error, UnpackFailed) else ""
         if not isinstance(error, UnreadableNotebook):
             traceback.print_exc()
             error = flag = grader_error(error)

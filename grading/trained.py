@@ -57,6 +57,8 @@ def one_setting(values, name, valid):
         raise InvalidModel(f"no `{name}` was recorded")
     if any(type(value) is not type(values[0]) or value != values[0] for value in values):
         raise InvalidModel(f"the encoder blocks disagree on `{name}`")
+    if isinstance(values[0], dict):  # the probe records only the type of a value that is no int, bool or str
+        raise InvalidModel(f"`{name}` is a {str(values[0].get('type'))[:40]}, not a valid value")
     if not valid(values[0]):
         raise InvalidModel(f"`{name}` = {values[0]!r} is not valid")
     return values[0]

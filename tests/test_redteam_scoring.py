@@ -292,12 +292,14 @@ def class_submissions():
     points = found["honest"][2]
     found["张伟"] = ("张伟_transformer.ipynb", definitions, points)
     found["Αλέξανδρος"] = ("Αλέξανδρος/Copy of transformer.ipynb", definitions, points)
+    found["month0"] = ("month0/transformer.ipynb", definitions, points)  # its zip date has month 0 (patched below)
+    found["bomb"] = ("bomb/transformer.ipynb", definitions, {task: 0 for task in points})  # declared 2 GiB
     if not os.environ.get("REDTEAM_NO_TRAINING"):  # set it to iterate faster: the full solution trains two models
         found["full"] = ("full_transformer.ipynb", read(SOURCE), {1: 1, 2: 1, 3: 1, 4: 1, 5: 2, 6: 1, 7: 2, 8: 1})
     return found
 
 
-HONEST = ("honest", "张伟", "Αλέξανδρος", "full")
+HONEST = ("honest", "张伟", "Αλέξανδρος", "month0", "full")
 
 
 @pytest.fixture(scope="module")
@@ -307,6 +309,8 @@ def attacked(tmp_path_factory):
     with zipfile.ZipFile(course / "download.zip", "w") as archive:
         for name, notebook, _ in class_submissions().values():
             archive.writestr(name, notebook if isinstance(notebook, bytes) else json.dumps(notebook))
+    patch_central(course / "download.zip", "month0/transformer.ipynb", month0=True)
+    patch_central(course / "download.zip", "bomb/transformer.ipynb", declared_size=2 << 30)
     collect_run = subprocess.run([sys.executable, "-m", "grading.collect", str(course / "download.zip"), "--course",
                                   str(course)], cwd=ROOT, capture_output=True, text=True)
     assert collect_run.returncode == 0, collect_run.stdout + collect_run.stderr
@@ -361,12 +365,13 @@ def test_what_could_not_be_judged_is_flagged_for_manual_grading(attacked):
     book = gradebook_grades(course)
     flagged = {key for key, (_, manual) in book.items() if manual}
     assert ("liar", 1) in flagged and ("forged", 2) in flagged
-    assert all(("malformed", task) in flagged for task in range(1, 9))
+    assert all(("malformed", task) in flagged and ("bomb", task) in flagged for task in range(1, 9))
     assert not [key for key in flagged if key[0] in HONEST + ("handheads", "handvalid", "emptyenc", "noise", "xss")]
     report = (course / "grading_report.md").read_text()
     plain = report.replace("\\", "")
     assert "## Flagged for manual grading" in report and "GRADER ERROR" in plain
     assert "tensor subclass" in plain and "records of its tests could not be read" in plain
+    assert "too large" in report_sections(plain)["bomb"] and "could not be unpacked" in report_sections(plain)["bomb"]
 
 
 @pytest.mark.grading
