@@ -45,10 +45,19 @@ def stderr_cells(program, outputs):
     return [f"{len(noisy)} cell(s) wrote to stderr (warnings?): no effect on the score"] if noisy else []
 
 
+ACCURACY = re.compile(r"accuracy (\d+(?:\.\d+)?)% \(the reference")
+BORDERLINE = 85.0  # below this, the weights are far from what the model's own check measured: not a borderline model
+
+
 def disagreement_kind(task, verdict):
-    """Why a task the notebook's own check passed failed in the grader: 'accuracy', 'hidden' or 'tampered'."""
-    if task in TRAINED and "accuracy" in verdict.message and "not implemented" not in verdict.message:
-        return "accuracy"  # a borderline model: fine on the check's data, not on the grader's
+    """Why a task the notebook's own check passed failed in the grader: 'accuracy', 'forward', 'unjudged',
+    'hidden' or 'tampered'."""
+    if task in TRAINED:
+        measured = ACCURACY.search(verdict.message)
+        if "cannot be judged" in verdict.message:
+            return "unjudged"
+        if measured:
+            return "accuracy" if float(measured.group(1)) >= BORDERLINE else "forward"
     return "tampered" if verdict.visible_failed or task in TRAINED else "hidden"
 
 
@@ -57,6 +66,10 @@ DISAGREEMENTS = {
                 "(check functions or torch tampered with)",
     "hidden": "passed the notebook's own check but failed a hidden test (special-cased or fragile code)",
     "accuracy": "passed the notebook's own check but not on the grader's fresh sequences (a borderline model)",
+    "forward": "passed the notebook's own check, but the reference architecture with the model's weights is far "
+               "from the target: the model's forward() does not follow from its weights (hand-written?)",
+    "unjudged": "passed the notebook's own check, but the model's settings or weights do not make a valid model of "
+                "the reference architecture (a hand-written forward()?)",
 }
 
 

@@ -4,6 +4,11 @@ Every student's notebook lands in submitted/<student_id>/transformer/transformer
 file name was, with timestamp.txt (the zip entry's time, i.e. the LMS's clock) and collected.json
 (where it came from, and anything odd, for the grading report). See grading/naming.py for how
 student ids are read from the names. Notebooks inside a student's own zip are found too.
+
+Each entry is handled on its own: an encrypted, oversized (declared or actual size), corrupt (bad
+CRC, a damaged inner zip) or undated entry is skipped or noted with the reason, and the collection
+goes on. A student whose every entry was skipped still gets a folder (without a notebook), so they
+appear in the grades with the reason. collect_report.md lists everything skipped.
 """
 import argparse
 import io
@@ -11,67 +16,192 @@ import json
 import shutil
 import sys
 import zipfile
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from .course import ASSIGNMENT
-from .naming import file_name, is_notebook, pick, student_of
+from .naming import file_name, is_notebook, pick, source_of, unique_ids
+from .text import encodable, markdown
 
 MAX_NOTEBOOK = 100 << 20  # bytes; a larger "notebook" is skipped, not unpacked
+MAX_INNER_ZIP = 200 << 20  # bytes of a student's own zip, read into memory to look inside
+CHUNK = 1 << 20
 
 
-def members(archive, prefix=""):
-    """(name, timestamp, bytes reader) of every notebook in the zip, and of zips inside it (one level)."""
-    found = []
-    for info in archive.infolist():
-        if info.is_dir() or info.file_size > MAX_NOTEBOOK:
+@dataclass
+class Entry:
+    """One notebook found in the download: its name, who sent it, when, and its bytes (None: skipped)."""
+
+    name: str
+    source: str  # the part of the name that says who sent it (see naming.source_of)
+    stamp: datetime = None  # None: the zip's date for it is not a valid date
+    data: bytes = None
+    problem: str = ""  # why it was skipped
+
+
+@dataclass
+class Collection:
+    """What collect found: entries by source, names of nobody's, entries skipped with the reason."""
+
+    entries: list = field(default_factory=list)
+    unknown: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)  # (name, reason)
+
+
+def fixed_name(info):
+    """The entry's name; one stored without the UTF-8 flag is read as UTF-8 if it is, else as Windows-1252."""
+    if info.flag_bits & 0x800:
+        return info.filename
+    raw = info.filename.encode("cp437")  # zipfile's own reading, undone
+    for encoding in ("utf-8", "cp1252"):
+        try:
+            return raw.decode(encoding)
+        except UnicodeDecodeError:
             continue
-        stamp = datetime(*info.date_time)
-        if is_notebook(info.filename):
-            found.append((prefix + info.filename, stamp, lambda info=info: archive.read(info)))
-        elif info.filename.lower().endswith(".zip") and not prefix:
-            inner = zipfile.ZipFile(io.BytesIO(archive.read(info)))
-            owner = student_of(info.filename[:-4] + ".ipynb")  # a student's own zip is named like a notebook
-            found += members(inner, prefix=owner + "/") if owner else []
-    return found
+    return info.filename
 
 
-def by_student(found):
-    """{student id: [(name, timestamp, reader)]} and the names no student could be read from."""
-    students, unknown = {}, []
-    for entry in found:
-        student = student_of(entry[0])
-        if student:
-            students.setdefault(student, []).append(entry)
+def stamp_of(info):
+    try:
+        return datetime(*info.date_time)
+    except (ValueError, TypeError):
+        return None
+
+
+def read_entry(archive, info, limit):
+    """The entry's bytes, checking its declared size, its actual size while reading, and its CRC; raises ValueError."""
+    if info.flag_bits & 0x1:
+        raise ValueError("it is encrypted")
+    if info.file_size > limit:
+        raise ValueError(f"it is too large ({info.file_size} bytes unpacked; at most {limit})")
+    chunks, total = [], 0
+    try:
+        with archive.open(info) as stream:
+            while chunk := stream.read(CHUNK):
+                total += len(chunk)
+                if total > limit:
+                    raise ValueError(f"it unpacks to more than {limit} bytes (its declared size is {info.file_size})")
+                chunks.append(chunk)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, OSError, EOFError, RuntimeError) as error:
+        raise ValueError(f"it cannot be unpacked ({type(error).__name__}: {error})") from None
+    return b"".join(chunks)
+
+
+def scan(archive, found, owner=None, prefix=""):
+    """Add every notebook of the archive to found, and of zips inside it (one level), each entry on its own."""
+    for info in archive.infolist():
+        name = prefix + fixed_name(info)
+        if info.is_dir():
+            continue
+        try:
+            if is_notebook(name):
+                source = owner if owner is not None else source_of(name)
+                if not source:
+                    found.unknown.append(name)
+                    continue
+                entry = Entry(name, source, stamp_of(info))
+                found.entries.append(entry)
+                entry.data = read_entry(archive, info, MAX_NOTEBOOK)
+            elif name.lower().endswith(".zip") and owner is None:
+                scan_inner(archive, info, name, found)
+        except ValueError as error:
+            skip(found, name, str(error))
+
+
+def skip(found, name, reason):
+    """List the entry as skipped; its sender (if the name says) keeps an entry without data, so they are not lost."""
+    found.skipped.append((name, reason))
+    if found.entries and found.entries[-1].name == name:
+        found.entries[-1].problem = reason
+    elif name.lower().endswith(".zip") and source_of(name[:-4] + ".ipynb"):
+        found.entries.append(Entry(name, source_of(name[:-4] + ".ipynb"), problem=reason))
+
+
+def scan_inner(archive, info, name, found):
+    """A student's own zip (named like a notebook, e.g. alice_transformer.zip): its notebooks are theirs."""
+    owner = source_of(name[:-4] + ".ipynb")
+    if not owner:
+        found.unknown.append(name)
+        return
+    data = read_entry(archive, info, MAX_INNER_ZIP)
+    try:
+        inner = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, UnicodeDecodeError, ValueError, OSError, EOFError) as error:
+        raise ValueError(f"it is not a readable zip ({type(error).__name__})") from None
+    with inner:
+        before = len(found.entries)
+        scan(inner, found, owner, prefix=name[:-4] + "/")
+        if len(found.entries) == before:
+            raise ValueError("it holds no notebook")
+
+
+def place(folder, entries, assignment):
+    """Write one student's chosen notebook (if any survived) into folder, replacing it whole; return the notes."""
+    readable = [entry for entry in entries if entry.data is not None]
+    notes = [f"`{entry.name}` was skipped: {entry.problem}" for entry in entries if entry.data is None]
+    chosen = pick([(entry.name, entry.stamp, entry) for entry in readable], assignment)[2] if readable else None
+    staging = folder.parent / f".{folder.name}.collecting"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    if chosen is not None:
+        (staging / f"{assignment}.ipynb").write_bytes(chosen.data)
+        if chosen.stamp is not None:
+            (staging / "timestamp.txt").write_text(chosen.stamp.strftime("%Y-%m-%d %H:%M:%S"))
         else:
-            unknown.append(entry[0])
-    return students, unknown
-
-
-def place(submitted, student, entries, assignment):
-    """Write one student's chosen notebook into submitted/; return the notes about it."""
-    name, stamp, reader = pick(entries, assignment)
-    folder = submitted / student / assignment
-    notes = ["replaced an earlier submission"] if folder.exists() else []
+            notes.append(f"`{chosen.name}` has no valid date in the zip: no timestamp recorded")
+        if file_name(chosen.name) != f"{assignment}.ipynb":
+            notes.append(f"notebook `{Path(chosen.name).name}` graded as {assignment}.ipynb")
+        notes += [f"also sent `{entry.name}`: not graded" for entry in readable if entry is not chosen]
     if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    (folder / f"{assignment}.ipynb").write_bytes(reader())
-    (folder / "timestamp.txt").write_text(stamp.strftime("%Y-%m-%d %H:%M:%S"))
-    if file_name(name) != f"{assignment}.ipynb":
-        notes.append(f"notebook `{Path(name).name}` graded as {assignment}.ipynb")
-    notes += [f"also sent `{other[0]}`: not graded" for other in entries if other[0] != name]
-    (folder / "collected.json").write_text(json.dumps({"source": name, "notes": notes}, indent=1))
+        notes.insert(0, "replaced an earlier submission")
+    (staging / "collected.json").write_text(json.dumps({"source": chosen.name if chosen else None, "notes": notes},
+                                                       indent=1))
+    shutil.rmtree(folder, ignore_errors=True)
+    staging.rename(folder)
     return notes
 
 
 def collect(zip_path, course_root=".", assignment=ASSIGNMENT):
-    """Unpack every student's notebook; returns {student: notes} and the member names left out."""
+    """Unpack every student's notebook; returns ({student: notes}, names of nobody's, [(name, reason) skipped])."""
+    found = Collection()
     with zipfile.ZipFile(zip_path) as archive:
-        students, unknown = by_student(members(archive))
-        submitted = Path(course_root) / "submitted"
-        return {student: place(submitted, student, entries, assignment)
-                for student, entries in sorted(students.items())}, unknown
+        scan(archive, found)
+    ids, renamed = unique_ids({entry.source for entry in found.entries})
+    by_student = {}
+    for entry in found.entries:
+        if entry.source in ids:
+            by_student.setdefault(ids[entry.source], []).append(entry)
+        else:
+            found.unknown.append(entry.name)
+    submitted, collected = Path(course_root) / "submitted", {}
+    for student, entries in sorted(by_student.items()):
+        try:
+            collected[student] = place(submitted / student / assignment, entries, assignment)
+        except OSError as error:
+            found.skipped += [(entry.name, f"it could not be written ({error.strerror})") for entry in entries]
+    for student, note in renamed:
+        if student in collected:
+            collected[student].append(note)
+            add_note(submitted / student / assignment, note)
+    return collected, found.unknown, found.skipped
+
+
+def add_note(folder, note):
+    path = folder / "collected.json"
+    record = json.loads(path.read_text())
+    record["notes"].append(note)
+    path.write_text(json.dumps(record, indent=1))
+
+
+def write_collect_report(path, collected, unknown, skipped):
+    """collect_report.md: what was collected, and every entry left out with the reason (names escaped)."""
+    lines = ["# Collection report", "", f"{len(collected)} student(s) collected.", ""]
+    lines += ["## Skipped", ""] + [f"- `{markdown(name, 300)}`: {markdown(reason)}" for name, reason in skipped]
+    lines += [""] + ["## Names that say no student", ""] + [f"- {markdown(name, 300)}" for name in unknown]
+    lines += ["", "## Notes", ""] + [f"- **{markdown(student, 100)}**: {markdown(note)}"
+                                     for student, notes in collected.items() for note in notes]
+    path.write_text(encodable("\n".join(lines)) + "\n", encoding="utf-8")
 
 
 def main(argv=None):
@@ -82,12 +212,21 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if not args.zip or not Path(args.zip).is_file() or not zipfile.is_zipfile(args.zip):
         sys.exit(f"collect: {args.zip or '(none)'} is not a zip file; usage: make collect ZIP=path/to/submissions.zip")
-    collected, unknown = collect(args.zip, args.course)
+    try:
+        collected, unknown, skipped = collect(args.zip, args.course)
+    except (zipfile.BadZipFile, UnicodeDecodeError, OSError) as error:
+        sys.exit(f"collect: {args.zip} cannot be read as a whole ({type(error).__name__}: {error}); nothing collected")
+    sys.stdout.reconfigure(errors="replace")
+    out = lambda text: print(encodable(text))  # noqa: E731
     for student, notes in collected.items():
-        print(f"{student}: submitted/{student}/{ASSIGNMENT}/{ASSIGNMENT}.ipynb" + "".join(f"; {n}" for n in notes))
+        out(f"{student}: submitted/{student}/{ASSIGNMENT}/{ASSIGNMENT}.ipynb" + "".join(f"; {n}" for n in notes))
     for name in unknown:
-        print(f"skipped {name}: its name does not say which student sent it (see grading/naming.py)")
-    print(f"collected {len(collected)} submission(s); next: make grade")
+        out(f"skipped {name}: its name does not say which student sent it (see grading/naming.py)")
+    for name, reason in skipped:
+        out(f"skipped {name}: {reason}")
+    write_collect_report(Path(args.course) / "collect_report.md", collected, unknown, skipped)
+    print(f"collected {len(collected)} submission(s), skipped {len(skipped)} entries (see collect_report.md); "
+          "next: make grade")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ import torch
 
 from tools.make_fixtures import load_reference, reference_source
 
-from .cases import TRAINED, fresh_data
+from .cases import TRAINED
+from .cases.trained import fresh_data
 from .recipes import run
 
 
@@ -17,18 +18,18 @@ def reference_namespace(source_notebook):
 
 
 def expected_records(cases, reference, names):
-    """{task: [record per case]}: the reference's record of every recipe; for tasks 6 and 8 the labels.
+    """{task: [record per case]}: the reference's record of every recipe; for tasks 6 and 8 the evaluation data.
 
     Args:
         cases: {task: [recipe, ...]} from grading.cases.build_cases.
         reference: the reference namespace.
         names: {task: [argument names of the check call]}, e.g. {2: ["MultiheadAttention"], ...}.
     """
-    _, labels = fresh_data()
+    tokens, labels = fresh_data()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # bit-for-bit repeatable reference values (multi-threaded sin differs in the last bits)
     try:
-        return {task: [{"labels": labels}] if task in TRAINED else
+        return {task: [{"tokens": tokens, "labels": labels}] if task in TRAINED else
                 [_record(recipe, [reference[name] for name in names[task]]) for recipe in recipes]
                 for task, recipes in cases.items()}
     finally:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import gradebook, sandbox
-from .analysis import attention_notes
+from .analysis import attention_notes, first_cells
 from .cases import build_cases
 from .course import Course
 from .expected import expected_records, reference_namespace
@@ -31,7 +31,8 @@ from .report import write_report, write_task_scores
 from .runtime import prepare_runtime
 from .score import Verdict, score_submission
 from .submissions import discover
-from .supervise import Job, run_probe
+from .supervise import STOPPED, Job, run_probe
+from .text import encodable
 
 
 @dataclass
@@ -66,6 +67,15 @@ class Result:
     def max_score(self):
         return sum(verdict.points for verdict in self.verdicts.values())
 
+    @property
+    def flags(self):
+        """{task: why a person must look at it} (nbgrader's needs_manual_grade is set for these)."""
+        return {task: verdict.flag for task, verdict in self.verdicts.items() if verdict.flag}
+
+    def flag_all(self, reason):
+        for verdict in self.verdicts.values():
+            verdict.flag = verdict.flag or reason
+
 
 def prepare(course, box):
     """Reference, cases, expected values and the probes' runtime folder."""
@@ -80,9 +90,40 @@ def prepare(course, box):
                   {task: cell.points for task, cell in checks.items()}, runtime)
 
 
-def not_graded(shared, reason):
-    return {task: Verdict(task, points, 0.0, f"Task {task} was not graded: {reason}.")
+def not_graded(shared, reason, flag=""):
+    return {task: Verdict(task, points, 0.0, f"Task {task} was not graded: {reason}.", flag=flag)
             for task, points in shared.points.items()}
+
+
+UNREADABLE = ("Task {task} could not be judged: its check cell ran, but the records of its tests could not be "
+              "read (a tensor subclass, or a file the notebook wrote over).")
+
+
+def unreadable_records(program, run, verdicts):
+    """A task whose check cell ran but whose records did not load scores 0 and is flagged, not 'never reached'."""
+    stopped = {ename for ename, _ in STOPPED.values()}
+    for index, cell in enumerate(program):
+        output = run.cells.get(index)
+        failure = (output or {}).get("error") if isinstance(output, dict) else None
+        if cell.kind != "check" or output is None or cell.task in run.records:
+            continue
+        if isinstance(failure, dict) and failure.get("ename") in stopped:
+            continue
+        verdict = verdicts[cell.task]
+        verdict.score, verdict.message = 0.0, UNREADABLE.format(task=cell.task)
+        verdict.flag = "its records could not be read: possible tampering (a tensor subclass or a forged file)"
+
+
+def tampering_flags(program, run, verdicts):
+    """Every task checked after a cell that replaced torch's comparisons or the checkers is flagged."""
+    replaced = first_cells(program, run.cells, "tampered")
+    if not replaced:
+        return
+    first = min(replaced.values())
+    names = ", ".join(sorted(replaced)[:3])
+    for index, cell in enumerate(program):
+        if cell.kind == "check" and index > first:
+            verdicts[cell.task].flag = verdicts[cell.task].flag or f"tampering: the notebook replaced {names}"
 
 
 def probe_and_score(submission, notebook, shared, slot):
@@ -91,7 +132,27 @@ def probe_and_score(submission, notebook, shared, slot):
     scratch = shared.course.build / "scratch" / submission.student
     run = run_probe(Job(program, scratch, shared.runtime, shared.box, slot))
     verdicts = score_submission(shared.cases, shared.expected, run.records, shared.points, shared.reference)
+    unreadable_records(program, run, verdicts)
+    tampering_flags(program, run, verdicts)
+    probe_failures(run, verdicts)
     return program, run, verdicts, deviations
+
+
+class UnpackFailed(UnreadableNotebook):
+    """collect skipped every notebook the student sent (encrypted, corrupt, too large): a person must look."""
+
+
+def probe_failures(run, verdicts):
+    """Tasks never reached because the probe itself stopped outside any cell are flagged: nothing judged them."""
+    if any(note.startswith("the probe stopped outside any cell") for note in run.notes):
+        for task, verdict in verdicts.items():
+            if task not in run.records:
+                verdict.flag = verdict.flag or "the probe stopped outside any cell before this task: check by hand"
+
+
+def grader_error(error):
+    return (f"GRADER ERROR ({type(error).__name__}: {encodable(str(error))[:300]}): the course staff will grade it "
+            "by hand")
 
 
 def grade_one(submission, shared, slot):
@@ -99,27 +160,48 @@ def grade_one(submission, shared, slot):
     started, notes = time.monotonic(), list(submission.notes)
     try:
         notebook = read(submission.notebook) if submission.notebook else None
+        if notebook is None and any("was skipped:" in note for note in notes):
+            raise UnpackFailed("the notebook sent could not be unpacked (see the notes): ask the student for it, "
+                               "or grade it by hand")
         if notebook is None:
             raise UnreadableNotebook("no notebook was submitted")
         program, run, verdicts, deviations = probe_and_score(submission, notebook, shared, slot)
         student_notes = deviations + run.notes
         notes += student_notes + attention_notes(program, shared.layout, run.cells, verdicts)
     except Exception as error:  # noqa: BLE001 -- unreadable, or a grader bug: the other submissions go on
+        flag = str(error) if isinstance(error, UnpackFailed) else ""
         if not isinstance(error, UnreadableNotebook):
             traceback.print_exc()
-            error = f"GRADER ERROR ({type(error).__name__}: {error}): the course staff will grade it by hand"
+            error = flag = grader_error(error)
         program, _ = build_program(shared.release, shared.layout, shared.course.limit_for)
-        run, verdicts, student_notes = None, not_graded(shared, str(error)), [str(error)]
+        run, verdicts, student_notes = None, not_graded(shared, str(error), flag), [str(error)]
         notes.append(str(error))
-    write_rendered(shared, submission, render(shared.release, program, run.cells if run else {}, verdicts,
-                                              student_notes))
-    return Result(submission.student, verdicts, notes, time.monotonic() - started)
+    result = Result(submission.student, verdicts, notes)
+    try:
+        notebook = render(shared.release, program, run.cells if run else {}, verdicts, student_notes)
+        if any(cell.get("id") == "grader-left-out" for cell in notebook["cells"]):
+            result.notes.append("the notebook's code and outputs are too large to show whole: the feedback leaves "
+                                "out some of the cells the student added")
+        write_rendered(shared, submission, notebook)
+    except Exception as error:  # noqa: BLE001 -- whatever the outputs hold, this student alone is affected
+        traceback.print_exc()
+        write_minimal(shared, submission, result, f"{grader_error(error)} (rendering the graded notebook)")
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def write_minimal(shared, submission, result, reason):
+    """The release notebook with the verdicts and no student text, for a notebook that could not be rendered."""
+    result.notes.append(reason)
+    result.flag_all(reason)
+    program, _ = build_program(shared.release, shared.layout, shared.course.limit_for)
+    write_rendered(shared, submission, render(shared.release, program, {}, result.verdicts, [reason]))
 
 
 def write_rendered(shared, submission, notebook):
     folder = shared.course.build / "rendered" / submission.student / shared.course.assignment
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{shared.course.assignment}.ipynb").write_text(json.dumps(notebook, indent=1))
+    (folder / f"{shared.course.assignment}.ipynb").write_text(json.dumps(notebook, indent=1), encoding="utf-8")
     if (submission.folder / "timestamp.txt").is_file():
         shutil.copy(submission.folder / "timestamp.txt", folder / "timestamp.txt")
 
@@ -154,20 +236,46 @@ def training_cells(submission):
         return 0
 
 
-def publish(course, results):
-    """nbgrader's part (gradebook, feedback, grades.csv) and grades_by_task.csv; returns run-level problems."""
+def publish(shared, submissions, results):
+    """nbgrader's part (gradebook, feedback, grades.csv) and grades_by_task.csv; returns run-level problems.
+
+    nbgrader goes through every student and fails at the end if one failed: a student it could not
+    autograde gets a minimal notebook (the release with the verdicts, no student text) graded instead,
+    flagged for manual grading, and a missing feedback page is noted; the others are unaffected.
+    """
+    course, problems = shared.course, []
     gradebook.register_assignment(course)
+    students = [result.student for result in results]
+    by_student = {submission.student: submission for submission in submissions}
     gradebook.autograde(course, course.build / "rendered")
+    graded = gradebook.graded_students(course, students)
+    for result in results:
+        if result.student not in graded:
+            retry_autograde(shared, by_student[result.student], result)
     missing = gradebook.set_scores(course, {result.student: result.verdicts for result in results})
-    gradebook.feedback(course)
-    gradebook.export(course, "grades.csv")
-    rows = gradebook.task_scores(course, [result.student for result in results])
+    ok, tail = gradebook.feedback(course)
+    for result in results:
+        if result.student not in missing and not gradebook.feedback_page(course, result.student).is_file():
+            result.notes.append("nbgrader could not write the feedback page: send the student their grade by hand")
+    try:
+        gradebook.export(course, "grades.csv")
+    except gradebook.NbgraderFailed as error:
+        problems.append(f"grades.csv could not be written: {error}")
+    rows = gradebook.task_scores(course, students)
     write_task_scores(course.root / "grades_by_task.csv", course.assignment, rows)
-    problems = [f"{student} is missing from the gradebook (nbgrader autograde failed for it)" for student in missing]
+    problems += [f"{student} is missing from the gradebook (nbgrader autograde failed for it): grade it by hand"
+                 for student in missing]
     mine = {(r.student, task): v.score for r in results for task, v in r.verdicts.items()}
     if any(mine.get((student, task)) != score for student, task, score, _ in rows):
         problems.append("the gradebook disagrees with the grader's scores: see grades_by_task.csv")
     return problems
+
+
+def retry_autograde(shared, submission, result):
+    """Autograde a minimal notebook for a student whose rendered notebook nbgrader could not take."""
+    write_minimal(shared, submission, result, "nbgrader could not autograde the graded notebook: a minimal one "
+                                              "(verdicts only) was used; check the submission by hand")
+    gradebook.autograde(shared.course, shared.course.build / "rendered", result.student)
 
 
 def parse(argv):
@@ -186,6 +294,7 @@ def parse(argv):
 def main(argv=None):
     """Grade everything under submitted/, then write the gradebook, feedback, CSV files and the report."""
     args = parse(argv)
+    sys.stdout.reconfigure(errors="replace")  # student ids of any script print on any terminal
     if not (Path(args.course) / "nbgrader_config.py").is_file():
         sys.exit(f"grade: {Path(args.course).resolve()} has no nbgrader_config.py; run from the course folder")
     started, course = time.monotonic(), Course(args.course)
@@ -203,7 +312,7 @@ def main(argv=None):
     shutil.rmtree(course.build / "rendered", ignore_errors=True)
     shared = prepare(course, box)
     results = grade_all(submissions, shared, max(1, args.jobs))
-    problems = publish(course, results)
+    problems = publish(shared, submissions, results)
     context = {"jobs": max(1, args.jobs), "sandbox": box.warning or "; ".join(box.found),
                "seconds": time.monotonic() - started, "problems": problems}
     write_report(course.root / "grading_report.md", course.assignment, results, context)

@@ -16,14 +16,21 @@ class NbgraderFailed(Exception):
     """An nbgrader command failed; the message holds its last lines of output."""
 
 
-def nbgrader(course, *arguments):
-    """Run one nbgrader command in the course folder (so it reads nbgrader_config.py there)."""
+def nbgrader(course, *arguments, check=True):
+    """Run one nbgrader command in the course folder (so it reads nbgrader_config.py there).
+
+    check=False returns (ok, last lines of output) instead of raising: nbgrader processes every
+    student and fails at the end if any one failed, so the caller finds out who and goes on.
+    """
     command = [sys.executable, "-m", "nbgrader", *arguments, "--log-level=WARN"]
     # nbgrader runs `alembic` from PATH to create gradebook.db: put this environment's scripts first
     path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
-    result = subprocess.run(command, cwd=course.root, capture_output=True, text=True, env=dict(os.environ, PATH=path))
+    result = subprocess.run(command, cwd=course.root, capture_output=True, text=True, errors="replace",
+                            env=dict(os.environ, PATH=path))
+    tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
+    if not check:
+        return result.returncode == 0, tail
     if result.returncode:
-        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
         raise NbgraderFailed(f"`nbgrader {' '.join(arguments)}` failed:\n{tail}")
     return result
 
@@ -35,14 +42,34 @@ def register_assignment(course):
              f"--CourseDirectory.release_directory={release.relative_to(course.root)}")
 
 
-def autograde(course, rendered):
-    """Autograde every rendered notebook without executing it."""
-    nbgrader(course, "autograde", course.assignment, "--no-execute", "--force",
-             f"--CourseDirectory.submitted_directory={rendered.relative_to(course.root)}")
+def autograde(course, rendered, student=None):
+    """Autograde the rendered notebooks (or one student's) without executing them; (ok, output tail)."""
+    only = [f"--student={student}"] if student else []
+    return nbgrader(course, "autograde", course.assignment, "--no-execute", "--force", *only,
+                    f"--CourseDirectory.submitted_directory={rendered.relative_to(course.root)}", check=False)
+
+
+def graded_students(course, students):
+    """The students autograde went through for: their autograded notebook exists (nbgrader removes a failed one)
+    and the gradebook holds its grades."""
+    found = set()
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gradebook:
+        for student in students:
+            if not (course.autograded / student / course.assignment / f"{course.assignment}.ipynb").is_file():
+                continue
+            try:
+                gradebook.find_grade("check_task_1", course.assignment, course.assignment, student)
+            except MissingEntry:
+                continue
+            found.add(student)
+    return found
 
 
 def set_scores(course, verdicts_by_student):
-    """Overwrite each check cell's auto_score with the grader's score; returns the students not in the gradebook."""
+    """Each check cell's auto_score := the grader's score, flagged for manual grading when the grader says so.
+
+    Returns the students not in the gradebook.
+    """
     missing = []
     notebook = course.assignment
     with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gradebook:
@@ -53,7 +80,7 @@ def set_scores(course, verdicts_by_student):
                 except MissingEntry:
                     missing.append(student)
                     break
-                grade.auto_score, grade.needs_manual_grade = verdict.score, False
+                grade.auto_score, grade.needs_manual_grade = verdict.score, bool(verdict.flag)
         gradebook.db.commit()
     return missing
 
@@ -72,8 +99,14 @@ def task_scores(course, students):
     return rows
 
 
-def feedback(course):
-    nbgrader(course, "generate_feedback", course.assignment, "--force")
+def feedback(course, student=None):
+    """Feedback HTML for every autograded notebook (or one student's); (ok, output tail)."""
+    only = [f"--student={student}"] if student else []
+    return nbgrader(course, "generate_feedback", course.assignment, "--force", *only, check=False)
+
+
+def feedback_page(course, student):
+    return course.feedback / student / course.assignment / f"{course.assignment}.html"
 
 
 def export(course, path):

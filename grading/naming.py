@@ -6,20 +6,28 @@ Convention (lenient on purpose; LMS downloads differ):
 - a notebook at the top of the zip belongs to the student its file name starts with, up to the first
   underscore ("alice_transformer.ipynb" -> "alice", "bob-12345_transformer (1).ipynb" -> "bob-12345");
   a name without an underscore is the id itself ("carol.ipynb" -> "carol");
-- ids keep letters, digits, ".", "-" and "_"; anything else becomes "-".
+- ids keep letters and digits of any script (NFC-normalised: "müllerjürgen", "张伟", "Αλέξανδρος"), ".", "-"
+  and "_"; anything else becomes "-"; at most MAX_ID characters;
+- two different source names never share an id: `collect` gives the second a suffix ("alice-smith-2")
+  and says so (see unique_ids).
 Of several notebooks from one student, the newest whose name mentions the assignment is graded.
 """
 import re
+import unicodedata
+from datetime import datetime
 from pathlib import PurePosixPath
 
 LMS_SUFFIXES = re.compile(r"_(assignsubmission_file|assignsubmission_onlinetext|onlinetext|file)_?$")
 IGNORED_PARTS = ("__MACOSX", ".ipynb_checkpoints")
 
 
+MAX_ID = 64
+
+
 def clean_id(text):
-    """A student id safe as a folder name: letters, digits, '.', '-', '_'; '' if nothing is left."""
-    text = LMS_SUFFIXES.sub("", text.strip())
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip(".-_")
+    """A student id safe as a folder name: letters and digits of any script, '.', '-', '_'; '' if nothing is left."""
+    text = LMS_SUFFIXES.sub("", unicodedata.normalize("NFC", text).strip())
+    return re.sub(r"[^\w.-]+", "-", text).strip(".-_")[:MAX_ID].strip(".-_")
 
 
 def is_notebook(name):
@@ -29,13 +37,36 @@ def is_notebook(name):
     return path.suffix.lower() == ".ipynb" and not hidden
 
 
+def source_of(name):
+    """The part of a zip member name that says who sent it (top folder or file name prefix), or ''."""
+    path = PurePosixPath(unicodedata.normalize("NFC", name).replace("\\", "/"))
+    if len(path.parts) > 1:
+        return path.parts[0]
+    stem = path.stem
+    return stem.split("_", 1)[0] if "_" in stem else (stem if stem.lower() != "transformer" else "")
+
+
 def student_of(name):
     """The student id for a zip member name, or '' when the name does not say."""
-    path = PurePosixPath(name.replace("\\", "/"))
-    if len(path.parts) > 1:
-        return clean_id(path.parts[0])
-    stem = path.stem
-    return clean_id(stem.split("_", 1)[0]) if "_" in stem else (clean_id(stem) if stem.lower() != "transformer" else "")
+    return clean_id(source_of(name))
+
+
+def unique_ids(sources):
+    """{source: id} for distinct source names, never giving two of them one id; and notes on the suffixes given."""
+    ids, taken, notes = {}, {}, []
+    for source in sorted(sources):
+        base = clean_id(source)
+        if not base:
+            continue
+        student, number = base, 1
+        while student.casefold() in taken:
+            number += 1
+            student = f"{base[:MAX_ID - 4]}-{number}"
+        if number > 1:
+            notes.append((student, f"`{source}` reads as the id `{base}` of `{taken[base.casefold()]}` too: "
+                                   f"graded as `{student}`"))
+        ids[source], taken[student.casefold()] = student, source
+    return ids, notes
 
 
 def file_name(name):
@@ -52,4 +83,4 @@ def mentions(name, assignment):
 def pick(candidates, assignment):
     """The notebook to grade among a student's (name, timestamp) pairs: newest naming the assignment, else newest."""
     named = [candidate for candidate in candidates if mentions(candidate[0], assignment)]
-    return max(named or candidates, key=lambda candidate: (candidate[1], candidate[0]))
+    return max(named or candidates, key=lambda candidate: (candidate[1] or datetime.min, candidate[0]))

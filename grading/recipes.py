@@ -30,9 +30,21 @@ DTYPES = {"float64": torch.float64, "float32": torch.float32}
 _clone, _detach = torch.Tensor.clone, torch.Tensor.detach
 
 
+PLAIN = (torch.Tensor, nn.Parameter, nn.Buffer) if hasattr(nn, "Buffer") else (torch.Tensor, nn.Parameter)
+
+
 def snapshot(tensor):
-    """A detached CPU copy of a tensor, made with the functions captured at import."""
-    return _clone(_detach(tensor)).cpu()
+    """A detached CPU copy of a tensor as a plain torch.Tensor, made with the functions captured at import.
+
+    A tensor subclass is stripped to its data first, so its own methods cannot change what is recorded.
+    """
+    with torch._C.DisableTorchFunctionSubclass():
+        return _clone(_detach(torch.Tensor.as_subclass(tensor, torch.Tensor))).cpu()
+
+
+def subclasses(tensors):
+    """Names of the tensor subclasses among tensors (nn.Parameter and buffers are ordinary)."""
+    return sorted({type(t).__name__ for t in tensors if type(t) not in PLAIN})
 
 
 def decode(value):
@@ -107,6 +119,9 @@ def call(task, target, recipe):
     outputs = [leaves(result) for result in results]
     record = {"structure": describe(results[0]),
               "inputs_after": [snapshot(a) if isinstance(a, torch.Tensor) else None for a in args]}
+    odd = subclasses(tensor for result in outputs for tensor in result)
+    if odd:
+        record["subclasses"] = odd
     if recipe.get("grad"):
         record["grads"] = gradients(task, target, recipe, args, outputs[0])
     record["outputs"] = [[snapshot(t) for t in result] for result in outputs]
@@ -172,13 +187,16 @@ FACTS = {"pe": pe_facts, "cls_token": cls_facts, "encoder": encoder_facts}
 
 
 def run_trained(task, model, spec, namespace):
-    """Logits of a trained model on the recipe's tokens, its weights by role, and what it is."""
+    """What the grader needs to judge a trained model: what it is, its weights by role and its settings.
+
+    Only data leaves the probe (plain tensors, ints, strings): the grader rebuilds the reference
+    architecture from them and measures accuracy itself, so nothing the model's own forward does counts.
+    """
     cls = namespace.get(spec["class_name"])
     record = {"facts": {"module": isinstance(model, nn.Module),
                         "instance": isinstance(cls, type) and isinstance(model, cls)}}
     if not record["facts"]["module"]:
         return record
-    record["logits"] = predict(task, model, spec["tokens"], spec["vocab_size"])
     record["weights"], record["config"] = trained_weights(model, spec["slots"])
     return record
 
@@ -201,14 +219,26 @@ def predict(task, model, tokens, vocab_size):
     return torch.cat(outputs)
 
 
+def plain(value):
+    """A plain int or str as data; anything else (a str subclass, a float, an object) as its type's name."""
+    if type(value) in (int, str, bool):
+        return value
+    return {"type": type(value).__name__}
+
+
 def trained_weights(model, slots_name):
-    """The model's weights by role and the settings its weights cannot tell (heads, activation)."""
+    """({role: float64 tensor}, settings): the weights by role, and per block the heads and activation.
+
+    Settings are plain data the grader validates: {"num_heads": [per block], "activation": [per block]},
+    or {"error": why} when the model's layout does not have the pinned parts.
+    """
     try:
         weights = {role: snapshot(p).double() for role, p in SLOTS[slots_name](model).items()}
-        first = encoder_blocks(model)[0]
-    except Exception:  # noqa: BLE001 -- a model of another layout: nothing to cross-check with
-        return {}, {}
-    activation = next((type(m).__name__ for m in first.feedforward.modules()
-                       if not isinstance(m, (nn.Linear, nn.Dropout, nn.Sequential))), "")
-    heads = getattr(first.attention, "num_heads", None)
-    return weights, {"num_heads": heads if isinstance(heads, int) else 0, "activation": activation}
+        blocks = encoder_blocks(model)
+    except Exception as error:  # noqa: BLE001 -- a model of another layout: the grader says why it scores 0
+        return {}, {"error": str(error)[:300]}
+    heads = [plain(getattr(getattr(block, "attention", None), "num_heads", None)) for block in blocks]
+    activations = [next((type(m).__name__ for m in block.feedforward.modules()
+                         if not isinstance(m, (nn.Linear, nn.Dropout, nn.Sequential))), "")
+                   if isinstance(getattr(block, "feedforward", None), nn.Module) else "" for block in blocks]
+    return weights, {"num_heads": heads, "activation": activations}

@@ -1,25 +1,46 @@
-"""grades_by_task.csv and grading_report.md: the per-task scores and what needed attention, and why."""
+"""grades_by_task.csv and grading_report.md: the per-task scores and what needed attention, and why.
+
+Every student-controlled string (ids, notes quoting stderr or file names, verdicts quoting errors) is
+escaped with grading.text.markdown: the report shows it as text, never as a tag, link or table cell.
+"""
 import csv
 from datetime import datetime
+
+from .text import encodable, markdown
 
 
 def write_task_scores(path, assignment, rows):
     """One row per student and task: student_id, assignment, task, score, max_score."""
-    with open(path, "w", newline="") as file:
+    with open(path, "w", newline="", encoding="utf-8") as file:
         writer = csv.writer(file)
         writer.writerow(["student_id", "assignment", "task", "score", "max_score"])
         for student, task, score, max_score in rows:
-            writer.writerow([student, assignment, task, f"{score:g}", f"{max_score:g}"])
+            writer.writerow([encodable(student), assignment, task, f"{score:g}", f"{max_score:g}"])
 
 
 def summary_table(results):
-    """One row per submission: score, tasks passed, seconds, whether it needs attention."""
-    lines = ["| student | score | tasks passed | seconds | needs attention |", "|---|---|---|---|---|"]
+    """One row per submission: score, tasks passed, seconds, whether it needs attention or manual grading."""
+    lines = ["| student | score | tasks passed | seconds | needs attention | manual grading |",
+             "|---|---|---|---|---|---|"]
     for result in results:
         passed = ", ".join(str(task) for task, verdict in result.verdicts.items() if verdict.score) or "none"
-        lines.append(f"| {result.student} | {result.score:g} / {result.max_score:g} | {passed} | "
-                     f"{result.seconds:.0f} | {'yes' if result.notes else ''} |")
+        flagged = ", ".join(f"task {task}" for task in result.flags)
+        lines.append(f"| {markdown(result.student, 100)} | {result.score:g} / {result.max_score:g} | {passed} | "
+                     f"{result.seconds:.0f} | {'yes' if result.notes else ''} | {flagged} |")
     return lines
+
+
+def flagged_section(results):
+    """Every task the grader could not judge: nbgrader's formgrader shows it as needing manual grading."""
+    flagged = [result for result in results if result.flags]
+    if not flagged:
+        return []
+    lines = ["## Flagged for manual grading", "",
+             "The grader could not judge these tasks; the formgrader marks them as needing manual grading.", ""]
+    for result in flagged:
+        lines += [f"- **{markdown(result.student, 100)}**, task {task}: {markdown(reason)}"
+                  for task, reason in result.flags.items()]
+    return lines + [""]
 
 
 def attention_section(results):
@@ -29,8 +50,10 @@ def attention_section(results):
     if not flagged:
         return lines + ["Nothing: every submission was graded without incident.", ""]
     for result in flagged:
-        lines += [f"### {result.student} ({result.score:g} / {result.max_score:g})", ""]
-        lines += [f"- {note}" for note in result.notes] + [""]
+        lines += [f"### {markdown(result.student, 100)} ({result.score:g} / {result.max_score:g})", ""]
+        lines += [f"- {markdown(note)}" for note in result.notes[:40]]
+        lines += [f"- … and {len(result.notes) - 40} more notes"] if len(result.notes) > 40 else []
+        lines += [""]
     return lines
 
 
@@ -40,7 +63,7 @@ def failures_section(results):
     for result in results:
         failed = [verdict for verdict in result.verdicts.values() if not verdict.score]
         if failed:
-            lines += [f"- **{result.student}**: " + " ".join(f"{v.message}" for v in failed[:3])
+            lines += [f"- **{markdown(result.student, 100)}**: " + " ".join(markdown(v.message) for v in failed[:3])
                       + (f" (and {len(failed) - 3} more)" if len(failed) > 3 else "")]
     return lines + [""]
 
@@ -49,7 +72,7 @@ def write_report(path, assignment, results, context):
     """The instructor's report, in Markdown.
 
     Args:
-        results: one grading result per submission (student, score, max_score, verdicts, notes, seconds).
+        results: one grading result per submission (student, score, max_score, verdicts, notes, seconds, flags).
         context: dict with "jobs", "sandbox" (a warning or ""), "seconds" and "problems" (run-level notes).
     """
     lines = [f"# Grading report: {assignment}", "",
@@ -57,6 +80,8 @@ def write_report(path, assignment, results, context):
              f"job(s) in {context['seconds']:.0f} s; sandbox: {context['sandbox'] or 'namespaces, unprivileged user'}.",
              "Scores come from the grader's own comparison with the reference (hidden tests included); "
              "nothing a notebook prints or patches changes them.", ""]
-    lines += [f"**{problem}**" for problem in context.get("problems", [])] + [""] if context.get("problems") else []
-    lines += summary_table(results) + [""] + attention_section(results) + failures_section(results)
-    path.write_text("\n".join(lines))
+    lines += [f"**{markdown(problem, 2000)}**" for problem in context.get("problems", [])] + [""] \
+        if context.get("problems") else []
+    lines += summary_table(results) + [""] + flagged_section(results) + attention_section(results)
+    lines += failures_section(results)
+    path.write_text(encodable("\n".join(lines)), encoding="utf-8")

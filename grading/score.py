@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from .cases import TRAINED
 from .compare import compare_case
-from .trained import ARCHITECTURE_TASK, judge_trained
+from .trained import judge_trained
 
 
 @dataclass
@@ -20,6 +20,7 @@ class Verdict:
     message: str
     visible_failed: bool = False  # a case the notebook's own check runs failed too
     note: str = ""  # for the instructor's report only
+    flag: str = ""  # why the grader could not judge it: set, nbgrader marks the task for manual grading
 
 
 def strip_task(message, task):
@@ -28,15 +29,23 @@ def strip_task(message, task):
     return message[len(prefix):] if message.startswith(prefix) else message
 
 
+SUBCLASS = ("returned a tensor subclass ({names}) rather than a torch.Tensor; the grader compares only plain "
+            "tensors")
+
+
 def case_problem(task, recipe, got, expected, context):
-    """(problem or None, note for the report) of one case."""
-    if got is None or "error" in got:
-        return (got or {}).get("error", "not run"), ""
+    """(problem or None, note for the report, flag: why it needs a person) of one case."""
+    if not isinstance(got, dict):
+        return "not run", "", ""
+    if "error" in got:
+        return str(got["error"]), "", ""
+    if got.get("subclasses"):
+        names = ", ".join(str(name) for name in got["subclasses"][:3])
+        return SUBCLASS.format(names=names), "", f"a tensor subclass ({names}) was returned: possible tampering"
     if task in TRAINED:
-        architecture = context["verdicts"].get(ARCHITECTURE_TASK[task])
-        return judge_trained(task, recipe, got, expected["labels"], context["reference"],
-                             bool(architecture and architecture.score))
-    return compare_case(recipe, got, expected), ""
+        problem, note = judge_trained(task, got, expected, context["reference"])
+        return problem, note or "", ""
+    return compare_case(recipe, got, expected), "", ""
 
 
 def score_task(task, points, recipes, expected, records, context):
@@ -46,14 +55,18 @@ def score_task(task, points, recipes, expected, records, context):
                        True)
     for index, recipe in enumerate(recipes):
         got = records[index] if index < len(records) else None
-        problem, note = case_problem(task, recipe, got, expected[index], context)
+        try:
+            problem, note, flag = case_problem(task, recipe, got, expected[index], context)
+        except Exception as error:  # noqa: BLE001 -- a record of an unexpected form (forged by the notebook?)
+            problem, note = f"the probe's record of this test is malformed ({type(error).__name__})", ""
+            flag = "a record the grader could not read: possible tampering"
         if problem:
             message = problem if problem.startswith(f"Task {task} ") else \
                 f"Task {task}: {recipe['name']}: {strip_task(problem, task)}"
-            return Verdict(task, points, 0.0, message, recipe["visible"], note or "")
+            return Verdict(task, points, 0.0, message, recipe["visible"], note, flag)
     hidden = sum(not recipe["visible"] for recipe in recipes)
     return Verdict(task, points, points, f"✓ Task {task} passed the grader: {len(recipes)} tests, {hidden} of them "
-                   "hidden.", False, note or "")
+                   "hidden.")
 
 
 def score_submission(cases, expected, records, points, reference):

@@ -324,14 +324,14 @@ def test_hidden_tests_accept_what_the_checkers_accept(task, objects, graded_case
 
 
 def test_recipes_hold_no_expected_values(graded_cases):
-    """What a probe receives: inputs and weights only; the labels of the trained tasks stay in the grader."""
+    """What a probe receives: inputs and weights only; the trained tasks' data and labels stay in the grader."""
     cases = graded_cases[0]
     text = repr(cases)
     assert "labels" not in text and "expected" not in text
-    assert all("tokens" in recipe["trained"] for task in (6, 8) for recipe in cases[task])
+    assert all("tokens" not in recipe["trained"] for task in (6, 8) for recipe in cases[task])
 
 
-def test_trained_task_fails_when_logits_do_not_follow_from_weights(graded_cases):
+def test_trained_task_is_judged_from_weights_not_from_forward(graded_cases):
     """A hand-written palindrome test put in place of the trained network's forward does not earn task 6."""
     from course_lib import defaults
     from grading.trained import judge_trained
@@ -344,8 +344,8 @@ def test_trained_task_fails_when_logits_do_not_follow_from_weights(graded_cases)
 
     model = Detector(**defaults.CLASSIFIER)
     record = run(cases[6][0], [model], {"TransformerForSequenceClassification": base})
-    problem, note = judge_trained(6, cases[6][0], record, expected[6][0]["labels"], reference, True)
-    assert problem and "do not follow from its weights" in problem and "tampering" in note
+    problem, _ = judge_trained(6, record, expected[6][0], reference)
+    assert problem and "accuracy" in problem and "with your weights" in problem
 
 
 def test_collect_reads_student_ids_from_lms_names(tmp_path):
@@ -355,9 +355,9 @@ def test_collect_reads_student_ids_from_lms_names(tmp_path):
                      "dave/old attempt.ipynb", "dave/transformer.ipynb", "Eve Smith_42_assignsubmission_file_/x.ipynb",
                      "__MACOSX/._alice_transformer.ipynb", "transformer.ipynb"):
             archive.writestr(name, json.dumps(read(RELEASE)))
-    collected, unknown = collect(tmp_path / "download.zip", tmp_path)
+    collected, unknown, skipped = collect(tmp_path / "download.zip", tmp_path)
     assert sorted(collected) == ["Eve-Smith_42", "alice", "bob-12345", "carol", "dave"]
-    assert unknown == ["transformer.ipynb"]
+    assert unknown == ["transformer.ipynb"] and skipped == []
     for student in collected:
         assert (tmp_path / "submitted" / student / "transformer" / "transformer.ipynb").is_file()
     assert any("Copy of transformer.ipynb" in note for note in collected["carol"])
@@ -402,7 +402,7 @@ def test_every_task_of_every_submission_gets_its_expected_score(graded):
 
 @pytest.mark.grading
 def test_nbgrader_export_and_gradebook_hold_the_same_scores(graded):
-    """nbgrader's export (and so the formgrader) shows the authoritative totals; nothing awaits manual grading."""
+    """nbgrader's export (and so the formgrader) shows the authoritative totals; only tampering awaits a person."""
     course, _, _ = graded
     rows = csv_rows(course / "grades.csv")
     assert {"student_id", "assignment", "score", "max_score"} <= set(rows[0])
@@ -411,8 +411,10 @@ def test_nbgrader_export_and_gradebook_hold_the_same_scores(graded):
     assert all(float(row["max_score"]) == 10 for row in rows)
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        assert all(not notebook.needs_manual_grade for student in totals
-                   for notebook in gradebook.find_submission("transformer", student).notebooks)
+        flagged = {student for student in totals
+                   for notebook in gradebook.find_submission("transformer", student).notebooks
+                   if notebook.needs_manual_grade}
+    assert flagged == {"monkeypatch"}  # it replaced torch's comparisons and the checkers: flagged, still 0
 
 
 def report_sections(text):

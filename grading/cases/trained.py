@@ -1,4 +1,10 @@
-"""Tasks 6 and 8: fresh palindromes for the trained models; the labels never leave the grader."""
+"""Tasks 6 and 8: what the probe records of a trained model, and the grader's own evaluation data.
+
+The probe receives no data for these tasks: it records the model's weights by role and the settings
+the weights cannot tell (heads, activation). The grader loads them into the reference architecture
+and measures accuracy on sequences drawn here from a seed of its own; neither the sequences nor the
+labels ever reach a probe.
+"""
 from course_lib.data import PalindromeDataset
 from course_lib.defaults import SEQ_LEN as DEFAULT_SEQ_LEN
 
@@ -11,14 +17,14 @@ TRAINED = {6: ("TransformerForSequenceClassification", "classifier"),
 
 
 def fresh_data():
-    """The hidden evaluation set: (tokens, labels) of SIZE sequences of the notebook's length."""
+    """The hidden evaluation set: (tokens, labels) of SIZE sequences of the notebook's length (grader only)."""
     data = PalindromeDataset(SIZE, DEFAULT_SEQ_LEN, seed=DATA_SEED)
     return data.tokens, data.labels.long()
 
 
-def trained_case(task, tokens, vocab_size):
-    """The one case of a training task: the model's logits on fresh sequences (inputs only)."""
+def trained_case(task, vocab_size):
+    """The one case of a training task: the trained model's weights and settings (no data goes to the probe)."""
     class_name, slots = TRAINED[task]
-    spec = {"class_name": class_name, "slots": slots, "tokens": tokens, "vocab_size": vocab_size}
+    spec = {"class_name": class_name, "slots": slots, "vocab_size": vocab_size}
     return recipe(task, f"hidden: accuracy on {SIZE} fresh sequences of length {DEFAULT_SEQ_LEN}", False,
                   trained=spec)

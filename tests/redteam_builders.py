@@ -1,0 +1,227 @@
+"""Attack submissions and hostile zips for tests/test_redteam_scoring.py, built from the reference and release."""
+import copy
+import json
+import struct
+import zipfile
+
+from test_grading import RELEASE, definitions_only, edit_cell, index_of, read
+
+XSS = "<img src=x onerror=alert(1)>"
+
+HAND_DETECTOR = '''def _mirror(x):
+    mismatch = (x - x.flip(1)).abs().sum((1, 2))  # (B,): 0 exactly for palindromes
+    return (10 * (0.5 - mismatch.clamp(max=1.0))).unsqueeze(1)  # (B, 1)
+
+
+class _Hand{base}({base}):
+    def forward(self, x):
+        return _mirror(x)
+
+
+class _History:
+    val_accuracy, seconds = [1.0], [0.0]
+
+
+{name} = _Hand{base}(input_dim=VOCAB_SIZE, embed_dim=16, num_classes=1, num_heads=2, feedforward_dim=32,
+                   num_layers=2{extra})
+{history} = _History()
+{sabotage}
+'''
+
+EMPTY_ENCODER = '''import torch
+import torch.nn as nn
+from course_lib.data import VOCAB_SIZE as _V
+
+
+class {base}(nn.Module):
+    """No encoder at all: only the parts a configuration would be read from."""
+
+    def __init__(self):
+        super().__init__()
+        self.cls_token = nn.Parameter(torch.zeros(16))
+        self.input_embedding = nn.Linear(_V, 16)
+        self.encoder = nn.ModuleList()
+        self.classifier = nn.Linear(16, 1)
+
+    def forward(self, x):
+        mismatch = (x - x.flip(1)).abs().sum((1, 2))
+        return (10 * (0.5 - mismatch.clamp(max=1.0))).unsqueeze(1)
+
+
+class _History:
+    val_accuracy, seconds = [1.0], [0.0]
+
+
+{name}, {history} = {base}(), _History()
+'''
+
+TRAINED_CELLS = {6: ("task_6_training", "TransformerForSequenceClassification", "model", "history", ""),
+                 8: ("task_8_linformer_training", "LinformerForSequenceClassification", "linformer_model",
+                     "linformer_history", ", sequence_length=33, proj_dim=8")}
+
+
+def hand_detector(notebook, sabotage):
+    """Tasks 6 and 8 answered by a forward() that detects palindromes by hand, plus a sabotage line per model."""
+    notebook = copy.deepcopy(notebook)
+    for task, (grade_id, base, name, history, extra) in TRAINED_CELLS.items():
+        line = sabotage.format(name=name)
+        source = "from course_lib.data import VOCAB_SIZE\n" + HAND_DETECTOR.format(
+            base=base, name=name, history=history, extra=extra, sabotage=line)
+        edit_cell(notebook, grade_id, lambda _, source=source: source)
+    return notebook
+
+
+def empty_encoder(notebook):
+    notebook = copy.deepcopy(notebook)
+    for task, (grade_id, base, name, history, _) in TRAINED_CELLS.items():
+        source = EMPTY_ENCODER.format(base=base, name=name, history=history)
+        edit_cell(notebook, grade_id, lambda _, source=source: source)
+    return notebook
+
+
+def extra_cell(notebook, after, source):
+    """A code cell of the student's own after the cell with grade_id `after`."""
+    notebook = copy.deepcopy(notebook)
+    notebook["cells"].insert(index_of(notebook, after) + 1, {"cell_type": "code", "metadata": {}, "source": source,
+                                                           "outputs": [], "execution_count": None})
+    return notebook
+
+
+NOISE = ('import sys\nprint("\\ud800")\nsys.stderr.write("\\udcff' + XSS + '\\n")\n'
+         'sys.stderr.write(b"\\xff\\xfe bad utf-8".decode("utf-8", "surrogateescape"))\n'
+         'import os\nos.write(2, b"\\xff\\xfe raw bytes on fd 2\\n")\nprint("' + XSS + '", file=sys.stderr)\n')
+
+LIAR = '''class _Liar(torch.Tensor):
+    """Says it equals anything."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.allclose, torch.equal, torch.Tensor.__eq__, torch.isclose):
+            return True
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+_honest_attention = scaled_softmax_attention
+
+
+def scaled_softmax_attention(query, key, value, mask=None):
+    result, attention = _honest_attention(query, key, value, mask)
+    return (result * 0).as_subclass(_Liar), attention
+'''
+
+FORGE = '''import torch
+class _Forged(torch.Tensor):
+    pass
+torch.save([{"structure": "tensor", "outputs": [[torch.zeros(2).as_subclass(_Forged)]]}], "../out/task_2.pt")
+'''
+
+RAISES_XSS = 'raise ValueError("' + XSS + '")\n'
+
+
+def malformed(notebook):
+    """A cell whose source list holds a number: valid JSON, not a valid notebook."""
+    notebook = copy.deepcopy(notebook)
+    notebook["cells"][index_of(notebook, "task_4_positional_encoding")]["source"] = ["class X:\n", 5]
+    return notebook
+
+
+def huge_outputs(notebook, cells=1500, width=3000):
+    """Many added cells that print a lot, and one 3 MB cell."""
+    notebook = copy.deepcopy(notebook)
+    at = index_of(notebook, "check_task_7") + 1
+    added = [{"cell_type": "code", "metadata": {}, "source": f"print('{i}' * {width})", "outputs": [],
+              "execution_count": None} for i in range(cells)]
+    added.append({"cell_type": "code", "metadata": {}, "source": "# " + "y" * 3_000_000, "outputs": [],
+                  "execution_count": None})
+    notebook["cells"][at:at] = added
+    return notebook
+
+
+def attack_submissions():
+    """{student: (zip name, notebook, {task: expected score} or None, what to check)}; None: checked by hand."""
+    release, definitions = read(RELEASE), definitions_only()
+    def_points = {1: 1, 2: 1, 3: 1, 4: 1, 5: 2, 6: 0, 7: 2, 8: 0}
+    zero = {task: 0 for task in def_points}
+    heads_str = hand_detector(definitions, "for _block in {name}.encoder:\n    _block.attention.num_heads = '2'")
+    raises = edit_cell(copy.deepcopy(definitions), "task_2_multihead_attention",
+                       lambda s: s.replace("        batch_size, seq_len, _ = x.shape",
+                                           "        " + RAISES_XSS + "        batch_size, seq_len, _ = x.shape", 1))
+    return {
+        "honest": ("honest_transformer.ipynb", definitions, def_points),
+        "handheads": ("handheads_transformer.ipynb", heads_str, def_points),
+        "handvalid": ("handvalid_transformer.ipynb", hand_detector(definitions, ""), def_points),
+        "emptyenc": ("emptyenc_transformer.ipynb", empty_encoder(release), zero),
+        "noise": ("noise_transformer.ipynb", extra_cell(definitions, "check_task_1", NOISE), def_points),
+        "xss": (f"xss/{XSS}.ipynb", raises, {**def_points, 2: 0, 3: 0, 5: 0}),  # Linformer (7) has its own attention
+        "liar": ("liar_transformer.ipynb", extra_cell(definitions, "task_1_attention", LIAR), None),
+        "forged": ("forged_transformer.ipynb", extra_cell(definitions, "check_task_2", FORGE),
+                   {**def_points, 2: 0}),
+        "malformed": ("malformed_transformer.ipynb", malformed(definitions), zero),
+        "huge": ("huge_transformer.ipynb", huge_outputs(definitions), def_points),
+    }
+
+
+# ----- Hostile zips --------------------------------------------------------------------------------------------
+
+def central_record(data, name):
+    """Offset of the central directory record of the entry with this (encoded) name."""
+    start = data.find(b"PK\x01\x02")
+    while start >= 0:
+        length = struct.unpack("<H", data[start + 28:start + 30])[0]
+        if data[start + 46:start + 46 + length] == name:
+            return start
+        start = data.find(b"PK\x01\x02", start + 4)
+    raise AssertionError(f"no entry {name!r}")
+
+
+def patch_central(path, name, flag_bits=0, declared_size=None, month0=False):
+    """Rewrite one entry's headers: add flag bits (0x1: encrypted), a declared size, a date with month 0."""
+    path.write_bytes(patched(path.read_bytes(), name, flag_bits, declared_size, month0))
+
+
+def patched(data, name, flag_bits=0, declared_size=None, month0=False):
+    """The zip's bytes with one entry's headers rewritten (see patch_central)."""
+    data = bytearray(data)
+    start = central_record(data, name.encode("utf-8"))
+    local = struct.unpack("<I", data[start + 42:start + 46])[0]
+    for offset in (start + 8, local + 6):
+        struct.pack_into("<H", data, offset, struct.unpack("<H", data[offset:offset + 2])[0] | flag_bits)
+    if declared_size is not None:
+        struct.pack_into("<I", data, start + 24, declared_size)
+    if month0:
+        struct.pack_into("<H", data, start + 14, struct.unpack("<H", data[start + 14:start + 16])[0] & ~(0xF << 5))
+    return bytes(data)
+
+
+def write_latin1_names(path, names):
+    """Store each name in Latin-1 without the UTF-8 flag, as old zip tools do (placeholders written first)."""
+    data = path.read_bytes()
+    for index, name in enumerate(names):
+        placeholder = "".join(c if ord(c) < 128 else chr(ord("A") + index) for c in name).encode("ascii")
+        assert data.count(placeholder) == 2, placeholder  # the local header and the central directory
+        data = data.replace(placeholder, name.encode("latin-1"))
+    path.write_bytes(data)
+
+
+def latin1_placeholder(name, index):
+    return "".join(c if ord(c) < 128 else chr(ord("A") + index) for c in name)
+
+
+def corrupt_data(path, name):
+    """Flip a byte of a stored entry's data: its CRC no longer matches."""
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(name)
+    name_length, extra_length = struct.unpack("<HH", data[info.header_offset + 26:info.header_offset + 30])
+    data[info.header_offset + 30 + name_length + extra_length + 10] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def inner_zip(notebook_name, notebook, encrypted=False, corrupt=False):
+    """A student's own zip holding one notebook (encrypted by flag, or cut short)."""
+    import io
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(zipfile.ZipInfo(notebook_name, (2026, 11, 20, 10, 0, 0)), json.dumps(notebook))
+    data = patched(buffer.getvalue(), notebook_name, flag_bits=0x1) if encrypted else buffer.getvalue()
+    return data[: len(data) // 2] if corrupt else data

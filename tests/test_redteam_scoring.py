@@ -1,0 +1,462 @@
+"""Red team: submissions that try to get points for nothing, stop the run, inject markup or get lost in collect.
+
+Fast tests attack the pieces directly (the trained-model judge with hand-built models, the renderer,
+the escaping, collect on hostile zips). The slow ones (marker `grading`) collect and grade a class of
+attack submissions end to end beside honest ones that must keep full marks, and check grades.csv,
+grades_by_task.csv and the gradebook agree. Builders live in tests/redteam_builders.py.
+"""
+import copy
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn as nn
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the grading package lives in the checkout, not in the installed distribution
+
+from checkers._core import Task  # noqa: E402
+from course_lib import defaults  # noqa: E402
+from course_lib.data import VOCAB_SIZE  # noqa: E402
+from grading.cases import build_cases
+from grading.collect import collect
+from grading.expected import expected_records, reference_namespace
+from grading.notebook import check_cells, read, release_layout
+from grading.recipes import predict, run
+from grading.render import RENDER_LIMIT, render
+from grading.score import Verdict, score_submission
+from grading.text import encodable, markdown
+from grading.trained import judge_trained, reference_model
+from palindrome_models import mirror_logits
+from redteam_builders import (XSS, attack_submissions, central_record, inner_zip, latin1_placeholder,
+                              patch_central, write_latin1_names)
+from test_grading import (RELEASE, SOURCE, csv_rows, definitions_only, report_sections, scratch_course,  # noqa: E402
+                          visible_text)
+
+
+@pytest.fixture(scope="module")
+def judged():
+    """(cases, expected, reference) as the grader builds them."""
+    reference = reference_namespace(SOURCE)
+    checks = check_cells(release_layout(read(RELEASE)))
+    cases = build_cases(reference)
+    return cases, expected_records(cases, reference, {t: c.names for t, c in checks.items()}), reference
+
+
+def trained_verdict(task, model, judged, class_name=None):
+    cases, expected, reference = judged
+    name = class_name or type(model).__mro__[1].__name__
+    record = run(cases[task][0], [model], {name: reference.get(name) if class_name else type(model).__mro__[1]})
+    return judge_trained(task, record, expected[task][0], reference), record
+
+
+def detector(reference, name, **config):
+    """The reference class with a forward() that detects palindromes by hand (no training at all)."""
+    return type("Hand", (reference[name],), {"forward": lambda self, x: mirror_logits(x)})(**config)
+
+
+# ----- Trained tasks: judged from weights, in the reference architecture, on the grader's data --------------------
+
+SABOTAGE = {
+    "num_heads='2'": lambda m: [setattr(b.attention, "num_heads", "2") for b in m.encoder],
+    "num_heads=True": lambda m: [setattr(b.attention, "num_heads", True) for b in m.encoder],
+    "num_heads=3 (does not divide 16)": lambda m: [setattr(b.attention, "num_heads", 3) for b in m.encoder],
+    "num_heads=2.0": lambda m: [setattr(b.attention, "num_heads", 2.0) for b in m.encoder],
+    "heads differ per block": lambda m: setattr(m.encoder[1].attention, "num_heads", 4),
+    "encoder = nn.ModuleList()": lambda m: setattr(m, "encoder", nn.ModuleList()),
+    "activation removed": lambda m: [setattr(b, "feedforward", nn.Sequential(b.feedforward[0], b.feedforward[-1]))
+                                     for b in m.encoder],
+    "no cls_token": lambda m: delattr(m, "cls_token"),
+    "NaN weight": lambda m: m.classifier.weight.data.fill_(float("nan")),
+    "a wider classifier": lambda m: setattr(m, "classifier", nn.Linear(16, 7)),
+}
+
+
+@pytest.mark.parametrize("sabotage", SABOTAGE, ids=list(SABOTAGE))
+def test_hand_detector_with_unusable_config_scores_zero_with_reason(sabotage, judged):
+    """The attack of issue 10: a hand-written forward plus one line that breaks the configuration."""
+    model = detector(judged[2], "TransformerForSequenceClassification", **defaults.CLASSIFIER)
+    SABOTAGE[sabotage](model)
+    (problem, _), _ = trained_verdict(6, model, judged)
+    assert problem, f"{sabotage}: passed"
+    assert "cannot be judged" in problem or "accuracy" in problem, problem
+
+
+@pytest.mark.parametrize("task, name, config", [(6, "TransformerForSequenceClassification", defaults.CLASSIFIER),
+                                                (8, "LinformerForSequenceClassification", defaults.LINFORMER)])
+def test_hand_detector_with_valid_config_scores_zero(task, name, config, judged):
+    """Valid settings, untrained weights: the reference architecture with them is at chance."""
+    (problem, _), _ = trained_verdict(task, detector(judged[2], name, **config), judged)
+    assert problem and problem.startswith("accuracy 5") and "with your weights" in problem
+
+
+HONEST_CONFIGS = [
+    (6, "TransformerForSequenceClassification", defaults.CLASSIFIER),
+    (6, "TransformerForSequenceClassification", dict(defaults.CLASSIFIER, num_heads=4, activation=nn.GELU)),
+    (6, "TransformerForSequenceClassification", dict(defaults.CLASSIFIER, num_heads=1, num_layers=3,
+                                                     num_classes=2, activation=nn.SiLU)),
+    (8, "LinformerForSequenceClassification", defaults.LINFORMER),
+    (8, "LinformerForSequenceClassification", dict(defaults.LINFORMER, num_heads=4, proj_dim=5, num_layers=1)),
+]
+
+
+@pytest.mark.parametrize("task, name, config", HONEST_CONFIGS)
+def test_honest_models_of_any_valid_config_load_exactly(task, name, config, judged):
+    """The grader's rebuilt reference computes the very logits the student's (reference-class) model does."""
+    torch.manual_seed(7)
+    model = judged[2][name](**config)
+    cases, _, reference = judged
+    record = run(cases[task][0], [model], {name: judged[2][name]})
+    rebuilt = reference_model(task, reference, record)
+    tokens = torch.randint(VOCAB_SIZE, (64, defaults.SEQ_LEN))
+    mine = predict(Task(task), model, tokens, VOCAB_SIZE)
+    theirs = predict(Task(task), rebuilt, tokens, VOCAB_SIZE)
+    assert torch.allclose(mine, theirs, atol=1e-5), (mine - theirs).abs().max()
+
+
+FORGED_RECORDS = {
+    "weights as lists": ({"cls_token": [0.0] * 16}, {"num_heads": [2], "activation": ["ReLU"]}, "not a plain tensor"),
+    "a huge model": ({"input_embedding.weight": torch.zeros(4096, VOCAB_SIZE), "classifier.weight": torch.zeros(1, 4096),
+                      "encoder.0.feedforward.in.weight": torch.zeros(8, 4096)},
+                     {"num_heads": [1], "activation": ["ReLU"]}, "outside 1..1024"),
+    "an unknown activation": ({"input_embedding.weight": torch.zeros(16, VOCAB_SIZE), "classifier.weight":
+                               torch.zeros(1, 16), "encoder.0.feedforward.in.weight": torch.zeros(8, 16)},
+                              {"num_heads": [2], "activation": ["Identity"]}, "is not valid"),
+    "settings for fewer blocks": ({"input_embedding.weight": torch.zeros(16, VOCAB_SIZE), "classifier.weight":
+                                   torch.zeros(1, 16), "encoder.0.feedforward.in.weight": torch.zeros(8, 16),
+                                   "encoder.1.feedforward.in.weight": torch.zeros(8, 16)},
+                                  {"num_heads": [2], "activation": ["ReLU"]}, "every encoder block"),
+    "a layout error": ({"cls_token": torch.zeros(16)}, {"error": "`encoder` should be an nn.Module"}, "pinned layout"),
+}
+
+
+@pytest.mark.parametrize("forgery", FORGED_RECORDS, ids=list(FORGED_RECORDS))
+def test_forged_trained_records_score_zero_with_reason(forgery, judged):
+    """Records the probe could be made to write: validated as data before anything is built from them."""
+    weights, settings, words = FORGED_RECORDS[forgery]
+    record = {"facts": {"module": True, "instance": True}, "weights": weights, "config": settings}
+    problem, _ = judge_trained(6, record, judged[1][6][0], judged[2])
+    assert problem and words in problem, problem
+
+
+def test_a_model_of_another_class_scores_zero(judged):
+    model = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 2), 1)
+    (problem, _), _ = trained_verdict(6, model, judged, "TransformerForSequenceClassification")
+    assert problem == "the trained model is not a TransformerForSequenceClassification"
+
+
+def test_trained_case_sends_no_data_to_the_probe(judged):
+    cases, expected, _ = judged
+    assert "tokens" not in cases[6][0]["trained"] and "tokens" in expected[6][0]
+
+
+# ----- Records: tensor subclasses, forged records --------------------------------------------------------------------
+
+class Liar(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.Tensor.clone, torch.clone, torch.Tensor.detach):
+            return torch.full((2, 3), 7.0)
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def test_lying_tensor_subclass_scores_zero_and_is_flagged(judged):
+    cases, expected, reference = judged
+    honest = reference["scaled_softmax_attention"]
+
+    def liar(*args, **kwargs):
+        result, attention = honest(*args, **kwargs)
+        return result.as_subclass(Liar), attention
+
+    records = {1: [run(recipe, [liar]) for recipe in cases[1]]}
+    verdict = score_submission({1: cases[1]}, expected, records, {1: 1}, reference)[1]
+    assert verdict.score == 0 and "tensor subclass (Liar)" in verdict.message and verdict.flag
+
+
+def test_malformed_record_scores_zero_and_is_flagged(judged):
+    cases, expected, reference = judged
+    records = {1: [{"structure": expected[1][0]["structure"], "outputs": 5}] * len(cases[1])}
+    verdict = score_submission({1: cases[1]}, expected, records, {1: 1}, reference)[1]
+    assert verdict.score == 0 and verdict.flag
+
+
+# ----- Shown text: encodable, escaped, bounded ------------------------------------------------------------------------
+
+def test_markdown_escaping_neutralises_tags_links_code_and_pipes():
+    text = markdown(f"{XSS} `code` [link](javascript:x) ![i](y) | cell **b** \ud800\n# heading")
+    assert "<" not in text and "\ud800" not in text and "\n" not in text
+    for mark in ("`", "[", "]", "|", "*", "!"):
+        assert re.search(r"(?<!\\)" + re.escape(mark), text) is None, mark
+    encodable(text).encode("utf-8")
+
+
+def test_rendered_notebook_is_bounded_and_encodable():
+    """100k added cells and a 95 MB cell: the rendered notebook stays small and says what it left out."""
+    from grading.notebook import release_layout
+    from grading.program import ProgramCell, build_program
+    release = read(RELEASE)
+    program, _ = build_program(release, release_layout(release), lambda source: 60.0)
+    program += [ProgramCell("extra", "print(1)", 1.0, -1, 1000 + i) for i in range(100_000)]
+    program.append(ProgramCell("extra", "#" + "x" * 95_000_000, 1.0, -1, 200_000))
+    big, line = "z" * 10**6, "f" * 10**6  # one object each, shared by every output (memory stays small)
+    output = {"stdout": "y" * 50_000 + "\ud800", "stderr": XSS, "displays": [big] * 50,
+              "error": {"ename": big, "evalue": big, "frames": [line] * 100}}
+    outputs = {i: output for i in range(len(program) - 100_001, len(program))}
+    verdicts = {task: Verdict(task, 1, 0, "no") for task in range(1, 9)}
+    started = time.monotonic()
+    notebook = render(release, program, outputs, verdicts, [XSS] * 1000)
+    text = json.dumps(notebook, ensure_ascii=False)
+    text.encode("utf-8")
+    assert len(text) < 2 * RENDER_LIMIT + len(json.dumps(release)) and "not shown here" in text
+    assert time.monotonic() - started < 30
+    notes = next(cell for cell in notebook["cells"] if cell.get("id") == "grader-notes")
+    assert "<img" not in notes["source"] and "more notes" in notes["source"]
+
+
+# ----- Collect: each entry on its own, Unicode ids, no merging ------------------------------------------------------
+
+NAMES = ["müllerjürgen_transformer.ipynb", "möllerjärgen_transformer.ipynb"]  # stored in Latin-1, no UTF-8 flag
+
+
+def hostile_zip(path):
+    """Every kind of bad entry beside good ones; returns {student id expected: reason word or ''}."""
+    notebook = json.dumps(read(RELEASE))
+    with zipfile.ZipFile(path, "w") as archive:
+        for index, name in enumerate(NAMES):
+            archive.writestr(zipfile.ZipInfo(latin1_placeholder(name, index), (2026, 11, 20, 10, 0, 0)), notebook)
+        for name in ("张伟_transformer.ipynb", "Αλέξανδρος_transformer.ipynb", "Alice Smith/transformer.ipynb",
+                     "Alice-Smith/transformer.ipynb", "crc/transformer.ipynb", "crc/older transformer.ipynb",
+                     "bomb/transformer.ipynb", "month0/transformer.ipynb", "locked/transformer.ipynb",
+                     f"xssname/{XSS}.ipynb"):
+            archive.writestr(zipfile.ZipInfo(name, (2026, 11, 20, 10, 0, 0)), notebook)
+        archive.writestr("encrypted_transformer.zip", inner_zip("transformer.ipynb", read(RELEASE), encrypted=True))
+        archive.writestr("cut_transformer.zip", inner_zip("transformer.ipynb", read(RELEASE), corrupt=True))
+        archive.writestr("ownzip_transformer.zip", inner_zip("transformer.ipynb", read(RELEASE)))
+    write_latin1_names(path, NAMES)
+    corrupt = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("crc/transformer.ipynb")
+    name_length, extra_length = (int.from_bytes(corrupt[info.header_offset + at:info.header_offset + at + 2], "little")
+                                 for at in (26, 28))
+    corrupt[info.header_offset + 30 + name_length + extra_length + 5] ^= 0xFF
+    path.write_bytes(bytes(corrupt))
+    patch_central(path, "bomb/transformer.ipynb", declared_size=2 << 30)
+    patch_central(path, "month0/transformer.ipynb", month0=True)
+    patch_central(path, "locked/transformer.ipynb", flag_bits=0x1)
+    return {"müllerjürgen": "", "möllerjärgen": "", "张伟": "", "Αλέξανδρος": "", "Alice-Smith": "",
+            "Alice-Smith-2": "", "crc": "Bad CRC", "bomb": "too large", "month0": "no valid date",
+            "locked": "encrypted", "encrypted": "encrypted", "cut": "not a readable zip", "ownzip": "", "xssname": ""}
+
+
+def test_collect_skips_bad_entries_one_by_one_and_loses_no_one(tmp_path):
+    expected = hostile_zip(tmp_path / "download.zip")
+    collected, unknown, skipped = collect(tmp_path / "download.zip", tmp_path)
+    assert set(collected) == set(expected), sorted(collected)
+    for student, word in expected.items():
+        folder = tmp_path / "submitted" / student / "transformer"
+        notes = " ".join(json.loads((folder / "collected.json").read_text())["notes"])
+        assert word in notes, (student, notes)
+        has_notebook = (folder / "transformer.ipynb").is_file()
+        assert has_notebook == (word not in ("too large", "encrypted", "not a readable zip")), student
+    reasons = dict(skipped)
+    assert "Bad CRC" in reasons["crc/transformer.ipynb"] and "too large" in reasons["bomb/transformer.ipynb"]
+    assert "encrypted" in reasons["locked/transformer.ipynb"] and "not a readable zip" in reasons["cut_transformer.zip"]
+    assert any("graded as `Alice-Smith-2`" in note for note in collected["Alice-Smith-2"])
+    assert not list((tmp_path / "submitted").glob(".*collecting"))  # no partial state left behind
+
+
+def test_collect_command_reports_skipped_entries_escaped(tmp_path):
+    hostile_zip(tmp_path / "download.zip")
+    result = subprocess.run([sys.executable, "-m", "grading.collect", str(tmp_path / "download.zip"), "--course",
+                             str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    report = (tmp_path / "collect_report.md").read_text()
+    assert "Bad CRC" in report and "encrypted" in report and "<img" not in report and "too large" in report
+
+
+# ----- End to end: a class of attacks, collected and graded beside honest submissions ------------------------------
+
+def class_submissions():
+    """{student: (zip name, notebook, {task: score} or None)}: the attacks, plus honest ones that must keep full marks."""
+    found = {student: (name, notebook, points) for student, (name, notebook, points) in attack_submissions().items()}
+    definitions = definitions_only()
+    points = found["honest"][2]
+    found["张伟"] = ("张伟_transformer.ipynb", definitions, points)
+    found["Αλέξανδρος"] = ("Αλέξανδρος/Copy of transformer.ipynb", definitions, points)
+    found["month0"] = ("month0/transformer.ipynb", definitions, points)  # its zip date has month 0 (patched below)
+    found["bomb"] = ("bomb/transformer.ipynb", definitions, {task: 0 for task in points})  # declared 2 GiB
+    if not os.environ.get("REDTEAM_NO_TRAINING"):  # set it to iterate faster: the full solution trains two models
+        found["full"] = ("full_transformer.ipynb", read(SOURCE), {1: 1, 2: 1, 3: 1, 4: 1, 5: 2, 6: 1, 7: 2, 8: 1})
+    return found
+
+
+HONEST = ("honest", "张伟", "Αλέξανδρος", "month0", "full")
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory):
+    """(course, seconds, output of grade) after collect + grade --jobs 2 of the attack class on a scratch course."""
+    course = scratch_course(tmp_path_factory.mktemp("redteam"))
+    with zipfile.ZipFile(course / "download.zip", "w") as archive:
+        for name, notebook, _ in class_submissions().values():
+            archive.writestr(name, notebook if isinstance(notebook, bytes) else json.dumps(notebook))
+    patch_central(course / "download.zip", "month0/transformer.ipynb", month0=True)
+    patch_central(course / "download.zip", "bomb/transformer.ipynb", declared_size=2 << 30)
+    collect_run = subprocess.run([sys.executable, "-m", "grading.collect", str(course / "download.zip"), "--course",
+                                  str(course)], cwd=ROOT, capture_output=True, text=True)
+    assert collect_run.returncode == 0, collect_run.stdout + collect_run.stderr
+    started = time.monotonic()
+    grade_run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course)],
+                               cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert grade_run.returncode == 0, grade_run.stdout[-3000:] + grade_run.stderr[-3000:]
+    return course, time.monotonic() - started, grade_run.stdout
+
+
+def gradebook_grades(course):
+    """{(student, task): (score, needs_manual_grade)} from nbgrader's gradebook."""
+    from nbgrader.api import Gradebook
+    found = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for student in class_submissions():
+            notebook = gradebook.find_submission_notebook("transformer", "transformer", student)
+            for grade in notebook.grades:
+                found[(student, int(grade.name.rsplit("_", 1)[1]))] = (grade.score, grade.needs_manual_grade)
+    return found
+
+
+@pytest.mark.grading
+def test_attacks_score_what_they_earn_and_honest_work_keeps_full_marks(attacked):
+    course, _, _ = attacked
+    got = {(row["student_id"], int(row["task"])): float(row["score"]) for row in csv_rows(course / "grades_by_task.csv")}
+    wrong = {(student, task): (got.get((student, task)), score)
+             for student, (_, _, points) in class_submissions().items() if points
+             for task, score in points.items() if got.get((student, task)) != score}
+    assert not wrong, f"(student, task): (graded, expected) = {wrong}"
+    assert got[("liar", 1)] == 0 and got[("liar", 4)] == 1
+
+
+@pytest.mark.grading
+def test_grades_csv_task_scores_and_gradebook_agree_for_everyone(attacked):
+    course, _, _ = attacked
+    totals = {row["student_id"]: float(row["score"]) for row in csv_rows(course / "grades.csv")}
+    assert set(totals) == set(class_submissions())  # no one lost, no one merged
+    by_task = {}
+    for row in csv_rows(course / "grades_by_task.csv"):
+        by_task[row["student_id"]] = by_task.get(row["student_id"], 0) + float(row["score"])
+    book = gradebook_grades(course)
+    from_book = {}
+    for (student, _), (score, _) in book.items():
+        from_book[student] = from_book.get(student, 0) + score
+    assert totals == by_task == from_book
+
+
+@pytest.mark.grading
+def test_what_could_not_be_judged_is_flagged_for_manual_grading(attacked):
+    course, _, _ = attacked
+    book = gradebook_grades(course)
+    flagged = {key for key, (_, manual) in book.items() if manual}
+    assert ("liar", 1) in flagged and ("forged", 2) in flagged
+    assert all(("malformed", task) in flagged and ("bomb", task) in flagged for task in range(1, 9))
+    assert not [key for key in flagged if key[0] in HONEST + ("handheads", "handvalid", "emptyenc", "noise", "xss")]
+    report = (course / "grading_report.md").read_text()
+    plain = report.replace("\\", "")
+    assert "## Flagged for manual grading" in report and "GRADER ERROR" in plain
+    assert "tensor subclass" in plain and "records of its tests could not be read" in plain
+    assert "too large" in report_sections(plain)["bomb"] and "could not be unpacked" in report_sections(plain)["bomb"]
+
+
+@pytest.mark.grading
+def test_trained_attacks_say_why_they_scored_zero(attacked):
+    course, _, _ = attacked
+    plain = (course / "grading_report.md").read_text().replace("\\", "")
+    lines = {student: next(line for line in plain.splitlines() if line.startswith(f"- **{student}**"))
+             for student in ("handheads", "handvalid")}
+    assert "`num_heads` = '2' is not valid" in lines["handheads"].replace("&#x27;", "'")
+    assert "accuracy 5" in lines["handvalid"] and "with your weights" in lines["handvalid"]
+    assert "not cross-checked" not in plain and "borderline" not in plain
+    assert all("hand-written" in report_sections(plain)[student] for student in ("handheads", "handvalid", "emptyenc"))
+    page = visible_text(course / "feedback" / "emptyenc" / "transformer" / "transformer.html")
+    assert "Task 6: hidden: accuracy on 2000 fresh sequences of length 32: the trained model cannot be judged: the " \
+           "encoder holds no blocks" in page
+
+
+@pytest.mark.grading
+def test_no_student_text_is_shown_unescaped(attacked):
+    """<img onerror> from stderr, an exception and a file name: escaped in feedback, the stored notebook, the report."""
+    course, _, _ = attacked
+    pages = list((course / "feedback").glob("*/transformer/transformer.html"))
+    assert len(pages) == len(class_submissions())
+    assert not [page for page in pages if "<img src=x" in page.read_text(errors="replace")]
+    stored = list((course / "autograded").glob("*/transformer/transformer.ipynb"))
+    for path in stored:
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "markdown":
+                assert "<img" not in "".join(cell["source"]), path
+    report = (course / "grading_report.md").read_text()
+    assert "<img" not in report and "&lt;img src=x onerror=alert(1)&gt;" in report
+    xss_page = (course / "feedback" / "xss" / "transformer" / "transformer.html").read_text()
+    assert "&lt;img src=x onerror=alert(1)&gt;" in xss_page
+
+
+@pytest.mark.grading
+def test_huge_outputs_are_cut_and_odd_text_does_not_stop_the_run(attacked):
+    course, seconds, output = attacked
+    huge = course / "feedback" / "huge" / "transformer" / "transformer.html"
+    assert huge.stat().st_size < 6_000_000 and "not shown here" in huge.read_text()
+    assert "too large to show whole" in report_sections((course / "grading_report.md").read_text())["huge"]
+    noise = (course / "feedback" / "noise" / "transformer" / "transformer.html").read_text()
+    assert "\ufffd" in noise or "&#65533;" in noise  # the lone surrogates, replaced
+    per_submission = {line.split()[1].rstrip(":"): float(line.split()[-2])
+                      for line in output.splitlines() if line.startswith("graded ") and line.endswith(" s")}
+    print(f"\nred team, grade --jobs 2: {seconds:.0f} s for {len(per_submission)} submissions; each: {per_submission}")
+
+
+@pytest.mark.grading
+def test_a_notebook_nbgrader_cannot_take_stays_with_its_student(tmp_path):
+    """nbgrader fails on one rendered notebook: that student gets a minimal one, flagged; the other is untouched."""
+    from grading.course import Course
+    from grading.grade import Result, not_graded, prepare, publish, write_rendered
+    from grading.submissions import Submission
+    course = Course(scratch_course(tmp_path / "course"))
+    shared = prepare(course, "none")
+    results, submissions = [], []
+    for student in ("steady", "broken"):
+        folder = course.submitted / student / "transformer"
+        folder.mkdir(parents=True)
+        submissions.append(Submission(student, folder))
+        verdicts = not_graded(shared, "a test")
+        verdicts[4].score = 1.0
+        results.append(Result(student, verdicts, []))
+        write_rendered(shared, submissions[-1], render(shared.release, [], {}, verdicts, []))
+    (course.build / "rendered" / "broken" / "transformer" / "transformer.ipynb").write_text("{not json")
+    problems = publish(shared, submissions, results)
+    assert not problems
+    totals = {row["student_id"]: float(row["score"]) for row in csv_rows(course.root / "grades.csv")}
+    assert totals == {"steady": 1.0, "broken": 1.0}
+    assert results[1].flags and not results[0].flags
+    assert any("minimal" in note for note in results[1].notes)
+    assert (course.feedback / "broken" / "transformer" / "transformer.html").is_file()
+
+
+def test_collect_writes_nothing_outside_submitted_whatever_the_names(tmp_path):
+    """Names that climb out, are absolute, hold newlines or Markdown: no file outside submitted/, no id from them."""
+    notebook = json.dumps(read(RELEASE))
+    with zipfile.ZipFile(tmp_path / "download.zip", "w") as archive:
+        for name in ("../evil_transformer.ipynb", "/etc/evil_transformer.ipynb", "../../x/transformer.ipynb",
+                     "a\n## Flagged_transformer.ipynb", "[x](javascript:y)_transformer.ipynb", "._dot_transformer.ipynb"):
+            archive.writestr(zipfile.ZipInfo(name, (2026, 11, 20, 10, 0, 0)), notebook)
+    (tmp_path / "course").mkdir()
+    collected, unknown, skipped = collect(tmp_path / "download.zip", tmp_path / "course")
+    written = {path.relative_to(tmp_path) for path in tmp_path.rglob("*") if path.is_file()}
+    assert all(path.parts[:2] == ("course", "submitted") for path in written - {Path("download.zip")}), written
+    assert all(re.fullmatch(r"[\w.-]+", student) for student in collected), collected
+    assert not skipped
