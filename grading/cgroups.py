@@ -78,16 +78,7 @@ class MemoryCap:
 
     def remove(self):
         """Kill whatever is left in the group and remove it (a group with processes cannot be removed)."""
-        for _ in range(50):
-            pids = self.members()
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.1)
+        kill_until_gone(self.members, rounds=50)
         try:
             self.folder.rmdir()
         except OSError:
@@ -117,3 +108,17 @@ def _empty_and_remove(folder):
             pass
     time.sleep(0.2)
     folder.rmdir()
+
+
+def kill_until_gone(list_pids, rounds):
+    """SIGKILL every pid list_pids() returns, again every 0.1 s (forks race the kill), until none or rounds pass."""
+    for _ in range(rounds):
+        pids = list_pids()
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)

@@ -307,16 +307,7 @@ def sweep(uid, settle=5.0):
     while processes_of(uid, alive_only=True) and time.monotonic() < deadline:
         time.sleep(0.1)
     survivors = len(processes_of(uid, alive_only=True))
-    for _ in range(100):
-        pids = processes_of(uid)
-        if not pids:
-            break
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.1)
+    cgroups.kill_until_gone(lambda: processes_of(uid), rounds=100)
     return survivors
 
 
