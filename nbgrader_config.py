@@ -48,8 +48,8 @@ c.GenerateAssignment.preprocessors = [
     ClearSolutionsKeepingConstructors if step is ClearSolutions else step for step in _default
 ]
 
-# Every generated notebook opens with a line saying it is generated, and from what.
-c.IncludeHeaderFooter.header = "solutions/header.ipynb"
+# No header cell: what students receive holds nothing addressed to course staff. That notebooks/ is generated
+# from solutions/ is said in the README and enforced by tests/test_release.py.
 
 # ---------------------------------------------------------------------------------------------
 # Collecting and grading (`make collect`, `make grade`; see grading/ and the README's Instructors
