@@ -137,7 +137,7 @@ def plot_explained_variance(attention, untrained=None, threshold=0.99, title=Non
             ax.plot(ranks, reference[head], "--", label="untrained")
             head_title += f" (untrained {_rank_at(reference[head], threshold)})"
         ax.plot(ranks, ranks / length, ":", color="grey", label="permutation (mirror lookup)")
-        ax.axhline(threshold, color="red", linewidth=0.8)
+        ax.axhline(threshold, color="red", linewidth=0.8, label=f"{threshold:.0%} of the energy")
         ax.set(title=head_title, xlabel="rank k (singular values kept)", ylabel="share of energy kept",
                xlim=(1, length), ylim=(0, 1.02))
         ax.legend(loc="center right", fontsize="small")
