@@ -39,8 +39,8 @@ bench: $(STAMP)  ## measured performance: layers vs torch-native, time to 95%, a
 collect: $(STAMP)  ## unpack an LMS download: make collect ZIP=path/to/submissions.zip
 	$(BIN)/python -m grading.collect "$(ZIP)"
 
-grade: $(STAMP)  ## autograde everything under submitted/ (JOBS=N grades N submissions at once)
-	$(BIN)/python -m grading.grade --jobs "$(or $(JOBS),1)"
+grade: $(STAMP)  ## autograde everything under submitted/ in bubblewrap (JOBS=N at once; SANDBOX=none: unisolated)
+	$(BIN)/python -m grading.grade --jobs "$(or $(JOBS),1)" --sandbox "$(or $(SANDBOX),auto)"
 
 clean:
 	rm -rf $(VENV) build *.egg-info gradebook.db

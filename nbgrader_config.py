@@ -1,4 +1,5 @@
 """nbgrader configuration for the course (read by every `nbgrader` command run from this folder)."""
+import ast
 import re
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
@@ -71,9 +72,37 @@ TRAINING_CELL_TIMEOUT = 300
 c.Execute.timeout = CELL_TIMEOUT
 
 
+def calls_train(source):
+    """Whether the cell's code (not a comment or a string) calls the course's train(...).
+
+    A call counts when it names `train` itself or `course_lib...train`; `model.train()` (a module's
+    training mode) does not. Code that does not parse, even after IPython's magics are turned into
+    Python, calls nothing.
+    """
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+        source = TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 -- without IPython, or a cell it cannot transform: parse it as it is
+        pass
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "train":
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "train":
+            owner = node.func.value
+            while isinstance(owner, ast.Attribute):
+                owner = owner.value
+            if isinstance(owner, ast.Name) and owner.id == "course_lib":
+                return True
+    return False
+
+
 def cell_timeout(cell):
-    """Seconds a cell may run: training cells (they call train(...)) get longer than the rest."""
-    return TRAINING_CELL_TIMEOUT if re.search(r"\btrain\s*\(", cell.source) else CELL_TIMEOUT
+    """Seconds a cell may run: training cells (their code calls train(...)) get longer than the rest."""
+    return TRAINING_CELL_TIMEOUT if calls_train(cell.source) else CELL_TIMEOUT
 
 
 c.Execute.timeout_func = cell_timeout

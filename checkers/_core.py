@@ -7,9 +7,14 @@ from importlib import resources
 import torch
 import torch.nn as nn
 
+from ._traceback import render_traceback
+
 
 class CheckFailure(AssertionError):
     """A check failed; the message names the task and what is wrong."""
+
+    def _render_traceback_(self):  # IPython shows these lines: the student's line and the message, none of ours
+        return render_traceback(self)
 
 
 class NotImplementedYet(CheckFailure):

@@ -4,8 +4,8 @@ import inspect
 import torch
 import torch.nn as nn
 
-from ._compare import expect_tensor
-from ._core import NotImplementedYet, default_dtype
+from ._compare import expect_close, expect_tensor
+from ._core import CheckFailure, NotImplementedYet, default_dtype
 from ._weights import MissingPart
 
 REQUIRED = object()  # a pinned parameter without a default
@@ -57,22 +57,74 @@ def _show(value):
     return f"nn.{value.__name__}" if inspect.isclass(value) else repr(value)
 
 
-def build(task, cls, name, *args, dtype=torch.float64, **kwargs):
+# Said of a tensor whose dtype does not follow the default dtype (tools/mistakes.py quotes it).
+FIXED_DTYPE = ("a tensor created with a fixed dtype (NumPy's float64, or dtype=torch.float64) keeps it when the rest "
+               "of the model follows the default dtype: build it with torch functions in the default dtype, or "
+               "convert it with .to(torch.get_default_dtype()).")
+
+
+def _tensor_attributes(module):
+    """(name, tensor) for every parameter, buffer and plain tensor attribute of module and its submodules."""
+    for prefix, part in module.named_modules():
+        for key, value in vars(part).items():
+            if isinstance(value, torch.Tensor):
+                yield f"{prefix}.{key}".lstrip("."), value
+        for key, value in list(part._parameters.items()) + list(part._buffers.items()):
+            if value is not None:
+                yield f"{prefix}.{key}".lstrip("."), value
+
+
+def _other_dtype(module, dtype):
+    """The first (name, tensor) of module that is floating point but not of dtype, or None."""
+    return next(((key, value) for key, value in _tensor_attributes(module)
+                 if value.is_floating_point() and value.dtype != dtype), None)
+
+
+def build(task, cls, name, *args, dtype=torch.float64, native=False, **kwargs):
     """Construct the student's class, in dtype, with a clear message if that fails.
 
     args are the pinned parameters of `name` in order; kwargs any of them by name (see PINNED).
+    native: leave the module as built under the default dtype `dtype`, without the .to(dtype) that would hide a
+    tensor of a fixed dtype (see expect_native_output).
     """
     values = dict(zip(PINNED.get(name, {}), args), **kwargs)
     args, kwargs = constructor_call(cls, name, values)
     arguments = ", ".join([_show(a) for a in args] + [f"{k}={_show(v)}" for k, v in kwargs.items()])
     with default_dtype(dtype):
         module = task.call(f"{name}({arguments})", cls, *args, **kwargs)
-    if not isinstance(module, nn.Module):
-        task.fail(f"{name}(...) should create an nn.Module; did {name} forget to subclass nn.Module?")
-    if next(module.parameters(), None) is None and next(module.buffers(), None) is None:
-        raise NotImplementedYet(f"Task {task.number} is not implemented yet: {name}.__init__ creates no layers "
-                                "(replace the `# YOUR CODE HERE` comment with your code).")
+        if not isinstance(module, nn.Module):
+            task.fail(f"{name}(...) should create an nn.Module; did {name} forget to subclass nn.Module?")
+        if next(_tensor_attributes(module), None) is None:  # a plain tensor attribute is code, not a stub
+            raise NotImplementedYet(f"Task {task.number} is not implemented yet: {name}.__init__ creates no layers "
+                                    "(replace the `# YOUR CODE HERE` comment with your code).")
+        if native:
+            return module
     return module.to(dtype)
+
+
+def expect_native_output(task, module, name, what, run, expected, atol=1e-4, rtol=1e-4, **options):
+    """run(): module's forward on float32 input; module was built under the default dtype float32 (native=True).
+
+    The output must be float32, of expected's shape, and close to the float64 values (float32 carries about
+    7 digits; through a few layers the rounding stays far below 1e-4). When the forward fails or gives another
+    dtype and a tensor of module has a fixed other dtype, that tensor is named: it is the usual cause.
+    """
+    other = _other_dtype(module, torch.float32)
+    blame = None if other is None else (f"{name}.{other[0]} has dtype {other[1].dtype} in a module built with the "
+                                        f"default dtype torch.float32: {FIXED_DTYPE}")
+    try:
+        result = run()
+    except CheckFailure:
+        if blame:
+            task.fail(blame)
+        raise
+    first = result[0] if isinstance(result, (tuple, list)) and result else result
+    if blame and isinstance(first, torch.Tensor) and first.dtype != torch.float32:
+        task.fail(blame)
+    outputs = expect_output(task, what, result, expected.shape, torch.float32, **options)
+    outputs = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+    expect_close(task, f"{what} (float32, compared with float64 values)", outputs, expected, atol, rtol)
+    return outputs
 
 
 def load(task, module, slots_of, weights, name):

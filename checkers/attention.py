@@ -3,6 +3,7 @@ import torch
 
 from ._compare import diagnose, expect_close, expect_finite, expect_pair, expect_tensor, matches, signatures
 from ._core import CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture
+from ._probes import matrix_only_ops, normalised_axis, temperature
 
 ATOL, RTOL = 1e-6, 1e-6  # float64 inputs: any correct formulation lands within ~1e-12
 # What the property checks below say; tools/mistakes.py quotes them as the diagnoses of its planted mistakes.
@@ -11,6 +12,8 @@ BATCHED = ("`.T` reverses all axes of a batched tensor: transpose only the last 
            "multiply with @ or torch.matmul, which broadcast over the leading axes.")
 MASK_INVERTED = ("the mask looks inverted: mask is nonzero / True where a query MAY attend, so fill the scores with "
                  "-inf where mask == 0.")
+HARD_CODED_AXIS = ("an axis is probably hard-coded: count axes from the end, as in torch.softmax(scores, dim=-1), "
+                   "query.size(-1) and key.transpose(-2, -1), so that leading batch axes do not shift them.")
 OVERFLOW = ("the softmax overflows for large scores: subtract each row's maximum before exp(), or use "
             "torch.softmax(scores, dim=-1).")
 
@@ -41,32 +44,84 @@ def _expect_case(task, attention_fn, name, case, mask=None):
         raise
     except CheckFailure:
         _explain_batched(task, attention_fn, name, case)
+        _explain_mask_axes(task, attention_fn, name, case, mask)
         raise
     if not matches(attention, case["attention"], ATOL, RTOL):
         diagnose(task, f"attention ({name})", attention, signatures(case, "attention"), ATOL, RTOL)
-        _explain_batched(task, attention_fn, name, case)
-        _explain_attention(task, name, attention, case["mask"] if "mask" in case else None)
+        _explain_batched(task, attention_fn, name, case, attention)
+        _explain_mask_axes(task, attention_fn, name, case, mask)
+        _explain_attention(task, name, attention, case)
     expect_close(task, f"attention ({name})", attention, case["attention"], ATOL, RTOL)
-    expect_close(task, f"res ({name})", res, case["res"], ATOL, RTOL, signatures(case, "res"))
+    if not matches(res, case["res"], ATOL, RTOL):
+        expect_finite(task, f"res ({name})", res)
+        diagnose(task, f"res ({name})", res, signatures(case, "res"), ATOL, RTOL)
+        task.fail(f"in case '{name}' the attention weights are right but res is not: res is attention @ value, "
+                  "of shape (..., L_q, D_v), with nothing else applied.")
 
 
-def _explain_batched(task, attention_fn, name, case):
-    """Fail naming `.T` (or torch.mm) when a batched case is wrong but its first 2-D slice is right."""
+def _explain_batched(task, attention_fn, name, case, attention=None):
+    """Fail saying what is observed when a batched case is wrong but its first 2-D slice is right.
+
+    `.T` (or mm, t) is named only when the batched call was seen applying it to an N-D tensor; otherwise it says
+    what the weights show (the axis they sum to 1 along, the divisor of the scores).
+    """
     if case["query"].dim() <= 2 or "mask" in case:
         return
     first = (0,) * (case["query"].dim() - 2)
+    inputs = tuple(case[key] for key in ("query", "key", "value"))
     try:
-        res, attention = attention_fn(*(case[key][first] for key in ("query", "key", "value")))
+        res, attention_2d = attention_fn(*(tensor[first] for tensor in inputs))
         right = matches(res, case["res"][first], ATOL, RTOL) \
-            and matches(attention, case["attention"][first], ATOL, RTOL)
+            and matches(attention_2d, case["attention"][first], ATOL, RTOL)
+    except Exception:  # noqa: BLE001 -- only a probe: the caller reports the failure itself
+        return
+    if not right:
+        return
+    used = matrix_only_ops(attention_fn, *inputs)
+    if ".T" in used:
+        task.fail(f"in case '{name}' the result is right for 2-D inputs but not for batched ones: {BATCHED}")
+    if used:
+        task.fail(f"in case '{name}' the result is right for 2-D inputs but not for batched ones: {used[0]} takes "
+                  "matrices only; use key.transpose(-2, -1) and @ (torch.matmul), which broadcast over leading axes.")
+    seen = "" if attention is None else _observed(attention, case["attention"], case["query"])
+    task.fail(f"in case '{name}' the result is right for 2-D inputs but not for batched ones{seen}: {HARD_CODED_AXIS}")
+
+
+def _explain_mask_axes(task, attention_fn, name, case, mask=None):
+    """Fail when the function is right once its mask's last two axes are swapped: it reads them the wrong way round."""
+    mask = case.get("mask") if mask is None else mask
+    if mask is None or mask.dim() < 2:
+        return
+    try:
+        res, attention = attention_fn(case["query"], case["key"], case["value"], mask.transpose(-2, -1))
+        right = matches(res, case["res"], ATOL, RTOL) and matches(attention, case["attention"], ATOL, RTOL)
     except Exception:  # noqa: BLE001 -- only a probe: the caller reports the failure itself
         return
     if right:
-        task.fail(f"in case '{name}' the result is right for 2-D inputs but not for batched ones: {BATCHED}")
+        task.fail(f"in case '{name}' the result is right only when the mask is given transposed: mask[..., i, j] says "
+                  "whether query i may attend to key j, so use it as it is (shape (..., L_q, L_k)), without transposing.")
 
 
-def _explain_attention(task, name, attention, mask):
-    """Property checks that name the usual reason when the weights are wrong and no known mistake matched."""
+def _observed(attention, expected, query):
+    """', where <what the weights show>' for weights that are wrong without a mask, or ''."""
+    axis = normalised_axis(attention)
+    if axis is None:
+        return ""
+    if axis != attention.dim() - 1:
+        return (f", and the weights sum to 1 along axis {axis} (size {attention.size(axis)}) instead of the last axis, "
+                "the keys")
+    ratio = temperature(attention, expected)
+    if ratio is None or abs(ratio - 1) < 1e-3:
+        return ""
+    divisor, size = query.size(-1) / ratio ** 2, query.size(-1)
+    named = [axis for axis in range(query.dim() - 1) if abs(query.size(axis) - divisor) < 1e-3 * divisor]
+    which = f" = √query.size({named[0]})" if named else ""
+    return f", and the scores are divided by √{divisor:.4g}{which} instead of √query.size(-1) = √{size}"
+
+
+def _explain_attention(task, name, attention, case):
+    """Property checks that name what is wrong when the weights are wrong and no known mistake matched."""
+    mask = case.get("mask")
     if mask is not None:
         forbidden = (mask == 0).expand_as(attention)
         if not torch.isfinite(attention).all() or attention[~forbidden].abs().max() == 0:
@@ -77,8 +132,14 @@ def _explain_attention(task, name, attention, mask):
     expect_finite(task, f"attention ({name})", attention)
     rows = attention.sum(-1)
     if not torch.allclose(rows, torch.ones_like(rows), atol=1e-6):
+        worst = rows.flatten()[(rows - 1).abs().argmax()].item()
+        seen = _observed(attention, attention, case["query"])  # the axis the weights do sum to 1 along, if any
         task.fail(f"attention rows should sum to 1 along the last axis (the keys); in case '{name}' a row sums "
-                  f"to {rows.flatten()[(rows - 1).abs().argmax()].item():.4f}. Is the softmax over the right axis?")
+                  f"to {worst:.4f}{seen}. Is the softmax over the right axis?")
+    if mask is None:
+        seen = _observed(attention, case["attention"], case["query"])
+        if seen:
+            task.fail(f"in case '{name}' the weights are a softmax over the keys{seen}.")
 
 
 def _expect_masked_keys_ignored(task, attention_fn, case):

@@ -2,9 +2,11 @@
 import torch
 import torch.nn as nn
 
-from ._compare import diagnose, expect_close, expect_tensor, matches, signatures
+from ._classifier_probes import explain_activation, explain_classifier
+from ._dependencies import explain_parts, part_class
+from ._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
 from ._core import check_function, expect_module_class, load_fixture
-from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
+from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from ._weights import MissingPart, classifier_slots, encoder_blocks
 
 ATOL, RTOL = 1e-5, 1e-5  # a float32 `pe` table, converted to float64, costs up to ~1e-6 here
@@ -32,15 +34,23 @@ def expect_structure(task, model, config, name):
                   "(a list comprehension), or the layers share their weights.")
 
 
-def expect_classifier(task, model, case, x, name):
-    """Logits and attention maps against the fixture, then [CLS] use, batch independence and gradients."""
+def expect_classifier(task, model, case, x, name, rebuild=None):
+    """Logits and attention maps against the fixture, then [CLS] use, batch independence and gradients.
+
+    rebuild: activation class -> the same model built with that activation (for a probe), or None.
+    """
     before = x.clone()
     num_classes = case["logits"].size(1)
     logits = _logits(task, model, x, name, num_classes)
     expect_unchanged(task, before, x)
     if not matches(logits, case["logits"], ATOL, RTOL):
+        expect_finite(task, f"{name} logits", logits)
         diagnose(task, f"{name} logits", logits, signatures(case, "logits"), ATOL, RTOL)
         _explain_logits(task, model, x, name)
+        _explain_parts(task, model, name)
+        if rebuild is not None:
+            explain_activation(task, name, rebuild, x, len(case["attention"]))
+        explain_classifier(task, name, model, x)
     expect_close(task, f"{name} logits", logits, case["logits"], ATOL, RTOL)
     _expect_attention_maps(task, model, case, x, name)
     if not torch.allclose(_logits(task, model, x[1:], name, num_classes, "x[1:]"), logits[1:], atol=ATOL):
@@ -73,7 +83,18 @@ def _expect_attention_maps(task, model, case, x, name):
                   f"({len(case['attention'])}), got {type(maps).__name__}{size}.")
     for layer, (got, expected) in enumerate(zip(maps, case["attention"])):
         expect_tensor(task, f"{name}.forward_attention(x)[{layer}]", got, expected.shape, x.dtype)
+        if not matches(got, expected, ATOL, RTOL):
+            expect_finite(task, f"{name}.forward_attention(x)[{layer}]", got)
+            _explain_parts(task, model, name)
         expect_close(task, f"{name}.forward_attention(x)[{layer}]", got, expected, ATOL, RTOL)
+
+
+def _explain_parts(task, model, name):
+    """Fail naming the positional encoding or encoder block class when it fails its own task's check."""
+    blocks = encoder_blocks(model)
+    linformer = bool(blocks) and hasattr(getattr(blocks[0], "attention", None), "e_proj")  # Task 7 checks its blocks
+    explain_parts(task, name, [("its positional_encoding", 4, part_class(model, "positional_encoding")),
+                               ("its encoder block class", 3, None if not blocks or linformer else type(blocks[0]))])
 
 
 def _explain_logits(task, model, x, name):
@@ -101,6 +122,17 @@ def _expect_cls_token_used(task, model, x, logits, name):
         task.fail(f"changing {name}.cls_token does not change the logits: prepend it to every sequence at position 0.")
 
 
+def _expect_dropout_passed_on(task, cls, name, fixture):
+    """With dropout=0.5 in train mode, two passes must differ: the blocks got the `dropout` argument."""
+    model = build(task, cls, name, **dict(fixture["config"], dropout=0.5)).train()
+    torch.manual_seed(0)
+    num_classes = fixture["config"]["num_classes"]
+    first, second = (_logits(task, model, fixture["x"], name, num_classes) for _ in range(2))
+    if torch.equal(first, second):
+        task.fail(f"{name}(dropout=0.5) in train mode gave the same logits twice: pass `dropout` on to every "
+                  "EncoderBlock.")
+
+
 def build_loaded(task, cls, name, config, case, activation, slots_of=classifier_slots):
     kwargs = {} if activation is None else {"activation": activation}
     model = build(task, cls, name, **config, **kwargs)
@@ -114,14 +146,19 @@ def check_task_5(task, TransformerForSequenceClassification):
     cls, name = TransformerForSequenceClassification, "TransformerForSequenceClassification"
     expect_module_class(task, cls, name)
     fixture = load_fixture(5)
+    rebuild = lambda activation: build(task, cls, name, **fixture["config"], activation=activation).eval()  # noqa: E731
     for case_name, activation in (("GELU", None), ("ReLU", nn.ReLU)):
         model = build_loaded(task, cls, name, fixture["config"], fixture["cases"][case_name], activation)
-        expect_classifier(task, model, fixture["cases"][case_name], fixture["x"], name)
+        expect_classifier(task, model, fixture["cases"][case_name], fixture["x"], name, rebuild)
     num_classes = fixture["config"]["num_classes"]
     first, second = (_logits(task, model, fixture["x"], name, num_classes) for _ in range(2))
     if not torch.equal(first, second):
         task.fail(f"{name} in eval mode gave two different outputs for the same input.")
-    single = build(task, cls, name, **fixture["config"], dtype=torch.float32).eval()
-    expect_output(task, f"{name} on float32 input", task.call(f"{name}.forward", single, fixture["x"].float()),
-                  fixture["cases"]["GELU"]["logits"].shape, torch.float32, attention_api=False)
+    _expect_dropout_passed_on(task, cls, name, fixture)
+    case = fixture["cases"]["GELU"]
+    single = build(task, cls, name, **fixture["config"], dtype=torch.float32, native=True)
+    single = load(task, single, classifier_slots, case["weights"], name).eval()
+    expect_native_output(task, single, name, f"{name} on float32 input",
+                         lambda: task.call(f"{name}.forward", single, fixture["x"].float()), case["logits"],
+                         attention_api=False)
     task.passed("[CLS] token, embedding, positions, encoder stack, read-out, attention maps and gradients are right.")

@@ -2,14 +2,21 @@
 import torch
 import torch.nn as nn
 
-from ._compare import expect_close, expect_tensor, signatures
+from ._block_probes import explain_activation, explain_block
+from ._dependencies import explain_parts, part_class
+from ._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
 from ._core import check_function, expect_module_class, load_fixture
-from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
+from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from ._weights import block_slots
 
 ATOL, RTOL = 1e-6, 1e-6
 DROPOUT_IN_EVAL = ("dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
                    "under .eval().")
+DROPOUT_ON_RESIDUAL = ("dropout acts on the residual path too: with both sub-layers' outputs zero, dropout in train "
+                       "mode still changes the output; apply it to each sub-layer's output only, "
+                       "norm1(x + dropout(attention(x))).")
+# The weights that make each sub-layer output zero: the attention's output projection, the feed-forward's last layer.
+SUBLAYER_OUTPUTS = ("attention.o_proj.weight", "attention.o_proj.bias", "feedforward.out.weight", "feedforward.out.bias")
 
 
 def _forward(task, block, x, what="EncoderBlock.forward", **kwargs):
@@ -31,16 +38,41 @@ def _loaded_block(task, cls, fixture, case_name, dropout=0.0):
     return load(task, block, block_slots, fixture["cases"][case_name]["weights"], "EncoderBlock").eval()
 
 
-def _expect_values(task, block, fixture, case_name):
+def _expect_values(task, cls, block, fixture, case_name):
     x, case, what = fixture["x"], fixture["cases"][case_name], f"EncoderBlock (activation=nn.{case_name})"
     outputs = expect_output(task, what, _forward(task, block, x), x.shape, x.dtype)
+    if not matches(outputs, case["outputs"], ATOL, RTOL):
+        _explain(task, cls, block, fixture, case_name, outputs)
     expect_close(task, f"{what} output", outputs, case["outputs"], ATOL, RTOL, signatures(case, "outputs"))
     outputs, attention = expect_output(task, what, _forward(task, block, x, return_attention=True), x.shape, x.dtype, True)
     expect_tensor(task, f"{what} attention", attention, case["attention"].shape, x.dtype)
-    expect_close(task, f"{what} attention", attention, case["attention"], ATOL, RTOL, signatures(case, "attention"))
+    _expect_close_or_blame_attention(task, block, f"{what} attention", attention, case, "attention")
     masked = expect_output(task, f"{what} with a mask", _forward(task, block, x, mask=fixture["mask"]), x.shape, x.dtype)
-    expect_close(task, f"{what} output with a causal mask", masked, case["masked_outputs"], ATOL, RTOL,
-                 signatures(case, "masked_outputs"))
+    if torch.equal(masked, outputs) and not matches(masked, case["masked_outputs"], ATOL, RTOL):
+        diagnose(task, f"{what} output with a causal mask", masked, signatures(case, "masked_outputs"), ATOL, RTOL)
+        task.fail(f"{what}: a causal mask changes nothing in the output: pass `mask` on to self.attention.")
+    _expect_close_or_blame_attention(task, block, f"{what} output with a causal mask", masked, case, "masked_outputs")
+
+
+def _expect_close_or_blame_attention(task, block, what, got, case, key):
+    """expect_close, but first name a known mistake, then an attention module that fails Task 2's check."""
+    if not matches(got, case[key], ATOL, RTOL):
+        expect_finite(task, what, got)
+        diagnose(task, what, got, signatures(case, key), ATOL, RTOL)
+        explain_parts(task, what, [("its attention module", 2, part_class(block, "attention"))])
+    expect_close(task, what, got, case[key], ATOL, RTOL)
+
+
+def _explain(task, cls, block, fixture, case_name, outputs):
+    """Name a known mistake, or the first property of the post-norm block that fails."""
+    x, case, what = fixture["x"], fixture["cases"][case_name], f"EncoderBlock (activation=nn.{case_name})"
+    expect_finite(task, f"{what} output", outputs)
+    diagnose(task, f"{what} output", outputs, signatures(case, "outputs"), ATOL, RTOL)
+    explain_parts(task, what, [("its attention module", 2, part_class(block, "attention"))])
+    sizes = fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"]
+    explain_activation(task, what, lambda activation: build(task, cls, "EncoderBlock", *sizes, activation=activation)
+                       .eval(), x, fixture["feedforward_dim"])
+    explain_block(task, what, block, x, block_slots(block))
 
 
 def _expect_dropout(task, cls, fixture):
@@ -56,6 +88,20 @@ def _expect_dropout(task, cls, fixture):
     if torch.allclose(first, second):
         task.fail("with dropout=0.5 in train mode two forward passes gave the same output: is `dropout` used "
                   "(and created as nn.Dropout(dropout))?")
+    _expect_residual_path_kept(task, block, x)
+
+
+def _expect_residual_path_kept(task, block, x, slots_of=block_slots):
+    """With both sub-layers silenced, train-mode dropout must not change the output: it belongs on the sub-layers."""
+    slots = slots_of(block)
+    with torch.no_grad():
+        for role in SUBLAYER_OUTPUTS:
+            slots[role].zero_()
+    block.train()
+    torch.manual_seed(1)
+    first, second = _outputs(task, block, x), _outputs(task, block, x)
+    if not torch.allclose(first, second, atol=ATOL):
+        task.fail(f"EncoderBlock(dropout=0.5): {DROPOUT_ON_RESIDUAL}")
 
 
 def _expect_permutation_equivariant(task, block, x):
@@ -73,13 +119,14 @@ def check_task_3(task, EncoderBlock):
     fixture = load_fixture(3)
     for case_name in ("ReLU", "GELU"):
         block = _loaded_block(task, EncoderBlock, fixture, case_name)
-        _expect_values(task, block, fixture, case_name)
+        _expect_values(task, EncoderBlock, block, fixture, case_name)
     _expect_permutation_equivariant(task, block, fixture["x"])
     _expect_dropout(task, EncoderBlock, fixture)
     inputs = fixture["x"].clone().requires_grad_(True)
     expect_gradients_everywhere(task, block, _outputs(task, block, inputs).pow(2).sum(), inputs, "EncoderBlock")
     sizes = fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"]
-    single = build(task, EncoderBlock, "EncoderBlock", *sizes, dtype=torch.float32).eval()
-    expect_output(task, "EncoderBlock on float32 input", _forward(task, single, fixture["x"].float()),
-                  fixture["x"].shape, torch.float32)
+    single = build(task, EncoderBlock, "EncoderBlock", *sizes, dtype=torch.float32, native=True)
+    single = load(task, single, block_slots, fixture["cases"]["ReLU"]["weights"], "EncoderBlock").eval()
+    expect_native_output(task, single, "EncoderBlock", "EncoderBlock on float32 input",
+                         lambda: _forward(task, single, fixture["x"].float()), fixture["cases"]["ReLU"]["outputs"])
     task.passed("post-norm residual layout, activation, masks, dropout, gradients and dtypes are right.")

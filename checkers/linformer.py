@@ -4,9 +4,11 @@ from functools import partial
 import torch
 import torch.nn as nn
 
-from ._compare import expect_close, expect_tensor, signatures
+from ._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
 from ._core import CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
-from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
+from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
+from ._block_probes import explain_block
+from ._probes import explain_heads
 from ._weights import LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots
 from .classifier import build_loaded, expect_classifier
 
@@ -24,10 +26,10 @@ def _forward(task, module, x, what, **kwargs):
     return result
 
 
-def _expect_layer(task, module, case, name):
-    """Outputs and attention against the fixture (naming projected queries), then gradients."""
+def _expect_layer(task, module, case, name, explain):
+    """Outputs and attention against the fixture (naming projected queries, or a failed property), then gradients."""
     try:
-        _expect_values(task, module, case, name)
+        _expect_values(task, module, case, name, explain)
     except NotImplementedYet:
         raise
     except CheckFailure:
@@ -40,9 +42,14 @@ def _expect_layer(task, module, case, name):
     expect_gradients_everywhere(task, module, loss, inputs, name)
 
 
-def _expect_values(task, module, case, name):
+def _expect_values(task, module, case, name, explain):
     x = case["x"]
     outputs = expect_output(task, f"{name}(x)", _forward(task, module, x, f"{name}.forward"), x.shape, x.dtype)
+    if not matches(outputs, case["outputs"], ATOL, RTOL):
+        expect_finite(task, f"{name} output", outputs)
+        diagnose(task, f"{name} output", outputs, signatures(case, "outputs"), ATOL, RTOL)
+        _explain_projections(task, module, x, name)
+        explain()
     expect_close(task, f"{name} output", outputs, case["outputs"], ATOL, RTOL, signatures(case, "outputs"))
     result = _forward(task, module, x, f"{name}.forward", return_attention=True)
     _, attention = expect_output(task, name, result, x.shape, x.dtype, with_attention=True)
@@ -87,17 +94,24 @@ def check_task_7(task, LinformerAttention, LinformerBlock, LinformerForSequenceC
     case = fixture["attention"]
     attention = load(task, build(task, LinformerAttention, "LinformerAttention", *case["args"]), slots,
                      case["weights"], "LinformerAttention")
-    _expect_layer(task, attention, case, "LinformerAttention")
-    single = build(task, LinformerAttention, "LinformerAttention", *case["args"], dtype=torch.float32)
-    expect_output(task, "LinformerAttention on float32 input", _forward(task, single, case["x"].float(),
-                  "LinformerAttention.forward"), case["x"].shape, torch.float32)
+    num_heads = case["args"][1]
+    _expect_layer(task, attention, case, "LinformerAttention",
+                  lambda: explain_heads(task, "LinformerAttention", attention, case["x"], case, slots(attention), num_heads))
+    single = build(task, LinformerAttention, "LinformerAttention", *case["args"], dtype=torch.float32, native=True)
+    single = load(task, single, slots, case["weights"], "LinformerAttention")
+    expect_native_output(task, single, "LinformerAttention", "LinformerAttention on float32 input",
+                         lambda: _forward(task, single, case["x"].float(), "LinformerAttention.forward"), case["outputs"])
     case = fixture["block"]
     block = build(task, LinformerBlock, "LinformerBlock", *case["args"])
     block = load(task, _expect_linformer_block(task, block, LinformerAttention),
                  partial(block_slots, projections=LINFORMER_PROJECTIONS), case["weights"], "LinformerBlock").eval()
-    _expect_layer(task, block, case, "LinformerBlock")
+    block_roles = partial(block_slots, projections=LINFORMER_PROJECTIONS)
+    _expect_layer(task, block, case, "LinformerBlock",
+                  lambda: explain_block(task, "LinformerBlock", block, case["x"], block_roles(block)))
     case, name = fixture["classifier"], "LinformerForSequenceClassification"
     model = build_loaded(task, LinformerForSequenceClassification, name, case["config"], case, None,
                          partial(classifier_slots, projections=LINFORMER_PROJECTIONS))
-    expect_classifier(task, model, case, case["x"], name)
+    rebuild = lambda activation: build(task, LinformerForSequenceClassification, name, **case["config"],  # noqa: E731
+                                       activation=activation).eval()
+    expect_classifier(task, model, case, case["x"], name, rebuild)
     task.passed("sequence-axis projections E and F, attention of shape (B, H, L, proj_dim), block and classifier are right.")

@@ -1,9 +1,11 @@
 """Task 2: multi-head attention."""
 import torch
 
-from ._compare import expect_close, expect_tensor, matches, signatures
+from ._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
 from ._core import check_function, expect_module_class, load_fixture
-from ._modules import build, expect_gradients_everywhere, expect_output, expect_unchanged, load
+from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
+from ._dependencies import attention_function, explain_parts
+from ._probes import explain_heads, explain_mask
 from ._weights import attention_slots
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -32,9 +34,28 @@ def _expect_heads(task, cls, case, embed_dim, num_heads):
             task.fail(f"{what}: {HEAD_AXIS_MISSING}")
         outputs, attention = expect_output(task, what, _forward(task, layer, x, expected["mask"]), x.shape, x.dtype, True)
         expect_tensor(task, f"{what}: attention", attention, (batch_size, num_heads, seq_len, seq_len), x.dtype)
+        if not (matches(attention, expected["attention"], ATOL, RTOL) and matches(outputs, expected["outputs"], ATOL, RTOL)):
+            _explain(task, what, layer, x, expected, (outputs, attention), num_heads)
         expect_close(task, f"{what}: attention", attention, expected["attention"], ATOL, RTOL, signatures(expected, "attention"))
         expect_close(task, f"{what}: outputs", outputs, expected["outputs"], ATOL, RTOL, signatures(expected, "outputs"))
     return layer
+
+
+def _explain(task, what, layer, x, expected, got, num_heads):
+    """Name a known mistake, or else the property that fails, for wrong weights or outputs."""
+    outputs, attention = got
+    expect_finite(task, f"{what}: attention", attention)
+    expect_finite(task, f"{what}: outputs", outputs)
+    diagnose(task, f"{what}: attention", attention, signatures(expected, "attention"), ATOL, RTOL)
+    diagnose(task, f"{what}: outputs", outputs, signatures(expected, "outputs"), ATOL, RTOL)
+    explain_parts(task, what, [("the scaled_softmax_attention it calls", 1, attention_function(type(layer)))])
+    if expected["mask"] is None:
+        explain_heads(task, what, layer, x, expected, attention_slots(layer), num_heads)
+    else:
+        if _right(layer, x, expected["mask"].transpose(-2, -1), expected):
+            task.fail(f"{what}: the result is right only when the mask is given transposed: mask[..., i, j] says "
+                      "whether query i may attend to key j; use it without transposing.")
+        explain_mask(task, what, attention, expected["mask"])
 
 
 def _right(layer, x, mask, expected):
@@ -70,7 +91,10 @@ def check_task_2(task, MultiheadAttention):
     outputs = expect_output(task, "MultiheadAttention(x)", _forward(task, layer, inputs, return_attention=False),
                             x.shape, x.dtype)
     expect_gradients_everywhere(task, layer, outputs.pow(2).sum(), inputs, "MultiheadAttention")
-    single = build(task, MultiheadAttention, "MultiheadAttention", fixture["embed_dim"], 2, dtype=torch.float32)
-    expect_output(task, "MultiheadAttention on float32 input", _forward(task, single, x.float(), return_attention=False),
-                  x.shape, torch.float32)
+    single = build(task, MultiheadAttention, "MultiheadAttention", fixture["embed_dim"], 2, dtype=torch.float32,
+                   native=True)
+    single = load(task, single, attention_slots, fixture["cases"][2]["weights"], "MultiheadAttention")
+    expect_native_output(task, single, "MultiheadAttention", "MultiheadAttention on float32 input",
+                         lambda: _forward(task, single, x.float(), return_attention=False),
+                         fixture["cases"][2]["masks"]["none"]["outputs"])
     task.passed("projections, head split and merge, all mask shapes, 2 and 4 heads, gradients and dtypes are right.")

@@ -1,5 +1,6 @@
-"""Device choice and seeding, so the same notebook runs on a laptop CPU, Colab or a GPU box."""
+"""Device choice, CPU threads and seeding, so the same notebook runs on a laptop CPU, Colab or a GPU box."""
 import random
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -15,3 +16,15 @@ def seed_everything(seed):
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+@contextmanager
+def cpu_threads(count):
+    """Run torch on `count` CPU threads inside the block (None: leave torch's setting), then restore the setting."""
+    previous = torch.get_num_threads()
+    if count:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

@@ -5,8 +5,17 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
+from .device import cpu_threads
 from .metrics import accuracy, classification_loss
 from .schedule import WarmupCosineSchedule, warmup_cosine_factor
+
+# torch's CPU threads while training. The course's tensors are too small to gain from a second thread, and on a
+# shared machine a thread that loses its core makes every op wait for it. Measured by `python -m tools.measure_threads`
+# on the course's 2-core machine, busy with other jobs (load average 6.6-22), two runs: ms per training step of the
+# notebook's model (median of 6 rounds), 1 thread vs 2: 15 vs 269 and 15 vs 1,347; with one more busy process of the
+# script's own: 21 vs 414 and 32 vs 1,114; run at priority over the other jobs (nice -19, load 7.5): 11 vs 838.
+# Not yet measured on an idle machine.
+CPU_THREADS = 1
 
 
 @dataclass
@@ -51,7 +60,8 @@ def stop_at_accuracy(target):
 
 
 def train(model, train_loader, val_loader, num_epochs, lr, warmup_steps=0, device=None, weight_decay=0.0,
-          betas=(0.9, 0.98), eval_every=50, max_seconds=None, callbacks=(), loss_fn=classification_loss):
+          betas=(0.9, 0.98), eval_every=50, max_seconds=None, callbacks=(), loss_fn=classification_loss,
+          threads=CPU_THREADS):
     """Train model with AdamW and a warm-up + cosine schedule, evaluating every eval_every steps.
 
     The model is evaluated once before the first step, so the curves start at the untrained loss.
@@ -72,6 +82,7 @@ def train(model, train_loader, val_loader, num_epochs, lr, warmup_steps=0, devic
         callbacks: callables taking the History after each evaluation; one returning True stops training.
             A callback with a finish(history) method has it called once training ends.
         loss_fn: loss_fn(logits, labels) -> scalar tensor.
+        threads: torch's CPU threads while training on the CPU (restored afterwards); None keeps torch's setting.
 
     Returns:
         History of the run.
@@ -80,11 +91,12 @@ def train(model, train_loader, val_loader, num_epochs, lr, warmup_steps=0, devic
     history = History()
     run = _Run(model, train_loader, val_loader, device, loss_fn, history, callbacks)
     total_steps = num_epochs * len(train_loader)
-    run.evaluate(step=0, train_loss=float("nan"), lr=lr * warmup_cosine_factor(0, warmup_steps, total_steps))
-    # built after the first evaluation, so an unfinished model fails in its own forward first
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, betas=betas)
-    schedule = WarmupCosineSchedule(optimizer, warmup_steps, total_steps)
-    run.loop(optimizer, schedule, num_epochs, eval_every, max_seconds)
+    with cpu_threads(threads if device.type == "cpu" else None):
+        run.evaluate(step=0, train_loss=float("nan"), lr=lr * warmup_cosine_factor(0, warmup_steps, total_steps))
+        # built after the first evaluation, so an unfinished model fails in its own forward first
+        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, betas=betas)
+        schedule = WarmupCosineSchedule(optimizer, warmup_steps, total_steps)
+        run.loop(optimizer, schedule, num_epochs, eval_every, max_seconds)
     for callback in callbacks:
         if hasattr(callback, "finish"):
             callback.finish(history)  # e.g. the last redraw of live curves
@@ -133,6 +145,16 @@ class _Run:
                 losses = []
                 if stop or out_of_time:
                     break
+            _end_at_steps_run(progress)  # not reached on an error: that bar stays red
+
+
+def _end_at_steps_run(progress):
+    """Make the bar's total the steps actually run: tqdm marks a bar closed short of its total as failed (red)."""
+    progress.total = progress.n
+    for widget in getattr(getattr(progress, "container", None), "children", ()):  # tqdm.notebook's widgets
+        if hasattr(widget, "bar_style"):  # the bar itself, whose length was fixed when it was drawn
+            widget.max = progress.n
+    progress.refresh()
 
 
 def _batches(loader, num_epochs):

@@ -9,7 +9,7 @@ Never shipped to students (not part of the installed package). The pipeline, one
     cases/                   visible and hidden test cases (inputs and weights only)
     expected.py              what each case must produce, from the reference in solutions/
     runtime.py               the read-only folder a probe runs from
-    sandbox.py, jail.py      namespaces, hidden course, unprivileged uid, resource limits
+    sandbox.py, cgroups.py   bubblewrap: allow-list root, namespaces, unprivileged uid, memory, disk and CPU caps
     supervise.py, probe.py   run the student's code and record outputs; survive hangs and crashes
     recipes.py               one case, run the same way on student and reference objects
     compare.py, trained.py   compare records with the reference's

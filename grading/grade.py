@@ -39,7 +39,7 @@ class Shared:
     """What every submission is graded against, prepared once per run."""
 
     course: Course
-    mode: str
+    box: sandbox.Sandbox
     release: dict
     layout: list
     reference: dict
@@ -67,7 +67,7 @@ class Result:
         return sum(verdict.points for verdict in self.verdicts.values())
 
 
-def prepare(course, mode):
+def prepare(course, box):
     """Reference, cases, expected values and the probes' runtime folder."""
     release = read(course.release_notebook)
     layout = release_layout(release)
@@ -76,7 +76,7 @@ def prepare(course, mode):
     cases = build_cases(reference)
     expected = expected_records(cases, reference, {task: cell.names for task, cell in checks.items()})
     runtime = prepare_runtime(course.build / "runtime", cases)
-    return Shared(course, mode, release, layout, reference, cases, expected,
+    return Shared(course, box, release, layout, reference, cases, expected,
                   {task: cell.points for task, cell in checks.items()}, runtime)
 
 
@@ -89,7 +89,7 @@ def probe_and_score(submission, notebook, shared, slot):
     """(program, probe run, verdicts, deviations) of a readable submission."""
     program, deviations = build_program(notebook, shared.layout, shared.course.limit_for)
     scratch = shared.course.build / "scratch" / submission.student
-    run = run_probe(Job(program, scratch, shared.runtime, shared.course.root, shared.mode, slot))
+    run = run_probe(Job(program, scratch, shared.runtime, shared.box, slot))
     verdicts = score_submission(shared.cases, shared.expected, run.records, shared.points, shared.reference)
     return program, run, verdicts, deviations
 
@@ -171,12 +171,15 @@ def publish(course, results):
 
 
 def parse(argv):
-    """The command line: --jobs, --course, --sandbox."""
+    """The command line: --jobs, --course, --sandbox, --memory, --scratch."""
     parser = argparse.ArgumentParser(description="Grade every submission under submitted/.")
     parser.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default 1)")
     parser.add_argument("--course", default=".", help="course folder (default: here)")
-    parser.add_argument("--sandbox", choices=("auto", "namespace", "none"), default="auto",
-                        help="isolation of student code (default: namespaces when possible)")
+    parser.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto",
+                        help="isolation of student code: bubblewrap (auto, bwrap; the default), or none "
+                             "(student code runs unisolated: trusted notebooks only)")
+    parser.add_argument("--memory", type=float, default=4.0, help="GiB of memory per submission (default 4)")
+    parser.add_argument("--scratch", type=float, default=1.0, help="GiB of scratch disk per submission (default 1)")
     return parser.parse_args(argv)
 
 
@@ -186,19 +189,23 @@ def main(argv=None):
     if not (Path(args.course) / "nbgrader_config.py").is_file():
         sys.exit(f"grade: {Path(args.course).resolve()} has no nbgrader_config.py; run from the course folder")
     started, course = time.monotonic(), Course(args.course)
-    mode, warning = sandbox.choose(args.sandbox)
-    if warning:
-        print(warning, file=sys.stderr)
+    try:
+        box = sandbox.choose(args.sandbox, args.memory, args.scratch)
+    except sandbox.SandboxUnavailable as error:
+        sys.exit(f"grade: {error}")
+    print("\n".join(box.found), flush=True)
+    if box.warning:
+        print(f"\n{'!' * 100}\n{box.warning}\n{'!' * 100}\n", file=sys.stderr, flush=True)
     submissions = discover(course.submitted, course.assignment)
     if not submissions:
         sys.exit(f"grade: no submissions under {course.submitted}/<student>/{course.assignment}/; "
                  "run `make collect ZIP=...` first")
     shutil.rmtree(course.build / "rendered", ignore_errors=True)
-    shared = prepare(course, mode)
+    shared = prepare(course, box)
     results = grade_all(submissions, shared, max(1, args.jobs))
     problems = publish(course, results)
-    context = {"jobs": max(1, args.jobs), "sandbox": warning, "seconds": time.monotonic() - started,
-               "problems": problems}
+    context = {"jobs": max(1, args.jobs), "sandbox": box.warning or "; ".join(box.found),
+               "seconds": time.monotonic() - started, "problems": problems}
     write_report(course.root / "grading_report.md", course.assignment, results, context)
     print(f"graded {len(results)} submission(s) in {context['seconds']:.0f} s: grades.csv, grades_by_task.csv, "
           f"grading_report.md, {course.feedback.name}/" + "".join(f"\nPROBLEM: {p}" for p in problems))

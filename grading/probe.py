@@ -4,9 +4,10 @@ Usage (by grading/supervise.py, never by hand): python -I probe.py SCRATCH
 
 Runs as an unprivileged user without network, in SCRATCH/work, on the student's code, with the
 given and check cells of the pristine release. It never sees an expected value: it reads
-cases.pt beside this file and SCRATCH/input/{program.json, resume.json}, and writes SCRATCH/out/:
-progress.jsonl (cell start/end), cell_<i>.json (each cell's output) and task_<n>.pt (records of
-the task's cases, written at its check cell). The grader trusts none of it except as data to compare.
+cases.pt beside this file and SCRATCH/input/{program.json, resume.json}, writes the start and end of
+each cell to the pipe the grader passes as file descriptor GRADING_PROGRESS_FD, and writes SCRATCH/out/:
+cell_<i>.json (each cell's output) and task_<n>.pt (records of the task's cases, written at its check
+cell). The grader trusts none of it except as data to compare, and keeps the time itself.
 """
 import importlib
 import json
@@ -22,7 +23,7 @@ import torch  # noqa: E402
 
 import recipes  # noqa: E402
 
-_save, _replace, _dumps = torch.save, os.replace, json.dumps  # captured before any student code runs
+_save, _replace, _dumps, _open = torch.save, os.replace, json.dumps, os.open  # captured before student code runs
 TEXT_LIMIT = 20_000
 WATCHED = {"torch": ("allclose", "equal", "isclose", "save", "load"), "torch.testing": ("assert_close",),
            "torch.Tensor": ("clone", "detach", "__eq__"), "torch.nn.Module": ("__call__",),
@@ -84,7 +85,7 @@ class Probe:
         read = lambda name: json.load(open(os.path.join(scratch, "input", name)))  # noqa: E731
         self.program, self.resume = read("program.json"), read("resume.json")
         self.cases = torch.load(os.path.join(HERE, "cases.pt"), weights_only=True)
-        self.progress = open(os.path.join(self.out, "progress.jsonl"), "a", buffering=1)
+        self.progress = os.fdopen(int(os.environ["GRADING_PROGRESS_FD"]), "w", buffering=1)
         self.shell = make_shell()
         self.originals = watched_objects()
 
@@ -116,7 +117,8 @@ class Probe:
             records = record_cases(self.cases[task], [namespace[name] for name in cell["names"]], namespace,
                                    cell["names"], cell["limit"] * 0.6)
         path = os.path.join(self.out, f"task_{task}.pt")
-        _save(records, path + ".part")
+        with fresh_file(path + ".part") as file:
+            _save(records, file)
         _replace(path + ".part", path)
         return execute(self.shell, cell["source"], cell["limit"] * 0.3)
 
@@ -193,9 +195,18 @@ def close_figures():
         sys.modules["matplotlib.pyplot"].close("all")
 
 
+def fresh_file(path):
+    """A new regular file at path, whatever a cell left there (a FIFO would block, a link would redirect)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    return os.fdopen(_open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "wb")
+
+
 def write_json(path, data):
-    with open(path + ".part", "w") as file:
-        file.write(_dumps(data))
+    with fresh_file(path + ".part") as file:
+        file.write(_dumps(data).encode())
     _replace(path + ".part", path)
 
 

@@ -1,64 +1,138 @@
-"""How a probe is started: inside Linux namespaces as an unprivileged user, or (degraded) as a plain process.
+"""How a probe is started: in a bubblewrap sandbox as an unprivileged user, or (only when asked) unisolated.
 
-"namespace" (the default when running as root with util-linux `unshare`, as in CI and on the
-course machines): a private mount, PID, network, IPC and UTS namespace; the course, the checkout,
-/tmp, /root and /home are empty there; the probe runs as its own uid with no capabilities, no
-network and resource limits (grading/jail.py). "none" (anywhere else): a plain child process in a
-scratch folder with a scrubbed environment; student code can then read whatever this user can.
+"bwrap" (the default; needs root and bubblewrap, Debian package `bubblewrap`): an empty root in
+which only the Python installation, the probe's runtime and the submission's scratch folder are
+mounted (read-only but for the scratch); a minimal /dev, a /proc of its own PID namespace, small
+private /tmp and /run; no network, IPC or UTS of the host; a new session (no TIOCSTI into the
+grader's terminal). The end of the sandbox's PID namespace kills every process in it, and it dies
+with the grader (--die-with-parent). Inside, setpriv drops to the job slot's own uid with no groups,
+no capabilities and no_new_privs. Outside, the scratch folder is a size-capped tmpfs, memory is
+capped by a cgroup (else RLIMIT_AS), and RLIMIT_CPU, NPROC, FSIZE, NOFILE and CORE are set.
+"none" (only with --sandbox none): a plain child process; student code can read what this user can.
 """
-import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
-import tempfile
+import sysconfig
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-JAIL = Path(__file__).with_name("jail.py")
-FIRST_UID = 61000  # one uid per concurrent probe, so no probe can touch another's files or processes
-LIMITS = {"NPROC": 512, "FSIZE": 1 << 30, "NOFILE": 1024, "CORE": 0}
-UNSHARE = ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--net", "--ipc", "--uts"]
+from . import cgroups
+
+FIRST_UID = 62000  # one uid per job slot, so no probe can touch another's files or processes
+GIB = 1 << 30
+INSIDE = Path("/sandbox")  # where the runtime and the scratch folder appear inside the sandbox
+INSTALL = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`) " \
+          "and run `make grade` as root (or in a container started with CAP_SYS_ADMIN)"
 
 
 class SandboxUnavailable(Exception):
-    """The requested isolation cannot be had on this machine; the message says why."""
+    """The requested isolation cannot be had on this machine; the message says why and what to install."""
 
 
-def namespaces_work():
-    """Whether `unshare` can create the namespaces the jail needs (root, util-linux, a kernel that allows it)."""
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        return False
+@dataclass
+class Sandbox:
+    """The isolation chosen for a grading run, and what it found on this machine."""
+
+    mode: str  # "bwrap" or "none"
+    memory: int = 4 * GIB  # bytes per probe
+    scratch: int = GIB  # bytes of the scratch tmpfs
+    cpu: int = 1500  # CPU seconds per probe process (the watchdog's wall clock normally ends it first)
+    cgroup: tuple = (None, None)  # (version, folder) of this process's memory cgroup, when usable
+    found: list = field(default_factory=list)  # what `make grade` prints about containment
+    warning: str = ""
+
+    def limits(self):
+        """prlimit options for the probe (RLIMIT_AS only when no cgroup can cap memory).
+
+        RLIMIT_AS counts address space, not memory: the probe maps about 0.7 GiB it never touches after
+        importing torch, IPython and matplotlib, 0.9 GiB after training (measured, one thread), hence the
+        cap plus 2 GiB. It holds per process, so a notebook that forks can use it once per process.
+        """
+        options = [f"--cpu={self.cpu}", "--nproc=512", f"--fsize={self.scratch}", "--nofile=1024", "--core=0"]
+        return options + ([] if self.cgroup[0] else [f"--as={self.memory + 2 * GIB}"])
+
+
+def bwrap_version():
+    """bubblewrap's version if it runs here as this user with the namespaces the sandbox needs, else None."""
+    if shutil.which("bwrap") is None or os.geteuid() != 0:
+        return None
     try:
-        return subprocess.run(UNSHARE + ["true"], capture_output=True, timeout=20).returncode == 0
+        trial = subprocess.run(["bwrap", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc",
+                                "--dev", "/dev", "--size", "1048576", "--perms", "1777", "--tmpfs", "/tmp",
+                                "--die-with-parent", "--new-session", "true"], capture_output=True, timeout=30)
+        version = subprocess.run(["bwrap", "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
-        return False
+        return None
+    return version.strip() or "bubblewrap" if trial.returncode == 0 else None
 
 
-def choose(requested="auto"):
-    """(mode, message): the isolation to use; message is empty unless grading runs degraded."""
+def choose(requested="auto", memory_gib=4.0, scratch_gib=1.0):
+    """The Sandbox for this run; raises SandboxUnavailable when containment was asked for and cannot be had."""
     if requested == "none":
-        return "none", "off (--sandbox none): student code runs unisolated, as this user"
-    if namespaces_work():
-        return "namespace", ""
-    why = "needs root and util-linux `unshare`" if os.geteuid() != 0 or not shutil.which("unshare") else \
-        "`unshare` is not permitted here (a container without CAP_SYS_ADMIN?)"
-    if requested == "namespace":
-        raise SandboxUnavailable(f"no namespace sandbox: it {why}")
-    return "none", (f"WARNING: no sandbox ({why}): student code runs as this user and can read what it can "
-                    "read, the gradebook included; grade untrusted submissions as root on Linux, or in a container")
-
-
-def hidden_folders(course_root):
-    """What the probe must not see: the course, this checkout, temporary folders, home folders."""
-    folders = {course_root, Path(__file__).resolve().parent.parent, Path(tempfile.gettempdir()), Path("/tmp"),
-               Path("/var/tmp"), Path("/dev/shm"), Path("/root"), Path("/home")}
-    return sorted({str(Path(folder).resolve()) for folder in folders})
+        warning = ("WARNING: --sandbox none: student code runs UNISOLATED, as this user, with no memory, disk or "
+                   "process limits: it can read the gradebook, the reference solutions and everything this user "
+                   "can, and leave processes behind. Use it only for notebooks you trust.")
+        return Sandbox("none", found=["containment: none (--sandbox none)"], warning=warning)
+    version = bwrap_version()
+    if version is None:
+        why = "bubblewrap (`bwrap`) is not installed" if shutil.which("bwrap") is None else \
+            "grading is not running as root" if os.geteuid() != 0 else \
+            "bubblewrap cannot create namespaces here (a container without CAP_SYS_ADMIN?), or is older than " \
+            "0.8.0 (no --size)"
+        raise SandboxUnavailable(f"no sandbox: {why}. To grade untrusted notebooks, {INSTALL}. To grade without "
+                                 "isolation anyway (trusted notebooks only), pass --sandbox none "
+                                 "(make grade SANDBOX=none).")
+    box = Sandbox("bwrap", memory=int(memory_gib * GIB), scratch=int(scratch_gib * GIB))
+    box.cgroup = cgroups.own_group()
+    cap, why = cgroups.try_cap(f"grading-check-{os.getpid()}", box.memory) if box.cgroup[0] else (None, "")
+    if cap is None:
+        box.cgroup = (None, None)
+        why = why or "no memory cgroup controller is mounted for this process"
+    else:
+        cap.remove()
+    box.found = [f"containment: {version} at {shutil.which('bwrap')}: own mount, PID, network, IPC and UTS "
+                 "namespaces; an unprivileged uid per job",
+                 f"memory: {memory_gib:g} GiB per submission, " + (
+                     f"by a cgroup {box.cgroup[0]} memory group under {box.cgroup[1]}" if box.cgroup[0] else
+                     f"by RLIMIT_AS only ({why}; mount the memory cgroup controller for an exact cap)"),
+                 f"disk: {scratch_gib:g} GiB tmpfs scratch per submission, deleted once read; "
+                 f"CPU: {box.cpu} s per process"]
+    return box
 
 
 def python_folders():
-    """The Python installation the probe runs on: the virtual environment and the interpreter it is based on."""
+    """The Python installation the probe runs on: the virtual environment and the interpreter it is based on.
+
+    A prefix of its own (a venv, pyenv, conda) is mounted whole; a system-wide one (/usr, /usr/local) only
+    as its standard library and the interpreter, so nothing else installed there shows.
+    """
     folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(os.path.realpath(sys.executable)).parent.parent)}
-    return sorted({os.path.realpath(folder) for folder in folders})
+    kept = set()
+    for folder in {os.path.realpath(folder) for folder in folders}:
+        if folder in ("/", "/usr", "/usr/local"):
+            paths = sysconfig.get_paths()
+            kept |= {paths["stdlib"], paths["platstdlib"], os.path.realpath(sys.executable)}
+        else:
+            kept.add(folder)
+    return sorted(os.path.realpath(folder) for folder in kept if os.path.exists(folder))
+
+
+def system_folders():
+    """The shared libraries the interpreter and torch load, and setpriv: the only system files mounted."""
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    folders = [f"/usr/lib/{multiarch}", f"/lib/{multiarch}", "/usr/lib64", "/lib64"]
+    seen, kept = set(), []
+    for folder in folders:
+        real = os.path.realpath(folder)
+        if multiarch and os.path.isdir(real) and real not in seen:
+            seen.add(real)
+            kept.append(real)
+    return kept
 
 
 def probe_environment(scratch, threads):
@@ -70,45 +144,181 @@ def probe_environment(scratch, threads):
             "TQDM_DISABLE": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
 
 
-def command(mode, scratch, runtime, course_root, slot, threads):
+def ancestors(paths):
+    """Every folder above the mount points, parents first, to be created world-readable in the empty root."""
+    above = {str(parent) for path in paths for parent in Path(path).parents if str(parent) != "/"}
+    return sorted(above - set(paths), key=lambda path: (path.count("/"), path))
+
+
+def bwrap_arguments(scratch, runtime):
+    """bwrap's options: the allow-list root, private /tmp and /run, the namespaces.
+
+    The Python installation keeps its own paths (a virtual environment finds its base by them); the
+    runtime and the scratch folder appear at INSIDE/runtime and INSIDE/scratch, so no course path shows.
+    """
+    setpriv = os.path.realpath(shutil.which("setpriv") or "/usr/bin/setpriv")
+    read_only = system_folders() + python_folders() + [setpriv]
+    links = [("usr/lib64", "/lib64"), ("usr/lib", "/lib"), ("usr/bin", "/bin")]
+    argv = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--hostname", "sandbox", "--dev", "/dev", "--proc", "/proc",
+            "--size", str(64 << 20), "--perms", "1777", "--tmpfs", "/tmp",
+            "--size", str(16 << 20), "--perms", "0755", "--tmpfs", "/run"]
+    for path in ancestors(read_only + [str(INSIDE / "scratch")]):
+        if not any(path == link or path.startswith(link + "/") for _, link in links):
+            argv += ["--perms", "0755", "--dir", path]
+    for path in sorted(read_only, key=lambda p: p.count("/")):
+        argv += ["--ro-bind", path, path]
+    for target, link in links:
+        if not any(path == link or path.startswith(link + "/") for path in read_only):
+            argv += ["--symlink", target, link]
+    return argv + ["--ro-bind", str(runtime), str(INSIDE / "runtime"), "--bind", str(scratch), str(INSIDE / "scratch"),
+                   "--ro-bind", str(scratch / "input"), str(INSIDE / "scratch" / "input"),
+                   "--chdir", str(INSIDE / "scratch" / "work")], setpriv
+
+
+def command(box, scratch, runtime, slot, threads, cgroup_procs=None):
     """(argv, env, cwd) that start the probe of one submission in its scratch folder.
 
     Args:
-        mode: "namespace" or "none" (see choose).
+        box: the Sandbox (see choose).
         scratch: the submission's scratch folder (input/, out/, work/, home/, tmp/).
         runtime: the folder with probe.py, recipes.py, cases.pt, checkers/ and course_lib/.
-        course_root: the course folder, hidden from the probe.
         slot: which concurrent probe this is (0 .. jobs-1), for its own uid.
         threads: torch threads for the probe.
+        cgroup_procs: the memory cgroup's cgroup.procs, joined before anything else starts.
     """
-    probe = [sys.executable, "-I", str(runtime / "probe.py"), str(scratch)]
-    env = probe_environment(scratch, threads)
-    if mode == "none":
-        return probe, env, str(scratch / "work")
-    spec = {"hide": hidden_folders(course_root), "keep_ro": python_folders() + [str(runtime)],
-            "keep_rw": [str(scratch)], "uid": FIRST_UID + slot, "cwd": str(scratch / "work"), "argv": probe,
-            "env": env, "limits": LIMITS}
-    return UNSHARE + ["--", os.path.realpath(sys.executable), "-I", str(JAIL), json.dumps(spec)], {}, "/"
+    if box.mode == "none":
+        probe = [sys.executable, "-I", str(runtime / "probe.py"), str(scratch)]
+        return probe, probe_environment(scratch, threads), str(scratch / "work")
+    uid = FIRST_UID + slot
+    argv, setpriv = bwrap_arguments(scratch, runtime)
+    drop = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+            "--bounding-set=-all", "--no-new-privs", "--"]
+    probe = [sys.executable, "-I", str(INSIDE / "runtime" / "probe.py"), str(INSIDE / "scratch")]
+    argv = ["prlimit", *box.limits(), "--", *argv, "--", *drop, *probe]
+    if cgroup_procs:  # the shell joins the group, then becomes prlimit, which becomes bwrap: all inside the cap
+        argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup_procs), *argv]
+    return argv, probe_environment(INSIDE / "scratch", threads), str(scratch)
 
 
-def prepare_scratch(scratch, mode, slot, settings):
-    """Fresh input/, out/, work/, home/, tmp/ folders; the writable ones owned by the probe's uid.
+def is_mount(path):
+    """Whether path is a mount point (read from /proc/self/mountinfo, which also sees tmpfs over tmpfs)."""
+    target = os.path.realpath(path).replace(" ", "\\040")
+    try:
+        return any(line.split()[4] == target for line in Path("/proc/self/mountinfo").read_text().splitlines())
+    except OSError:
+        return False
+
+
+def release_scratch(scratch):
+    """Delete a scratch folder (unmounting its tmpfs first), whatever a probe left in it."""
+    while is_mount(scratch):
+        if subprocess.run(["umount", "-l", str(scratch)], capture_output=True).returncode != 0:
+            break
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def prepare_scratch(scratch, box, slot, settings):
+    """Fresh input/, out/, work/, home/, tmp/ folders on a size-capped tmpfs; the writable ones the probe's uid's.
 
     Args:
         settings: a folder copied to home/mpl (matplotlib's font cache, built once per grading run).
     """
-    if scratch.exists():
-        shutil.rmtree(scratch)
-    for name in ("input", "out", "work", "tmp"):
-        (scratch / name).mkdir(parents=True)
-    shutil.copytree(settings, scratch / "home" / "mpl")
-    if mode == "namespace":
-        uid = FIRST_UID + slot
-        for folder, _, files in os.walk(scratch):
-            if not folder.endswith("input") and folder != str(scratch):
-                os.chown(folder, uid, uid)
-                for name in files:
-                    os.chown(os.path.join(folder, name), uid, uid)
-        for name in ("out", "work", "home", "tmp"):
-            os.chmod(scratch / name, 0o700)
-        os.chmod(scratch, 0o755)
+    release_scratch(scratch)
+    scratch.mkdir(parents=True)
+    if box.mode == "bwrap":
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={box.scratch},mode=0755,nosuid,nodev", "tmpfs",
+                        str(scratch)], check=True, capture_output=True)
+    (scratch / "input").mkdir()
+    (scratch / "out").mkdir()
+    give_to_probe(scratch / "out", box, slot)
+    reset_scratch(scratch, box, slot, settings)
+
+
+def reset_scratch(scratch, box, slot, settings):
+    """Fresh work/, home/ and tmp/, and nothing in out/ but the probe's own files (also before a restart).
+
+    What a stopped cell wrote (a disk filled to its cap, a FIFO, links) must not break the next attempt;
+    the cells that run again write their files again.
+    """
+    for name in ("work", "home", "tmp"):
+        shutil.rmtree(scratch / name, ignore_errors=True)
+        if name == "home":
+            shutil.copytree(settings, scratch / "home" / "mpl")
+        else:
+            (scratch / name).mkdir()
+        give_to_probe(scratch / name, box, slot)
+    for entry in os.scandir(scratch / "out"):
+        own = re.fullmatch(r"(cell_\d+\.json|task_\d+\.pt|progress\.jsonl)", entry.name)
+        if not own or not entry.is_file(follow_symlinks=False):
+            shutil.rmtree(entry.path) if entry.is_dir(follow_symlinks=False) else os.unlink(entry.path)
+
+
+def give_to_probe(folder, box, slot):
+    """Make a folder and everything in it the probe uid's own, private to it (bwrap mode)."""
+    if box.mode != "bwrap":
+        return
+    uid = FIRST_UID + slot
+    for path, _, files in os.walk(folder):
+        os.chown(path, uid, uid)
+        for name in files:
+            os.chown(os.path.join(path, name), uid, uid, follow_symlinks=False)
+    os.chmod(folder, 0o700)
+
+
+def scratch_usage(scratch):
+    """Bytes used on the scratch folder's own tmpfs (0 when it has none: --sandbox none)."""
+    if not is_mount(scratch):
+        return 0
+    try:
+        stats = os.statvfs(scratch)
+    except OSError:
+        return 0
+    return (stats.f_blocks - stats.f_bfree) * stats.f_frsize
+
+
+def processes_of(uid, alive_only=False):
+    """Pids of every process whose real or effective uid is uid (alive_only: not already exiting or killed)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                status = Path(f"/proc/{entry}/status").read_text()
+                fields = Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            info = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            exiting = fields[0] in "ZXx" or int(fields[6]) & 0x4 or \
+                (int(info.get("ShdPnd", "0"), 16) | int(info.get("SigPnd", "0"), 16)) & (1 << (signal.SIGKILL - 1))
+            if str(uid) in info.get("Uid", "").split()[:2] and not (alive_only and exiting):
+                pids.append(int(entry))
+    return pids
+
+
+def sweep(uid, settle=5.0):
+    """Kill every process of uid; return how many were alive and not on their way out after settle seconds.
+
+    A PID namespace that just lost its init takes a moment to end (hundreds of processes on a loaded
+    machine): those already exiting or with a SIGKILL pending are not counted as survivors.
+    """
+    if uid is None:
+        return 0
+    deadline = time.monotonic() + settle
+    while processes_of(uid, alive_only=True) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    survivors = len(processes_of(uid, alive_only=True))
+    for _ in range(100):
+        pids = processes_of(uid)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)
+    return survivors
+
+
+def uid_of(box, slot):
+    return FIRST_UID + slot if box.mode == "bwrap" else None

@@ -1,30 +1,42 @@
-"""Run one submission's probe to the end, whatever its code does.
+"""Run one submission's probe to the end, whatever its code does, on the grader's own clock.
 
-The probe logs when each cell starts and ends. A cell that runs past its limit (plus a grace, so
-the probe's own alarm normally stops it first) or a process that dies inside a cell (os._exit, a
-crash, memory) gets the whole sandbox killed; the probe then starts again without that cell,
-skipping tasks already recorded, at most MAX_ATTEMPTS times. Everything read back is untrusted:
-files are opened without following links, size-capped, and tensors loaded with weights_only=True.
+The probe reports when each cell starts through a pipe; student code can write to it too, so events only
+say which cell the probe claims to have reached, never how long it may take. The clock is the
+supervisor's: an attempt's deadline is set when the next cell of the program (in order, none
+skipped, none twice) starts, to that moment plus the cell's limit and a grace; an "end" event
+stops no clock. A fake start can only spend the limits of cells that follow, never add time, and
+MAX_TOTAL bounds all attempts from this side (a timer thread kills the sandbox even if reading
+stalls). A cell that runs past its deadline, or a process that dies inside a cell (os._exit, a
+crash, the memory cap), gets the whole sandbox killed; the probe then starts again without that
+cell, skipping tasks already recorded, at most MAX_ATTEMPTS times. Everything read back is
+untrusted: events are read without blocking and size-capped; files as regular files only (no links,
+FIFOs or devices), opened without blocking, size-capped,
+tensors loaded with weights_only=True. The scratch folder is deleted once read.
 """
 import io
 import json
 import os
 import signal
+import stat
 import subprocess
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 
-from . import sandbox
+from . import cgroups, sandbox
 from .match import DEFINES
 from .program import cell_label
 
 GRACE = 10.0  # seconds past a cell's limit before the sandbox is killed
+STARTUP = 90.0  # seconds for the probe to start (torch, IPython) and reach its first cell
 MAX_ATTEMPTS = 4
 MAX_TOTAL = 1200.0  # seconds for all attempts of one submission
 MAX_FILE = 256 << 20
+MAX_PROGRESS = 4 << 20  # bytes of progress log read per attempt; beyond it events are ignored (the clock is not)
+MAX_LOG = 64 << 10  # the end of the probe's log kept in build/grading/logs/
 
 
 @dataclass
@@ -34,11 +46,12 @@ class Job:
     program: list  # [ProgramCell]
     scratch: Path
     runtime: Path
-    course_root: Path
-    mode: str  # sandbox mode, see grading/sandbox.py
+    box: sandbox.Sandbox  # see grading/sandbox.py
     slot: int = 0
     threads: int = 1
     deadline: float = 0.0
+    cap: object = None  # the memory cgroup (grading/cgroups.py), when there is one
+    used: int = 0  # most bytes the scratch folder held after an attempt
 
     def recorded_tasks(self):
         """Tasks whose records the probe has written so far."""
@@ -56,61 +69,113 @@ class ProbeRun:
     seconds: float = 0.0
 
 
-def read_untrusted(path):
-    """The bytes of a regular file the probe wrote, without following a link it may have planted."""
+def read_untrusted(path, offset=0, limit=MAX_FILE):
+    """Up to limit bytes from offset of a regular file the probe wrote, or None for anything else.
+
+    Never follows a link it planted, never blocks on a FIFO or device: opened with O_NOFOLLOW and
+    O_NONBLOCK, checked with fstat before a byte is read. A file larger than offset + limit is refused.
+    """
     try:
-        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
         return None
     with os.fdopen(handle, "rb") as file:
-        if not os.path.isfile(path) or os.fstat(file.fileno()).st_size > MAX_FILE:
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode) or status.st_size > offset + limit:
             return None
-        return file.read()
+        file.seek(offset)
+        return file.read(limit)
 
 
-def read_events(path, offset):
-    """New complete lines of the progress log since offset: ([event], new offset)."""
-    data = read_untrusted(path) or b""
-    end = data.rfind(b"\n", offset) + 1
-    events = []
-    for line in data[offset:end].splitlines():
-        try:
-            events.append(json.loads(line))
-        except ValueError:
-            continue
-    return events, max(end, offset)
+class Progress:
+    """The probe's progress events, read from the pipe it writes them to, never blocking, size-capped."""
+
+    def __init__(self, handle):
+        self.handle, self.pending, self.total = handle, b"", 0
+        os.set_blocking(handle, False)
+
+    def events(self):
+        """The complete event lines that arrived since the last call."""
+        chunks = []
+        while self.total < MAX_PROGRESS:
+            try:
+                chunk = os.read(self.handle, 1 << 16)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            self.total += len(chunk)
+            chunks.append(chunk)
+        lines = (self.pending + b"".join(chunks)).split(b"\n")
+        self.pending = lines.pop()[-4096:]
+        events = []
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+        return events
 
 
-def kill(process):
-    """Kill the sandbox: its process group, hence every process in its PID namespace."""
+class Clock:
+    """The supervisor's clock for one attempt: which cell runs, and when the attempt must end."""
+
+    def __init__(self, program, skip, started):
+        self.program, self.skip = program, set(skip)
+        self.top, self.ended, self.done = -1, set(), False
+        self.deadline = started + STARTUP
+
+    def next_cell(self):
+        return next((i for i in range(self.top + 1, len(self.program)) if i not in self.skip), None)
+
+    def see(self, event, now):
+        """Take one event into account: only the start of the next cell moves the deadline."""
+        kind, cell = event.get("event"), event.get("cell")
+        if kind == "start" and isinstance(cell, int) and cell == self.next_cell():
+            self.top, self.deadline = cell, now + self.program[cell].limit + GRACE
+        elif kind == "end" and cell == self.top:
+            self.ended.add(cell)
+        elif kind == "done" and self.next_cell() is None:
+            self.done = True
+
+    @property
+    def current(self):
+        """The cell the probe is in, as far as the clock knows (-1: between cells or before the first)."""
+        return self.top if self.top >= 0 and self.top not in self.ended else -1
+
+
+def kill(process, job):
+    """Kill the sandbox: its process group (bwrap, whose PID namespace then ends) and its memory group."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    process.wait()
+    if job.cap is not None:
+        for pid in job.cap.members():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
-def watch(process, progress, program, deadline):
+def watch(process, progress, job, clock):
     """Follow one attempt until it finishes: ("done" | "died" | "timeout" | "total", cell index or -1)."""
-    offset, current, started, done = 0, -1, 0.0, False
     while True:
         finished = process.poll() is not None  # before reading, so the last events of a finished probe are seen
-        events, offset = read_events(progress, offset)
+        events = progress.events()
+        now = time.monotonic()
         for event in events:
-            kind, cell = event.get("event"), event.get("cell", -1)
-            if kind == "start" and isinstance(cell, int) and 0 <= cell < len(program):
-                current, started = cell, time.monotonic()
-            elif kind == "end":
-                current = -1
-            done = done or kind == "done"
+            clock.see(event, now)
         if finished:
-            return ("done" if done else "died"), current
-        if current >= 0 and time.monotonic() - started > program[current].limit + GRACE:
-            kill(process)
-            return "timeout", current
-        if time.monotonic() > deadline:
-            kill(process)
-            return "total", current
+            return ("done" if clock.done else "died"), clock.current
+        if now > job.deadline:
+            kill(process, job)
+            return "total", clock.top
+        if now > clock.deadline:
+            kill(process, job)
+            return "timeout", clock.top
         time.sleep(0.2)
 
 
@@ -127,59 +192,130 @@ def resume_plan(program, skip, done_tasks):
 STOPPED = {
     "timeout": ("CellTimeoutError",
                 "the cell ran past its {limit:.0f} s limit and was stopped; grading went on without it"),
-    "died": ("KernelDied", "the Python process exited while running this cell (os._exit, a crash, or out of memory); "
-                           "grading went on without it"),
+    "died": ("KernelDied", "the Python process exited while running this cell (os._exit, a crash, a signal), or the "
+                           "cell tampered with the probe's progress log; grading went on without it"),
+    "disk": ("DiskFull", "the cell filled the sandbox's {disk:g} GiB scratch space, so the probe could not write its "
+                         "results and stopped; grading went on without the cell"),
+    "memory": ("OutOfMemory", "the cell used more than the sandbox's {memory:g} GiB of memory and was stopped; "
+                              "grading went on without it"),
 }
 
 
-def stopped_output(kind, cell):
+def stopped_output(kind, cell, box):
     ename, text = STOPPED[kind]
+    evalue = text.format(limit=cell.limit, memory=box.memory / sandbox.GIB, disk=box.scratch / sandbox.GIB)
     return {"stdout": "", "stderr": "", "displays": [], "tampered": [], "seconds": cell.limit,
-            "error": {"ename": ename, "evalue": text.format(limit=cell.limit), "frames": []}}
+            "error": {"ename": ename, "evalue": evalue, "frames": []}}
 
 
 def attempt(job, skip):
     """Start the probe once with these cells skipped; (how it ended, cell index)."""
-    done = sorted(job.recorded_tasks())
-    (job.scratch / "input" / "resume.json").write_text(json.dumps({"skip": resume_plan(job.program, skip, done)}))
-    argv, env, cwd = sandbox.command(job.mode, job.scratch, job.runtime, job.course_root, job.slot, job.threads)
-    with open(job.scratch / "probe.log", "ab") as log:
-        process = subprocess.Popen(argv, env=env or None, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
-        return watch(process, job.scratch / "out" / "progress.jsonl", job.program, job.deadline)
+    plan = resume_plan(job.program, skip, sorted(job.recorded_tasks()))
+    (job.scratch / "input" / "resume.json").write_text(json.dumps({"skip": plan}))
+    argv, env, cwd = sandbox.command(job.box, job.scratch, job.runtime, job.slot, job.threads,
+                                     job.cap.procs if job.cap else None)
+    reader, writer = os.pipe()  # the progress channel: a cell can write to it, but not replace or block it
+    try:
+        with open(job.scratch / "probe.log", "ab") as log:
+            process = subprocess.Popen(argv, env=dict(env, GRADING_PROGRESS_FD=str(writer)), cwd=cwd, stdout=log,
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                       pass_fds=(writer,))
+    finally:
+        os.close(writer)
+    watchdog = threading.Timer(max(0.0, job.deadline - time.monotonic()) + 5, kill, (process, job))
+    watchdog.daemon = True
+    watchdog.start()  # the total limit holds even if watching stalls
+    try:
+        return watch(process, Progress(reader), job, Clock(job.program, plan, time.monotonic()))
+    finally:
+        watchdog.cancel()
+        kill(process, job)  # whatever is left of a finished probe
+        process.wait()
+        os.close(reader)
 
 
 def run_probe(job):
     """Run a submission's probe, restarting past cells that hang or kill it; return what it recorded."""
-    started, skip, run = time.monotonic(), [], ProbeRun()
+    started, run = time.monotonic(), ProbeRun()
     job.deadline = started + MAX_TOTAL
-    sandbox.prepare_scratch(job.scratch, job.mode, job.slot, job.runtime / "mpl")
-    program = [asdict(cell) for cell in job.program]
-    (job.scratch / "input" / "program.json").write_text(json.dumps(program))
-    for _ in range(MAX_ATTEMPTS):
-        ended, cell = attempt(job, skip)
-        if ended == "done":
-            break
-        if cell < 0 or ended == "total":
-            run.notes.append(probe_failure(job, ended))
-            break
-        kind = "timeout" if ended == "timeout" else "died"
-        run.cells[cell] = stopped_output(kind, job.program[cell])
-        run.notes.append(f"{cell_label(job.program[cell])}: {run.cells[cell]['error']['evalue']}")
-        skip.append(cell)
-    else:
-        run.notes.append(f"grading gave up after {MAX_ATTEMPTS} stopped cells; cells not reached count as not run")
-    collect(job, run)
+    uid = sandbox.uid_of(job.box, job.slot)
+    left = sandbox.sweep(uid, settle=0)
+    if left:
+        run.notes.append(f"{left} process(es) of the sandbox user {uid} were still running before this probe "
+                         "started and were killed")
+    sandbox.prepare_scratch(job.scratch, job.box, job.slot, job.runtime / "mpl")
+    if job.box.cgroup[0]:
+        job.cap, _ = cgroups.try_cap(f"grading-{os.getpid()}-{job.slot}", job.box.memory)
+    try:
+        (job.scratch / "input" / "program.json").write_text(json.dumps([asdict(cell) for cell in job.program]))
+        attempts(job, run, uid)
+        collect(job, run)
+        run.notes += scratch_notes(job)
+    finally:
+        keep_log(job)
+        sandbox.release_scratch(job.scratch)
+        if job.cap is not None:
+            job.cap.remove()
     run.seconds = time.monotonic() - started
     return run
+
+
+def attempts(job, run, uid):
+    """Attempts until the probe finishes, restarting past each stopped cell; notes say what was stopped."""
+    skip = []
+    for _ in range(MAX_ATTEMPTS):
+        kills = job.cap.oom_kills() if job.cap else 0
+        ended, cell = attempt(job, skip)
+        survivors = sandbox.sweep(uid)
+        if survivors:
+            run.notes.append(f"{survivors} process(es) of the sandbox user outlived the probe and were killed")
+        job.used = max(job.used, sandbox.scratch_usage(job.scratch))
+        if ended == "done":
+            return
+        if cell < 0 or ended == "total":
+            run.notes.append(probe_failure(job, ended))
+            return
+        full = job.box.mode == "bwrap" and sandbox.scratch_usage(job.scratch) >= 0.9 * job.box.scratch
+        kind = "timeout" if ended == "timeout" else \
+            "memory" if job.cap and job.cap.oom_kills() > kills else "disk" if full else "died"
+        run.cells[cell] = stopped_output(kind, job.program[cell], job.box)
+        run.notes.append(f"{cell_label(job.program[cell])}: {run.cells[cell]['error']['evalue']}")
+        skip.append(cell)
+        sandbox.reset_scratch(job.scratch, job.box, job.slot, job.runtime / "mpl")
+    run.notes.append(f"grading gave up after {MAX_ATTEMPTS} stopped cells; cells not reached count as not run")
 
 
 def probe_failure(job, ended):
     """A note for an attempt that ended outside any cell (the sandbox failed, or the total limit)."""
     if ended == "total":
         return f"grading stopped after {MAX_TOTAL:.0f} s in all; cells not reached count as not run"
-    log = (read_untrusted(job.scratch / "probe.log") or b"").decode(errors="replace").strip().splitlines()
-    return "the probe stopped outside any cell: " + (log[-1][:200] if log else "no output")
+    log = (read_untrusted(job.scratch / "probe.log", max(0, log_size(job) - MAX_LOG), MAX_LOG) or b"")
+    lines = log.decode(errors="replace").strip().splitlines()
+    return "the probe stopped outside any cell: " + (lines[-1][:200] if lines else "no output")
+
+
+def log_size(job):
+    try:
+        return os.lstat(job.scratch / "probe.log").st_size
+    except OSError:
+        return 0
+
+
+def scratch_notes(job):
+    """What the notebook did to its scratch space, when it matters: filling it up."""
+    used = max(job.used, sandbox.scratch_usage(job.scratch))
+    if job.box.mode == "bwrap" and used >= 0.9 * job.box.scratch:
+        return [f"the notebook filled its {job.box.scratch / sandbox.GIB:g} GiB scratch space "
+                f"({used / sandbox.GIB:.2f} GiB used): writes beyond it failed; the space was deleted after grading"]
+    return []
+
+
+def keep_log(job):
+    """The end of the probe's log, kept in build/grading/logs/<student>.log before the scratch folder goes."""
+    folder = job.scratch.parent.parent / "logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    tail = read_untrusted(job.scratch / "probe.log", max(0, log_size(job) - MAX_LOG), MAX_LOG) or b""
+    (folder / f"{job.scratch.name}.log").write_bytes(tail)
 
 
 def collect(job, run):

@@ -313,7 +313,23 @@ class PositionalEncodingStacked(nn.Module):
         return x + self.pe[:, : x.size(1)].to(x.dtype)
 
 
-POSITIONALS = [PositionalEncodingPow, PositionalEncodingExpLog, PositionalEncodingPersistent, PositionalEncodingStacked]
+class PositionalEncodingFloat64Cast(nn.Module):
+    """A float64 table kept in float64 on purpose, and cast to the input's dtype in forward."""
+
+    def __init__(self, embed_dim, max_len=5000):
+        super().__init__()
+        position = torch.arange(max_len, dtype=torch.float64)[:, None]
+        angle = position * 10000.0 ** (-torch.arange(0, embed_dim, 2, dtype=torch.float64) / embed_dim)
+        pe = torch.zeros(1, max_len, embed_dim, dtype=torch.float64)
+        pe[0, :, 0::2], pe[0, :, 1::2] = torch.sin(angle), torch.cos(angle[:, : embed_dim // 2])
+        self.register_buffer("pe", pe, persistent=False)
+
+    def forward(self, x):
+        return x + self.pe[:, : x.size(1)].to(x.dtype)
+
+
+POSITIONALS = [PositionalEncodingPow, PositionalEncodingExpLog, PositionalEncodingPersistent, PositionalEncodingStacked,
+               PositionalEncodingFloat64Cast]
 
 
 @pytest.mark.parametrize("cls", POSITIONALS, ids=lambda c: c.__name__)
@@ -418,7 +434,14 @@ class ClassifierClsToken3d(ClassifierModuleList):
         return torch.cat([self.cls_token.expand(tokens.size(0), -1, -1), tokens], dim=1)
 
 
-CLASSIFIERS = [ClassifierModuleList, ClassifierSequential, ClassifierReordered, ClassifierRenamed, ClassifierClsToken3d]
+class ClassifierFloat64Positions(ClassifierModuleList):
+    """A float64 positional table that its forward casts to the input's dtype."""
+
+    positional = PositionalEncodingFloat64Cast
+
+
+CLASSIFIERS = [ClassifierModuleList, ClassifierSequential, ClassifierReordered, ClassifierRenamed, ClassifierClsToken3d,
+               ClassifierFloat64Positions]
 
 
 @pytest.mark.parametrize("cls", CLASSIFIERS, ids=lambda c: c.__name__)

@@ -202,6 +202,11 @@ ODD_FORWARDS = {
         result, lambda t: t.detach().numpy() if t.dtype == torch.float32 else t),
     "float32 for float64 input": lambda x, result: _on_outputs(result, lambda t: t.float()),
     "last feature dropped": lambda x, result: _on_outputs(result, lambda t: t[..., :-1]),
+    # wrong values of the right shape: the property probes run, and must end in a clean failure too
+    "outputs scaled by 1.01": lambda x, result: _on_outputs(result, lambda t: t * 1.01),
+    "batch order reversed": lambda x, result: _on_outputs(result, lambda t: t.flip(0)),
+    "sequence order reversed": lambda x, result: _on_outputs(result, lambda t: t.flip(1) if t.dim() > 2 else t),
+    "a constant added": lambda x, result: _on_outputs(result, lambda t: t + 0.1),
 }
 
 

@@ -11,8 +11,10 @@ import time
 import pytest
 
 import checkers
+from checkers import CheckFailure
 from palindrome_models import MirrorModel
 from student_objects import STUDENT_OBJECTS
+from test_checker_properties import UNNAMED
 
 RUNS = 5
 
@@ -46,3 +48,17 @@ def test_reference_checks_take_under_a_second(task, reference):
 def test_trained_model_checks_take_under_ten_seconds(task):
     model = MirrorModel() if task == 6 else MirrorModel(seq_len=32)
     expect_fast(task, lambda: getattr(checkers, f"check_task_{task}")(model), limit=10.0)
+
+
+def _failing(check, student_objects):
+    def run():
+        with pytest.raises(CheckFailure):
+            check(*student_objects)
+    return run
+
+
+@pytest.mark.parametrize("task, student_objects, words", UNNAMED,
+                         ids=lambda value: value[0].__name__ if isinstance(value, tuple) else None)
+def test_diagnosing_an_unnamed_mistake_takes_under_a_second(task, student_objects, words):
+    """The property probes run only after a mismatch; with them a failing check stays within the limit."""
+    expect_fast(task, _failing(getattr(checkers, f"check_task_{task}"), student_objects), limit=1.0)

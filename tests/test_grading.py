@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))  # the grading package lives in the checkout, not 
 
 from grading.cases import build_cases  # noqa: E402
 from grading.collect import collect  # noqa: E402
+from grading import sandbox  # noqa: E402
 from grading.expected import expected_records, reference_namespace  # noqa: E402
 from grading.notebook import check_cells, read, release_layout  # noqa: E402
 from grading.recipes import run  # noqa: E402
@@ -373,8 +374,9 @@ def graded(tmp_path_factory):
                                   "--course", str(course)], cwd=ROOT, capture_output=True, text=True)
     assert collect_run.returncode == 0, collect_run.stderr
     started = time.monotonic()
-    grade_run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course)],
-                               cwd=ROOT, capture_output=True, text=True, timeout=900)
+    unsandboxed = [] if sandbox.bwrap_version() else ["--sandbox", "none"]  # trusted notebooks: ours
+    grade_run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course),
+                                *unsandboxed], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert grade_run.returncode == 0, grade_run.stdout + grade_run.stderr
     return course, time.monotonic() - started, grade_run.stdout
 
@@ -430,7 +432,7 @@ def test_report_says_why_each_odd_submission_needed_attention(graded):
     assert "full" not in sections and "wrong3" not in sections
     assert "failed a hidden test" in sections["special"] and "Task 4: hidden:" in sections["special"]
     if os.geteuid() == 0:
-        assert "sandbox: namespaces" in text
+        assert "containment: bubblewrap" in text
 
 
 def visible_text(path):

@@ -4,6 +4,8 @@ import re
 import tomllib
 from pathlib import Path
 
+from same_values import differences, figure_difference
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -34,22 +36,68 @@ def test_one_repository_url_everywhere():
     assert f"colab.research.google.com/github/{slug}/blob/main/notebooks/transformer/transformer.ipynb" in readme
 
 
-def test_fixtures_are_reproducible(tmp_path):
+def test_fixtures_are_current(tmp_path):
+    """Regenerated fixtures hold the committed values to RTOL/ATOL (far below the checkers' 1e-6), on any CPU."""
     import subprocess
     import sys
+    import torch
     subprocess.run([sys.executable, str(ROOT / "tools" / "make_fixtures.py"), "--out", str(tmp_path)],
                    check=True, capture_output=True)
     committed = sorted((ROOT / "checkers" / "fixtures").glob("*.pt"))
     assert committed and [p.name for p in committed] == sorted(p.name for p in tmp_path.glob("*.pt"))
     for path in committed:
-        assert (tmp_path / path.name).read_bytes() == path.read_bytes(), f"{path.name} is stale: run `make fixtures`"
+        stale = differences(torch.load(path, weights_only=True), torch.load(tmp_path / path.name, weights_only=True))
+        assert not stale, f"{path.name} is stale: run `make fixtures` and commit ({len(stale)} differ: {stale[:3]})"
 
 
-def test_readme_figures_render(tmp_path):
+def serialized(value):
+    import io
+    import torch
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    return buffer.getvalue()
+
+
+def test_fixture_comparison_ignores_rounding_and_catches_a_stale_value():
+    """The comparison above is not vacuous: last-bit noise passes, a value off by 1e-6 (a checker's tolerance) fails."""
+    import torch
+    fixture = torch.load(ROOT / "checkers" / "fixtures" / "task_2.pt", weights_only=True)
+    assert not differences(fixture, fixture)
+    noisy = torch.load(ROOT / "checkers" / "fixtures" / "task_2.pt", weights_only=True)
+    outputs = noisy["cases"][2]["masks"]["causal (L, L)"]["outputs"]
+    outputs.mul_(1 + 4e-15).add_(4e-15)  # the largest cross-CPU difference seen, relative and absolute
+    assert not differences(fixture, noisy)
+    assert serialized(noisy) != serialized(fixture)  # what the byte-for-byte test used to reject
+    outputs.view(-1)[3] += 1e-6
+    assert differences(fixture, noisy) == [
+        "/cases/2/masks/causal (L, L)/outputs: differs by up to 1e-06 (tolerance 1e-12 + 1e-12·|committed|)"]
+    noisy["embed_dim"] += 1
+    noisy["cases"][2]["masks"]["none"]["mask"] = torch.ones(1)
+    assert len(differences(fixture, noisy)) == 3
+
+
+def test_readme_figures_are_current(tmp_path):
+    """assets/ holds what `make assets` renders now, pixel for pixel to FIGURE_RMS."""
     import subprocess
     import sys
     subprocess.run([sys.executable, "-m", "tools.make_assets", "--out", str(tmp_path)], cwd=ROOT, check=True,
                    capture_output=True)
-    for name in ("positional_encoding.png", "lr_schedule.png"):
-        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-        assert (ROOT / "assets" / name).exists(), "run `make assets` and commit assets/"
+    rendered = sorted(path.name for path in tmp_path.glob("*.png") if not path.name.endswith("-failed-diff.png"))
+    assert rendered and rendered == sorted(path.name for path in (ROOT / "assets").glob("*.png")), \
+        "run `make assets` and commit assets/"
+    for name in rendered:
+        problem = figure_difference(ROOT / "assets" / name, tmp_path / name)
+        assert problem is None, f"assets/{name} is stale: run `make assets` and commit ({problem})"
+
+
+def test_figure_comparison_catches_a_changed_figure(tmp_path, reference):
+    """The comparison above is not vacuous: one cell of a positional table changed by 0.3 fails it."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from course_lib import plot_positional_encoding
+    pe = reference["PositionalEncoding"](embed_dim=64, max_len=128).pe[0]  # (128, 64)
+    for name, change in (("committed.png", 0.0), ("same.png", 0.0), ("changed.png", 0.3)):
+        pe[5, 7] += change
+        plot_positional_encoding(pe).savefig(tmp_path / name, dpi=100, metadata={"Software": None})
+    assert figure_difference(tmp_path / "committed.png", tmp_path / "same.png") is None
+    assert "RMS" in figure_difference(tmp_path / "committed.png", tmp_path / "changed.png")

@@ -13,8 +13,11 @@ from dataclasses import dataclass
 from checkers.attention import BATCHED, MASK_INVERTED, OVERFLOW, RES_FROM_KEY
 from checkers.classifier import CLS_NOT_PREPENDED
 from checkers.encoder import DROPOUT_IN_EVAL
+from checkers._modules import FIXED_DTYPE
+from checkers.encoder import DROPOUT_ON_RESIDUAL
 from checkers.linformer import NOT_LINFORMER, QUERIES_PROJECTED
 from checkers.multihead import HEAD_AXIS_MISSING
+from checkers.positional import NOT_A_BUFFER
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,8 @@ FFN = "x = self.norm2(x + self.dropout(self.feedforward(x)))"
 SIN, COS = "pe[:, 0::2] = torch.sin(angle)", "pe[:, 1::2] = torch.cos(angle[:, : embed_dim // 2])"
 EMBED = "return self.positional_encoding(torch.cat([cls, tokens], dim=1))"
 BLOCKS = "[EncoderBlock(embed_dim, num_heads, feedforward_dim, activation, dropout) for _ in range(num_layers)]"
+REGISTER = 'self.register_buffer("pe", pe.unsqueeze(0), persistent=False)'
+FLOAT64_TABLE = (("pe = torch.zeros(max_len, embed_dim)", "pe = torch.zeros(max_len, embed_dim, dtype=torch.float64)"),)
 LIN_CALL = "heads, attention = scaled_softmax_attention(query, key, value)  # (B, H, L, head_dim), (B, H, L, proj_dim)"
 
 MUTANTS = [
@@ -83,6 +88,8 @@ MUTANTS = [
     Mutant(3, "feed-forward applied to the block input",
            ((NORM1, "hidden = self.norm1(x + self.dropout(attended))  # (B, L, D)\n        x = self.norm2"),
             (FFN, "x = self.norm2(hidden + self.dropout(self.feedforward(x)))"))),
+    Mutant(3, "dropout on the residual sum", ((NORM1, NORM1.replace("x + self.dropout(attended)", "self.dropout(x + attended)")),
+                                              (FFN, "x = self.norm2(self.dropout(x + self.feedforward(x)))"))),
     Mutant(3, "mask not passed to attention", ((ATTENDED, "attended, attention = self.attention(x, return_attention=True)"),)),
     # Task 4: PositionalEncoding
     Mutant(4, "sin and cos swapped", ((SIN, "pe[:, 0::2] = torch.cos(angle)"), (COS, "pe[:, 1::2] = torch.sin(angle[:, : embed_dim // 2])"))),
@@ -93,7 +100,9 @@ MUTANTS = [
     Mutant(4, "multiplied instead of added", (("return x + self.pe[:, : x.size(1)]", "return x * self.pe[:, : x.size(1)]"),)),
     Mutant(4, "added in place", (("return x + self.pe[:, : x.size(1)]", "x += self.pe[:, : x.size(1)]\n        return x"),)),
     Mutant(4, "positions start at 1", (("position = torch.arange(max_len)", "position = torch.arange(1, max_len + 1)"),)),
-    Mutant(4, "trainable pe", (('self.register_buffer("pe", pe.unsqueeze(0), persistent=False)', "self.pe = nn.Parameter(pe.unsqueeze(0))"),)),
+    Mutant(4, "trainable pe", ((REGISTER, "self.pe = nn.Parameter(pe.unsqueeze(0))"),)),
+    Mutant(4, "pe a plain attribute", ((REGISTER, "self.pe = pe.unsqueeze(0)"),)),
+    Mutant(4, "float64 table", FLOAT64_TABLE),
     # Task 5: TransformerForSequenceClassification
     Mutant(5, "no positional encoding", ((EMBED, "return torch.cat([cls, tokens], dim=1)"),)),
     Mutant(5, "[CLS] summed instead of prepended", ((EMBED, "return self.positional_encoding(tokens + cls)"),)),
@@ -102,6 +111,7 @@ MUTANTS = [
     Mutant(5, "[CLS] not learnable", (("self.cls_token = nn.Parameter(torch.randn(embed_dim))",
                                        "self.cls_token = nn.Parameter(torch.randn(embed_dim), requires_grad=False)"),)),
     Mutant(5, "one block reused for every layer", ((BLOCKS, BLOCKS.replace(" for _ in range(num_layers)]", "] * num_layers")),)),
+    Mutant(5, "float64 positional table", FLOAT64_TABLE),
     Mutant(5, "attention maps of the last layer only", (("maps.append(attention)", "maps = [attention]"),)),
     # Task 7: Linformer
     Mutant(7, "E reused for the values", (("value = self.f_proj(value)", "value = self.e_proj(value)"),)),
@@ -145,6 +155,7 @@ DIAGNOSES = {
     (3, "activation argument ignored"): "the feed-forward network ignores the `activation` argument: build it with activation(), not a fixed nn.ReLU().",
     (3, "dropout active in eval mode"): DROPOUT_IN_EVAL,
     (3, "feed-forward applied to the block input"): "the feed-forward network reads the block's input; it must read the output of the attention sub-layer.",
+    (3, "dropout on the residual sum"): DROPOUT_ON_RESIDUAL,
     (3, "mask not passed to attention"): "the mask is not passed on to the attention.",
     (4, "sin and cos swapped"): "sin and cos are swapped: even columns (2i) hold sin, odd columns (2i+1) hold cos.",
     (4, "halves concatenated instead of interleaved"): "sines and cosines are concatenated in two halves; interleave them: pe[:, 0::2] = sin, pe[:, 1::2] = cos.",
@@ -154,6 +165,9 @@ DIAGNOSES = {
     (4, "positions start at 1"): "the positions start at 1; the first position is 0.",
     (4, "added in place"): "forward modified its input `x` in place (e.g. `x += ...`); build a new tensor instead.",
     (4, "trainable pe"): "`pe` is trainable; the sinusoidal table is fixed: register it as a buffer, not an nn.Parameter.",
+    (4, "pe a plain attribute"): NOT_A_BUFFER,
+    (4, "float64 table"): FIXED_DTYPE,
+    (5, "float64 positional table"): FIXED_DTYPE,
     (5, "no positional encoding"): "no positional encoding is added to the embedded sequence, so the model cannot tell positions apart.",
     (5, "[CLS] read from the last position"): "the logits are read from the last position; read position 0, where [CLS] was prepended.",
     (5, "mean pooling instead of [CLS]"): "the logits come from the mean over all positions; classify the [CLS] output hidden[:, 0] only.",

@@ -1,0 +1,46 @@
+"""Probe the parts a wrong module is built from with their own tasks' checks: a wrong part is the likely cause."""
+import contextlib
+import inspect
+import io
+
+from ._core import CheckFailure, one_line
+
+
+def explain_parts(task, what, parts):
+    """Fail naming the first part that fails its own task's check.
+
+    Args:
+        parts: (description, task number, the object that check takes) in the order to try; None objects skipped.
+    """
+    import checkers  # here, not at the top: checkers imports this module's users
+
+    for description, number, obj in parts:
+        if obj is None:
+            continue
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # a passing check prints its ✓ line
+                getattr(checkers, f"check_task_{number}")(obj)
+        except CheckFailure as failure:
+            reason = one_line(str(failure).split(": ", 1)[-1], 160)
+            task.fail(f"{what}: {description} does not pass check_task_{number} ({reason}); fix Task {number} first.")
+        except Exception:  # noqa: BLE001 -- only a probe
+            continue
+
+
+def attention_function(cls, name="scaled_softmax_attention"):
+    """The function `name` that a method of cls (not of torch) calls by that name, from its globals; or None."""
+    for klass in cls.__mro__:
+        if klass.__module__.startswith("torch") or klass is object:
+            continue
+        for method in vars(klass).values():
+            if inspect.isfunction(method) and name in method.__code__.co_names:
+                found = method.__globals__.get(name)
+                return found if inspect.isfunction(found) else None
+    return None
+
+
+def part_class(module, name):
+    """The class of module.<name> when that is a module defined outside torch (the student's), or None."""
+    part = getattr(module, name, None)
+    cls = type(part)
+    return None if part is None or cls.__module__.startswith("torch.") else cls

@@ -1,0 +1,119 @@
+"""A memory cap per probe: a child of this process's own memory cgroup (v1 memory controller, or v2).
+
+Found from /proc/self/cgroup and /proc/self/mountinfo; used only when a child group can actually be
+created and capped (root, a writable hierarchy, on v2 the memory controller delegated to this group).
+When the cap is reached the kernel's OOM killer ends a process of that group only; the group's
+own counter says so afterwards, so the grader can name the cause instead of "the process died".
+"""
+import os
+import signal
+import time
+from pathlib import Path
+
+
+def own_group():
+    """(version, folder of this process's memory cgroup) or (None, None) when there is none to use."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return None, None
+    paths = {}
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        paths["v2" if controllers == "" else ",".join(sorted(controllers.split(",")))] = path
+    for mount in mounts:
+        fields = mount.split()
+        fstype, options = fields[fields.index("-") + 1], fields[-1].split(",")
+        root, point = fields[3], fields[4]
+        key = next((k for k in paths if k != "v2" and "memory" in k.split(",")), None)
+        if fstype == "cgroup" and "memory" in options and key:
+            return "v1", Path(point) / os.path.relpath(paths[key], root)
+        if fstype == "cgroup2" and "v2" in paths and "memory" not in paths:
+            folder = Path(point) / os.path.relpath(paths["v2"], root)
+            try:  # v2 lets a group with processes of its own cap children only when memory was delegated to it
+                if "memory" in (folder / "cgroup.subtree_control").read_text().split():
+                    return "v2", folder
+            except OSError:
+                pass
+    return None, None
+
+
+class MemoryCap:
+    """A memory cgroup for one probe slot: create, let processes join, read OOM kills, empty and remove."""
+
+    def __init__(self, version, folder, limit):
+        self.version, self.folder, self.limit = version, folder, limit
+        folder.mkdir()
+        if version == "v1":
+            (folder / "memory.limit_in_bytes").write_text(str(limit))
+            if (folder / "memory.memsw.limit_in_bytes").exists():
+                (folder / "memory.memsw.limit_in_bytes").write_text(str(limit))  # swap does not raise the cap
+        else:
+            (folder / "memory.max").write_text(str(limit))
+            if (folder / "memory.swap.max").exists():
+                (folder / "memory.swap.max").write_text("0")
+
+    @property
+    def procs(self):
+        """The file a process writes its pid to in order to join the group."""
+        return self.folder / "cgroup.procs"
+
+    def oom_kills(self):
+        """How many processes the kernel killed for reaching the cap so far."""
+        name = "memory.oom_control" if self.version == "v1" else "memory.events"
+        try:
+            for line in (self.folder / name).read_text().splitlines():
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+            return int((self.folder / "memory.failcnt").read_text()) if self.version == "v1" else 0
+        except (OSError, ValueError):
+            return 0
+
+    def members(self):
+        try:
+            return [int(pid) for pid in self.procs.read_text().split()]
+        except (OSError, ValueError):
+            return []
+
+    def remove(self):
+        """Kill whatever is left in the group and remove it (a group with processes cannot be removed)."""
+        for _ in range(50):
+            pids = self.members()
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.1)
+        try:
+            self.folder.rmdir()
+        except OSError:
+            pass
+
+
+def try_cap(name, limit):
+    """A MemoryCap named name under this process's memory cgroup, or (None, why not)."""
+    version, parent = own_group()
+    if version is None:
+        return None, "no memory cgroup controller is mounted for this process"
+    try:
+        folder = parent / name
+        if folder.exists():
+            _empty_and_remove(folder)
+        return MemoryCap(version, folder, limit), ""
+    except OSError as error:
+        return None, f"cannot create a memory cgroup under {parent} ({error.strerror})"
+
+
+def _empty_and_remove(folder):
+    """A leftover group of an earlier run that crashed: kill its processes and remove it."""
+    for pid in (folder / "cgroup.procs").read_text().split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    time.sleep(0.2)
+    folder.rmdir()

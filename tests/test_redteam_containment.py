@@ -1,0 +1,432 @@
+"""Red team: submissions that attack the grader's containment, graded beside honest ones.
+
+Each attack is one extra cell, put before the first answer cell of the reference answers of tasks
+1-5 and 7 (8 points, nothing to train): whatever the attack does, it must be contained and
+reported, and the honest cells around it must still score their 8 points. One full solution (10)
+is graded in the same run. The attacks print "ESCAPE: ..." for anything that got out and
+"ATTACK RAN <name>" when they finished, so a test can tell "contained" from "never ran".
+
+Fast tests (the clock, file reading, the training limit, the command line) run anywhere; the
+end-to-end ones need root and bubblewrap and are skipped with the reason otherwise
+(`pytest -rs` shows it). Select them with `pytest -m grading tests/test_redteam_containment.py`.
+"""
+import copy
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from test_grading import (DEFINITION_POINTS, RELEASE, SOURCE, csv_rows, definitions_only, index_of, read,
+                          report_sections, scratch_course)
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grading import sandbox, supervise  # noqa: E402
+from grading.course import Course  # noqa: E402
+from grading.program import ProgramCell  # noqa: E402
+
+BWRAP = sandbox.bwrap_version()
+CGROUP = sandbox.choose("auto").cgroup[0] if BWRAP else None  # without one, memory is capped by RLIMIT_AS
+needs_bwrap = pytest.mark.skipif(
+    BWRAP is None, reason="containment not testable here: needs root and bubblewrap (`apt-get install bubblewrap`; "
+                          ".ci/run installs it when it runs as root)")
+TOKEN = uuid.uuid4().hex[:12]
+MEMORY_GIB, SCRATCH_GIB = 3, 0.5  # smaller than the defaults: this machine is shared
+
+# ----- The attacks: one cell each --------------------------------------------------------------------------------
+
+ATTEMPTS = '''import os, socket, ctypes
+escaped, contained = [], 0
+def attempt(what, action):
+    global contained
+    try:
+        result = action()
+    except Exception:
+        contained += 1
+        return
+    escaped.append(f"{{what}}: {{str(result)[:60]!r}}")
+def write(path):
+    with open(path, "w") as file:
+        file.write("{token}")
+    return path
+'''
+
+ESCAPE = ATTEMPTS + '''for path in {reads}:
+    attempt("read " + path, lambda: open(path, "rb").read(64))
+for path in {writes}:
+    attempt("write " + path, lambda: write(path))
+for path in {listings}:
+    attempt("list " + path, lambda: os.listdir(path))
+attempt("connect to the internet", lambda: socket.create_connection(("1.1.1.1", 53), timeout=3))
+attempt("connect to the host", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=3))
+attempt("signal the grader", lambda: os.kill({grader}, 0))
+attempt("ptrace pid 1", lambda: 1 / (ctypes.CDLL(None).ptrace(16, 1, 0, 0) + 1))
+attempt("hard link to the gradebook", lambda: os.link("{gradebook}", "../out/task_10.pt"))
+os.symlink("{gradebook}", "../out/task_9.pt")  # a link where the grader looks for records: never followed
+for line in escaped:
+    print("ESCAPE:", line)
+print(f"contained {{contained}} of {{contained + len(escaped)}}; ATTACK RAN escape")
+'''
+
+SURVIVOR = '''import os, signal, threading, time
+if os.fork() == 0:
+    os.setsid()
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGALRM, signal.SIGUSR1, signal.SIGPIPE):
+        signal.signal(number, signal.SIG_IGN)
+    if os.fork() == 0:  # a grandchild in its own session, orphaned: it must not outlive grading
+        threads = 0
+        try:
+            while threads < 2000:  # as many threads as the uid may have (the EAGAIN of the next submission)
+                threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
+                threads += 1
+        except RuntimeError:
+            pass
+        with open("../out/survivor.txt", "w") as file:
+            file.write(str(threads))
+        while True:
+            time.sleep(1)
+    os._exit(0)
+time.sleep(3)
+print("survivor threads:", open("../out/survivor.txt").read(), "ATTACK RAN survivor")
+'''
+
+FORKBOMB = '''import os, time
+started, children = time.time(), 0
+while time.time() - started < 8:
+    try:
+        if os.fork() == 0:
+            while True:  # every child tries to fork too, politely
+                try:
+                    if os.fork() == 0:
+                        time.sleep(3600)
+                except OSError:
+                    time.sleep(0.2)
+        children += 1
+    except OSError:
+        time.sleep(0.2)
+print("forks:", children, "ATTACK RAN forkbomb")
+'''
+
+STUCK = '''import signal, time
+signal.signal(signal.SIGALRM, signal.SIG_IGN)  # the probe's own alarm: only the supervisor's clock is left
+while True:
+    try:
+        time.sleep(1)
+    except BaseException:
+        pass
+'''
+
+FAKE_END = '''import json, os
+program = json.load(open("../input/program.json"))  # readable: how the cell finds its own index
+me = next(index for index, cell in enumerate(program) if "FAKE-END" in cell["source"])
+for event in ({{"event": "end", "cell": me}}, {{"event": "start", "cell": me, "limit": 1e9}},
+              {{"event": "start", "cell": me + 5, "limit": 1e9}}, {{"event": "done"}}):
+    os.write(int(os.environ["GRADING_PROGRESS_FD"]), (json.dumps(event) + "\\n").encode())
+''' + STUCK
+
+TRAIN_COMMENT = '''# history = train(model, train_loader, val_loader)  <- a comment, not a call
+text = "train(model)"
+''' + STUCK
+
+FIFO = '''import os
+# FIFOs (a reader that opens one blocks until a writer comes: forever) wherever the probe or the grader writes or reads
+for name in ["progress.jsonl", "task_9.pt", "task_6.pt.part", "task_7.pt.part"] + \\
+        [f"cell_{index}.json{part}" for index in range(300) for part in ("", ".part")]:
+    if not os.path.exists("../out/" + name):
+        os.mkfifo("../out/" + name)
+print("ATTACK RAN fifo")
+'''
+
+SILENCE = '''import os
+os.dup2(os.open("/dev/null", os.O_WRONLY), int(os.environ["GRADING_PROGRESS_FD"]))  # the probe's events: gone
+print("ATTACK RAN silence")
+'''
+
+MEMORY_HOG = '''import torch
+hog = torch.ones(6 << 30, dtype=torch.uint8)  # 6 GiB, every page written
+print("ESCAPE: allocated", hog.numel() >> 30, "GiB")
+'''
+
+DISK_HOG = '''written, chunk = 0, b"x" * (1 << 24)
+try:
+    for number in range(3 * 64):  # 3 GiB in 16 MiB pieces, 64 files
+        with open(f"hog_{number % 64}.bin", "ab") as file:
+            file.write(chunk)
+        written += len(chunk)
+except OSError as error:
+    print(f"disk full after {written >> 20} MiB: {type(error).__name__}")
+print("ATTACK RAN diskhog")
+'''
+
+
+def with_cell(notebook, source):
+    """notebook with an extra code cell (no nbgrader metadata) just before the first answer cell."""
+    notebook = copy.deepcopy(notebook)
+    notebook["cells"].insert(index_of(notebook, "task_1_attention"), {"cell_type": "code", "metadata": {},
+                             "source": source, "outputs": [], "execution_count": None})
+    return notebook
+
+
+# {student: (attack cell, words of the report's note, whether the cell prints "ATTACK RAN")}
+def attacks(course, decoy, port):
+    """The attack cells, with the paths of this run (the course, a decoy copy of the repository) filled in."""
+    gradebook = str(course / "gradebook.db")
+    reads = [str(decoy / "solutions" / "transformer" / "transformer.ipynb"), str(course / "solutions" / "transformer"
+             / "transformer.ipynb"), str(ROOT / "solutions" / "transformer" / "transformer.ipynb"), gradebook,
+             "/etc/shadow", "/etc/passwd", "/proc/1/environ", "/root/.bash_history",
+             str(course / "build" / "grading" / "scratch" / "honest" / "input" / "program.json")]
+    writes = [f"/run/lock/redteam-{TOKEN}", f"/tmp/../run/redteam-{TOKEN}", f"/dev/shm/redteam-{TOKEN}",
+              str(course / f"redteam-{TOKEN}"), str(course / "build" / "grading" / "runtime" / "checkers" / "x.py"),
+              os.path.join(sys.prefix, f"redteam-{TOKEN}.pth"), f"/redteam-{TOKEN}", "../redteam"]
+    listings = [str(decoy), str(course), str(ROOT / "solutions"), "/home", "/opt", "/etc", "/sys/fs/cgroup",
+                str(course / "build" / "grading" / "scratch")]
+    escape = ESCAPE.format(token=TOKEN, reads=reads, writes=writes, listings=listings, port=port,
+                           grader=os.getpid(), gradebook=gradebook)
+    return {"escape": (escape, None, True),
+            "survivor": (SURVIVOR, None, True),
+            "forkbomb": (FORKBOMB, None, True),
+            "fakeend": (FAKE_END.format(), "ran past its 20 s limit", False),
+            "traincomment": (TRAIN_COMMENT, "ran past its 20 s limit", False),
+            "fifo": (FIFO, None, True),
+            "silence": (SILENCE, "tampered with the probe's progress log", False),
+            "memoryhog": (MEMORY_HOG, f"more than the sandbox's {MEMORY_GIB:g} GiB of memory" if CGROUP else None,
+                          False),  # under RLIMIT_AS the allocation fails inside the cell instead
+            "diskhog": (DISK_HOG, f"filled its {SCRATCH_GIB:g} GiB scratch space", False)}
+
+
+# ----- One grading run of every attack beside honest submissions ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def redteam(tmp_path_factory):
+    """(course, attacks, grade's stdout, stderr, seconds, host listener) after `grade --jobs 2`."""
+    course = scratch_course(tmp_path_factory.mktemp("redteam"))
+    decoy = Path(f"/opt/redteam-{TOKEN}")  # another copy of the repository elsewhere on the machine
+    shutil.copytree(ROOT / "solutions", decoy / "solutions")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.setblocking(False)
+    cases = attacks(course, decoy, listener.getsockname()[1])
+    honest = definitions_only()
+    notebooks = {student: with_cell(honest, source) for student, (source, _, _) in cases.items()}
+    notebooks.update(honest=honest, full=read(SOURCE))
+    for student, notebook in notebooks.items():
+        folder = course / "submitted" / student / "transformer"
+        folder.mkdir(parents=True)
+        (folder / "transformer.ipynb").write_text(json.dumps(notebook))
+    started = time.monotonic()
+    try:
+        run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course),
+                              "--memory", str(MEMORY_GIB), "--scratch", str(SCRATCH_GIB)],
+                             cwd=ROOT, capture_output=True, text=True, timeout=900)
+    finally:
+        shutil.rmtree(decoy)
+    assert run.returncode == 0, run.stdout + run.stderr
+    yield course, cases, run.stdout, time.monotonic() - started, listener
+    listener.close()
+
+
+def rendered_text(course, student):
+    """Everything the student's cells printed, as the graded notebook holds it (outputs only, not the source)."""
+    notebook = json.loads((course / "build" / "grading" / "rendered" / student / "transformer" /
+                           "transformer.ipynb").read_text())
+    outputs = [output for cell in notebook["cells"] for output in cell.get("outputs", [])]
+    return json.dumps(outputs, ensure_ascii=False)
+
+
+@needs_bwrap
+@pytest.mark.grading
+def test_attacks_cost_nothing_but_themselves(redteam):
+    """Every attacker keeps the 8 points of its honest cells; the full solution 10; the three records agree."""
+    course, cases, output, _, _ = redteam
+    expected = {student: DEFINITION_POINTS for student in [*cases, "honest"]}
+    expected["full"] = {task: points for task, points in DEFINITION_POINTS.items()} | {6: 1, 8: 1}
+    by_task = {(row["student_id"], int(row["task"])): float(row["score"])
+               for row in csv_rows(course / "grades_by_task.csv")}
+    wrong = {(student, task): (by_task.get((student, task)), score) for student, points in expected.items()
+             for task, score in points.items() if by_task.get((student, task)) != score}
+    assert not wrong, f"(student, task): (graded, expected) = {wrong}"
+    totals = {row["student_id"]: float(row["score"]) for row in csv_rows(course / "grades.csv")}
+    assert totals == {student: float(sum(points.values())) for student, points in expected.items()}
+    assert "PROBLEM" not in output  # grade.py compares the gradebook with its own scores and says so
+
+
+@needs_bwrap
+@pytest.mark.grading
+def test_nothing_got_out(redteam):
+    """No attack read, wrote, listed or reached anything outside its sandbox, and each of them did run."""
+    course, cases, _, _, listener = redteam
+    for student, (_, _, prints) in cases.items():
+        text = rendered_text(course, student)
+        escapes = re.findall(r"ESCAPE[^\\]*", text)
+        assert not escapes, f"{student}: {escapes}"
+        if prints:
+            assert f"ATTACK RAN {student}" in text, f"{student} never ran: the test would prove nothing"
+    assert re.search(r"contained (\d+) of \1;", rendered_text(course, "escape"))
+    assert not Path(f"/run/lock/redteam-{TOKEN}").exists() and not Path(f"/dev/shm/redteam-{TOKEN}").exists()
+    assert not list(course.glob("redteam-*")) and not Path(sys.prefix, f"redteam-{TOKEN}.pth").exists()
+    assert not (course / "build" / "grading" / "runtime" / "checkers" / "x.py").exists()
+    with pytest.raises(BlockingIOError):
+        listener.accept()  # nobody connected to the host
+
+
+@needs_bwrap
+@pytest.mark.grading
+def test_no_process_outlives_grading(redteam):
+    """setsid, ignored signals, threads up to the uid's limit, a fork bomb: nothing of the sandbox users is left."""
+    course, _, _, _, _ = redteam
+    assert "survivor threads:" in rendered_text(course, "survivor")
+    for slot in range(2):
+        assert sandbox.processes_of(sandbox.FIRST_UID + slot) == [], f"slot {slot}: processes left"
+    forks = int(re.search(r"forks: (\d+)", rendered_text(course, "forkbomb")).group(1))
+    assert 10 < forks < 520  # it forked, and RLIMIT_NPROC stopped it
+
+
+@needs_bwrap
+@pytest.mark.grading
+def test_limits_are_reported_and_come_from_the_clock(redteam):
+    """Fake events, a `# train(` comment, a silenced progress pipe, 6 GiB of memory, 3 GiB of disk: each stopped
+    and named; FIFOs where the probe and the grader write and read block nothing."""
+    course, cases, output, _, _ = redteam
+    sections = report_sections((course / "grading_report.md").read_text())
+    for student, (_, words, _) in cases.items():
+        if words:
+            assert words in sections.get(student, ""), f"{student}: {sections.get(student)}"
+    seconds = {line.split()[1].rstrip(":"): float(line.split()[-2])
+               for line in output.splitlines() if line.startswith("graded ") and line.endswith(" s")}
+    print(f"\nseconds per submission (grade --jobs 2, shared machine): {seconds}")
+    for student in ("fakeend", "traincomment"):  # 20 s + 10 s grace + a restart, not 300 s or MAX_TOTAL
+        assert seconds[student] < 150, seconds
+    assert seconds["fifo"] < 100 and "fifo" not in sections, sections.get("fifo")
+    assert "outlived" not in "".join(sections.values())  # the PID namespace ended them all, as it should
+
+
+@needs_bwrap
+@pytest.mark.grading
+def test_scratch_is_deleted_and_containment_is_announced(redteam):
+    """No scratch folder or tmpfs is left; grade said what containment it found."""
+    course, _, output, _, _ = redteam
+    scratch = course / "build" / "grading" / "scratch"
+    assert not scratch.exists() or not any(scratch.iterdir())
+    assert str(course) not in Path("/proc/self/mountinfo").read_text()
+    assert "containment: bubblewrap" in output and "memory: 3 GiB per submission" in output
+    print("\n" + "\n".join(line for line in output.splitlines() if line.startswith(("containment", "memory", "disk"))))
+    assert (course / "build" / "grading" / "logs" / "diskhog.log").is_file()
+
+
+# ----- Fast: the pieces, no sandbox needed -----------------------------------------------------------------------
+
+def cells(*limits):
+    return [ProgramCell("given", "", limit) for limit in limits]
+
+
+def test_events_cannot_extend_a_cells_deadline():
+    """End, a repeated start, a skip ahead and done move no deadline; only the next cell's start does."""
+    clock = supervise.Clock(cells(20, 20, 300, 20), skip=[2], started=0.0)
+    clock.see({"event": "start", "cell": 0}, now=1.0)
+    assert clock.deadline == 1.0 + 20 + supervise.GRACE
+    for event in ({"event": "end", "cell": 0}, {"event": "start", "cell": 0}, {"event": "start", "cell": 3},
+                  {"event": "start", "cell": 2}, {"event": "done"}, {"event": "start", "cell": "1"}, {}):
+        clock.see(event, now=50.0)
+    assert clock.deadline == 1.0 + 20 + supervise.GRACE and not clock.done
+    clock.see({"event": "start", "cell": 1}, now=60.0)
+    assert clock.deadline == 60.0 + 20 + supervise.GRACE and clock.current == 1
+    clock.see({"event": "start", "cell": 3}, now=61.0)  # cell 2 is skipped in this attempt: 3 comes next
+    assert clock.deadline == 61.0 + 20 + supervise.GRACE
+
+
+def test_reading_never_blocks_on_what_the_student_left(tmp_path):
+    """A FIFO, a link and an oversized file are refused at once, without blocking."""
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "real").write_bytes(b"1234")
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    result = {}
+    reader = threading.Thread(target=lambda: result.update(fifo=supervise.read_untrusted(tmp_path / "fifo")))
+    reader.start()
+    reader.join(5)
+    assert not reader.is_alive() and result["fifo"] is None
+    assert supervise.read_untrusted(tmp_path / "link") is None
+    assert supervise.read_untrusted(tmp_path / "real") == b"1234"
+    assert supervise.read_untrusted(tmp_path / "real", limit=2) is None
+    assert supervise.read_untrusted(tmp_path / "real", offset=2, limit=2) == b"34"
+
+
+def test_progress_pipe_is_read_without_blocking_and_capped():
+    """Events come whole, garbage is skipped, an idle pipe returns at once, a flood stops being read."""
+    reader, writer = os.pipe()
+    progress = supervise.Progress(reader)
+    assert progress.events() == []
+    os.write(writer, b'{"event": "start", "cell": 0}\nnot json\n[1]\n{"event": "en')
+    assert progress.events() == [{"event": "start", "cell": 0}]
+    os.write(writer, b'd", "cell": 0}\n')
+    assert progress.events() == [{"event": "end", "cell": 0}]
+    progress.total = supervise.MAX_PROGRESS
+    os.write(writer, b'{"event": "done"}\n')
+    assert progress.events() == []
+    os.close(reader)
+    os.close(writer)
+
+
+@pytest.mark.parametrize("source, seconds", [
+    ("history = train(model, train_loader, val_loader)", 300), ("h = course_lib.training.train(model)", 300),
+    ("# train(model)\nx = 1", 60), ('text = "train(model)"', 60), ("model.train()", 60),
+    ("def broken(:\n    train(model)", 60), ("%%time\nx = 1  # train(", 60)])
+def test_training_limit_only_for_cells_that_call_train(source, seconds):
+    assert Course(ROOT).limit_for(source) == seconds
+
+
+def test_grading_without_a_sandbox_needs_the_flag_and_says_so():
+    """Without bubblewrap, grade refuses and says how to install it; --sandbox none warns loudly."""
+    script = "from grading import sandbox\ntry:\n    sandbox.choose('auto')\nexcept sandbox.SandboxUnavailable as e:" \
+             "\n    print(e)"
+    refused = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                             env=dict(os.environ, PATH="/nonexistent"))
+    assert "apt-get install bubblewrap" in refused.stdout and "--sandbox none" in refused.stdout
+    box = sandbox.choose("none")
+    assert box.mode == "none" and "UNISOLATED" in box.warning
+
+
+FOREVER = '''import json, os, time
+for cell in range(1000):  # claims one cell after another, each within its limit: only the total limit is left
+    os.write(int(os.environ["GRADING_PROGRESS_FD"]), (json.dumps({"event": "start", "cell": cell}) + "\\n").encode())
+    time.sleep(0.5)
+'''
+
+
+def test_watchdog_bounds_a_submission_that_keeps_claiming_progress(tmp_path, monkeypatch):
+    """A probe that reports a new cell every half second still ends at MAX_TOTAL, by the grader's clock."""
+    runtime = tmp_path / "runtime"
+    (runtime / "mpl").mkdir(parents=True)
+    (runtime / "probe.py").write_text(FOREVER)
+    monkeypatch.setattr(supervise, "MAX_TOTAL", 3.0)
+    job = supervise.Job(cells(*[1.0] * 1000), tmp_path / "scratch" / "someone", runtime, sandbox.Sandbox("none"))
+    started = time.monotonic()
+    run = supervise.run_probe(job)
+    assert time.monotonic() - started < 10
+    assert any("grading stopped after 3 s in all" in note for note in run.notes), run.notes
+    assert not job.scratch.exists() and (tmp_path / "logs" / "someone.log").is_file()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to start a "
+                    "process as another uid")
+def test_a_uid_is_swept_before_reuse():
+    """A process left running as a job's uid is found in /proc, killed and counted (for the report)."""
+    uid = sandbox.FIRST_UID + 9  # a slot no test grades with
+    left = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sleep", "60"],
+                            start_new_session=True)
+    deadline = time.monotonic() + 5
+    while not sandbox.processes_of(uid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sandbox.sweep(uid, settle=0) == 1
+    left.wait(5)
+    assert sandbox.processes_of(uid) == []

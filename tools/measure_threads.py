@@ -1,0 +1,155 @@
+"""How many torch threads the notebook's training should use: `python -m tools.measure_threads [--load N]`.
+
+Times the notebook's training step (a batch from its DataLoader, forward, backward, AdamW) and one evaluation
+pass (the 1,000 validation sequences) of its default model (course_lib.defaults.CLASSIFIER) on the CPU, with
+torch on 1 and on 2 threads. It measures twice: on the machine as it is, then with N busy-loop processes of its
+own (default 1: one other program keeping a core busy, as on a shared 2-core machine). Within a condition the
+thread settings alternate in short rounds, so a change in the rest of the machine's load hits both alike.
+Prints one table, with the load average (os.getloadavg, 1 minute) before and after each condition: a load
+above 0 before the idle condition means it was not idle. Takes well under two minutes.
+"""
+import argparse
+import multiprocessing
+import os
+import platform
+import statistics
+import time
+from contextlib import contextmanager
+
+import torch
+from torch.utils.data import DataLoader
+
+from course_lib import defaults
+from course_lib.data import PalindromeDataset
+from course_lib.metrics import classification_loss
+from course_lib.training import evaluate
+from tools.make_fixtures import load_reference
+
+THREADS = (1, 2)
+WARMUP_STEPS = 10  # per thread setting and condition, not timed
+ROUND_SECONDS, MIN_STEPS = 2.0, 3  # a slow setting times fewer steps per round, so a run stays short
+TRAIN_SEQUENCES = 4_096  # enough batches for every round; the notebook draws more, of the same shape
+
+
+def busy_loop():
+    while True:
+        pass
+
+
+@contextmanager
+def synthetic_load(processes):
+    """Run `processes` busy-loop processes for the duration of the block."""
+    workers = [multiprocessing.get_context("fork").Process(target=busy_loop, daemon=True) for _ in range(processes)]
+    for worker in workers:
+        worker.start()
+    try:
+        time.sleep(1.0 if workers else 0.0)  # let the scheduler settle them on the cores
+        yield
+    finally:
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.join()
+
+
+def notebook_setup():
+    """The notebook's model, optimizer and loaders (data cell and Task 6's cells, on the CPU)."""
+    torch.manual_seed(0)
+    model = load_reference()["TransformerForSequenceClassification"](**defaults.CLASSIFIER)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=defaults.TRAINING["lr"], betas=(0.9, 0.98))
+    train_data = PalindromeDataset(TRAIN_SEQUENCES, defaults.SEQ_LEN, seed=1)
+    val_data = PalindromeDataset(defaults.VAL_SIZE, defaults.SEQ_LEN, seed=2)
+    train_loader = DataLoader(train_data, batch_size=defaults.BATCH_SIZE, shuffle=True, drop_last=True)
+    return model, optimizer, forever(train_loader), DataLoader(val_data, batch_size=500)
+
+
+def forever(loader):
+    while True:
+        yield from loader
+
+
+def seconds_per_step(model, optimizer, batches, steps, budget=ROUND_SECONDS):
+    """Wall time per training step, the batch's loading included, as a student waits for it.
+
+    Runs `steps` steps, or fewer (at least MIN_STEPS) once `budget` seconds have passed.
+    """
+    model.train()
+    start, done = time.perf_counter(), 0
+    while done < steps and (done < MIN_STEPS or time.perf_counter() - start < budget):
+        inputs, labels = next(batches)
+        loss = classification_loss(model(inputs), labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        done += 1
+    return (time.perf_counter() - start) / done
+
+
+def seconds_per_evaluation(model, val_loader):
+    start = time.perf_counter()
+    evaluate(model, val_loader, torch.device("cpu"))
+    return time.perf_counter() - start
+
+
+def measure_condition(setup, rounds, steps):
+    """{threads: (step times, evaluation times)}: `rounds` rounds, each timing every thread setting in turn."""
+    model, optimizer, batches, val_loader = setup
+    times = {threads: ([], []) for threads in THREADS}
+    for threads in THREADS:
+        torch.set_num_threads(threads)
+        seconds_per_step(model, optimizer, batches, min(WARMUP_STEPS, steps))
+    for _ in range(rounds):
+        for threads in THREADS:
+            torch.set_num_threads(threads)
+            times[threads][0].append(seconds_per_step(model, optimizer, batches, steps))
+            times[threads][1].append(seconds_per_evaluation(model, val_loader))
+    return times
+
+
+def table_rows(condition, times, load_before, load_after):
+    """One line per thread setting: median and range over rounds, in ms, and the ratio to 1 thread."""
+    one_thread = statistics.median(times[1][0])
+    rows = []
+    for threads, (steps, evaluations) in times.items():
+        step = statistics.median(steps)
+        rows.append(f"{condition:<26} {threads:>7} {1e3 * step:>9.1f} {1e3 * min(steps):>6.1f}-{1e3 * max(steps):<6.1f}"
+                    f" {step / one_thread:>8.2f} {1e3 * statistics.median(evaluations):>9.0f}"
+                    f"   {load_before:.2f} -> {load_after:.2f}")
+    return rows
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--load", type=int, default=1, help="busy-loop processes for the loaded condition (0: skip it)")
+    parser.add_argument("--rounds", type=int, default=6, help="rounds per condition (each times every setting)")
+    parser.add_argument("--steps", type=int, default=40,
+                        help=f"training steps per setting and round (fewer once {ROUND_SECONDS:g} s have passed)")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    default_threads = torch.get_num_threads()
+    setup = notebook_setup()
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
+          f"(its default: {default_threads} threads); model {defaults.CLASSIFIER['embed_dim']}-dim, "
+          f"batch {defaults.BATCH_SIZE} x {defaults.SEQ_LEN + 1} tokens; {args.rounds} rounds x {args.steps} steps")
+    print(f"{'condition':<26} {'threads':>7} {'ms/step':>9} {'range':^13} {'vs 1 thr':>8} {'ms/eval':>9}"
+          "   load avg (1 min) before -> after")
+    conditions = {"machine as it is": 0, f"+ {args.load} busy process(es)": args.load}
+    try:
+        for condition, processes in conditions.items():
+            if condition != "machine as it is" and processes == 0:
+                continue
+            load_before = os.getloadavg()[0]
+            with synthetic_load(processes):
+                times = measure_condition(setup, args.rounds, args.steps)
+            print("\n".join(table_rows(condition, times, load_before, os.getloadavg()[0])), flush=True)
+    finally:
+        torch.set_num_threads(default_threads)
+    print("ms/step: median over rounds (range: fastest-slowest round); vs 1 thr: median ms/step / 1 thread's; "
+          "ms/eval: one pass over the 1,000 validation sequences.")
+
+
+if __name__ == "__main__":
+    main()
