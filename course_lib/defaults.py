@@ -1,7 +1,7 @@
 """The notebook's default data, model and training settings, in one place (the bench uses them too).
 
-Chosen by measurement on a 2-core CPU (see the README's "Training time and performance" section): with these,
-each training task reaches 95% on the checker's data well within a minute.
+Chosen by measurement on a 2-core CPU; the steps and times they take, and the machine's load when measured,
+are in the README's "Training time and performance" section.
 """
 import torch.nn as nn
 
@@ -20,3 +20,8 @@ LINFORMER = dict(CLASSIFIER, sequence_length=SEQ_LEN + 1, proj_dim=8)
 # at the accuracy target (stop_at_accuracy); pass max_seconds=... to train() to cap the time.
 TRAINING = dict(num_epochs=20, lr=1e-3, warmup_steps=100)
 STOP_AT_ACCURACY = 0.98
+
+
+def describe(config):
+    """One readable line for a settings dict: classes by name, e.g. "embed_dim=16, activation=ReLU"."""
+    return ", ".join(f"{name}={getattr(value, '__name__', value)}" for name, value in config.items())

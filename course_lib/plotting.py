@@ -5,6 +5,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from .attention_stats import explained_variance
 from .schedule import warmup_cosine_factor
 
 
@@ -24,15 +25,31 @@ def plot_positional_encoding(pe):
     return fig
 
 
-def plot_lr_schedule(base_lr, warmup_steps, max_steps):
-    """Learning rate against optimizer step for the warm-up + cosine schedule."""
+def plot_lr_schedule(base_lr, warmup_steps, max_steps, zoom_steps=None):
+    """Learning rate against optimizer step: the warm-up enlarged on the left, the whole schedule on the right.
+
+    Args:
+        base_lr: peak learning rate.
+        warmup_steps: length of the linear warm-up.
+        max_steps: step at which the schedule reaches 0.
+        zoom_steps: steps shown in the left panel; defaults to 5 * warmup_steps (at most max_steps).
+    """
+    zoom_steps = min(zoom_steps or 5 * max(warmup_steps, 1), max_steps)
     steps = np.arange(max_steps + 1)
-    rates = [base_lr * warmup_cosine_factor(step, warmup_steps, max_steps) for step in steps]
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    ax.plot(steps, rates)
-    ax.axvline(warmup_steps, color="grey", linestyle="--", label=f"end of warm-up ({warmup_steps} steps)")
-    ax.set(title="Warm-up + cosine learning-rate schedule", xlabel="optimizer step", ylabel="learning rate")
-    ax.legend()
+    rates = np.array([base_lr * warmup_cosine_factor(step, warmup_steps, max_steps) for step in steps])
+    fig, (zoom_ax, full_ax) = plt.subplots(1, 2, figsize=(11, 3.6), layout="constrained",
+                                           gridspec_kw={"width_ratios": [1, 1.6]})
+    zoom_ax.plot(steps[: zoom_steps + 1], rates[: zoom_steps + 1])
+    zoom_ax.set(title=f"Warm-up: the first {zoom_steps:,} steps", xlim=(0, zoom_steps))
+    full_ax.plot(steps, rates)
+    full_ax.axvspan(0, zoom_steps, color="tab:orange", alpha=0.2, label=f"left panel (steps 0-{zoom_steps:,})")
+    full_ax.set(title=f"Whole schedule: {max_steps:,} steps", xlim=(0, max_steps))
+    for ax in (zoom_ax, full_ax):
+        ax.axvline(warmup_steps, color="grey", linestyle="--", label=f"end of warm-up (step {warmup_steps:,})")
+        ax.set(xlabel="optimizer step", ylabel="learning rate", ylim=(0, base_lr * 1.08))
+        ax.ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
+        ax.legend(loc="lower right" if ax is zoom_ax else "upper right")
+    fig.suptitle("Warm-up + cosine learning-rate schedule")
     return fig
 
 
@@ -90,39 +107,52 @@ class LiveCurves:
         self.last_draw = time.perf_counter()
 
 
-def explained_variance(matrix):
-    """Cumulative share of squared singular values: entry k-1 is the share kept by a rank-k approximation."""
-    singular_values = torch.linalg.svdvals(matrix.detach().double().cpu())
-    energy = torch.cumsum(singular_values**2, dim=0)
-    return (energy / energy[-1]).numpy()
+def plot_explained_variance(attention, untrained=None, threshold=0.99, title=None):
+    """Explained variance of each head's attention maps against the rank kept, with references to compare.
 
-
-def plot_explained_variance(attention, threshold=0.99, title=None):
-    """Explained variance of each head's attention matrix against the rank kept.
+    Each panel shows the median curve over the examples given, the same for the untrained model when
+    given, and a head in which every query looks up a different key (a permutation matrix, such as
+    "look at the mirror position"), whose curve is k / L.
 
     Args:
-        attention: tensor (num_heads, L, L), one example's attention maps of one layer.
+        attention: (num_heads, L, L) for one example or (N, num_heads, L, L) for N examples, of one layer.
+        untrained: optional, the same layer's maps before training, same shape as attention.
         threshold: level drawn as a dashed line.
         title: optional title of the whole figure (e.g. the layer).
     """
-    num_heads = attention.shape[0]
+    curves = _median_curves(attention)  # (H, L)
+    reference = None if untrained is None else _median_curves(untrained)  # (H, L)
+    num_heads, length = curves.shape
     cols = min(num_heads, 4)
     rows = -(-num_heads // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.4 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False, layout="constrained")
+    ranks = np.arange(1, length + 1)
     for head, ax in enumerate(axes.flat):
         if head >= num_heads:
             ax.set_visible(False)
             continue
-        curve = explained_variance(attention[head])
-        rank = int(np.searchsorted(curve, threshold) + 1)
-        ax.plot(np.arange(1, len(curve) + 1), curve)
-        ax.axhline(threshold, color="red", linestyle="--")
-        ax.set(title=f"head {head}: {threshold:.0%} at rank {rank} of {len(curve)}", xscale="log",
-               xlabel="rank k (singular values kept)", ylabel="explained variance", ylim=(0, 1.02))
+        ax.plot(ranks, curves[head], label="trained" if reference is not None else "this model")
+        head_title = f"head {head}: {threshold:.0%} at rank {_rank_at(curves[head], threshold)}"
+        if reference is not None:
+            ax.plot(ranks, reference[head], "--", label="untrained")
+            head_title += f" (untrained {_rank_at(reference[head], threshold)})"
+        ax.plot(ranks, ranks / length, ":", color="grey", label="permutation (mirror lookup)")
+        ax.axhline(threshold, color="red", linewidth=0.8, label=f"{threshold:.0%} of the energy")
+        ax.set(title=head_title, xlabel="rank k (singular values kept)", ylabel="share of energy kept",
+               xlim=(1, length), ylim=(0, 1.02))
+        ax.legend(loc="center right", fontsize="small")
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
     return fig
+
+
+def _median_curves(attention):
+    maps = attention.reshape(-1, *attention.shape[-3:])  # (N, H, L, L)
+    return np.median(explained_variance(maps), axis=0)  # (H, L)
+
+
+def _rank_at(curve, threshold):
+    return int(np.searchsorted(curve, threshold - 1e-12) + 1)
 
 
 def plot_scaling(seq_lens, series, ylabel, title, ideal_slopes=None):
@@ -149,18 +179,21 @@ def plot_scaling(seq_lens, series, ylabel, title, ideal_slopes=None):
 
 
 def plot_attention_maps(attention, title="Attention weights"):
-    """Heatmaps of attention weights, one panel per head.
+    """Heatmaps of attention weights, one panel per head, on one colour scale from 0 to the largest weight shown.
 
     Args:
         attention: tensor (L_q, L_k) or (num_heads, L_q, L_k).
         title: figure title.
     """
     maps = torch.as_tensor(attention).detach().cpu().reshape(-1, *attention.shape[-2:])  # (num_heads, L_q, L_k)
-    fig, axes = plt.subplots(1, len(maps), figsize=(3.6 * len(maps), 3.4), squeeze=False)
+    largest = float(maps.max())
+    fig, axes = plt.subplots(1, len(maps), figsize=(2.2 + 3.0 * len(maps), 3.4), squeeze=False,
+                             sharey=True, layout="constrained")
     for head, (ax, weights) in enumerate(zip(axes.flat, maps)):
-        image = ax.imshow(weights.numpy(), cmap="viridis", vmin=0, vmax=1)
-        ax.set(title=f"head {head}" if len(maps) > 1 else "", xlabel="key position", ylabel="query position")
+        image = ax.imshow(weights.numpy(), cmap="viridis", vmin=0, vmax=largest)
+        ax.set(title=f"head {head}" if len(maps) > 1 else "", xlabel="key position (token index)")
         ax.grid(False)
-    fig.colorbar(image, ax=axes.ravel().tolist(), label="weight")
+    axes.flat[0].set_ylabel("query position (token index)")
+    fig.colorbar(image, ax=axes.ravel().tolist(), label=f"attention weight (0 to {largest:.2f})")
     fig.suptitle(title)
     return fig

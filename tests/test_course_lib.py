@@ -140,12 +140,16 @@ def test_plots_return_labelled_figures():
         plot_lr_schedule(1e-3, 10, 100),
         plot_history(history),
         plot_explained_variance(torch.softmax(torch.randn(3, 6, 6), -1)),
+        plot_explained_variance(torch.softmax(torch.randn(4, 3, 6, 6), -1), untrained=torch.full((4, 3, 6, 6), 1 / 6)),
         plot_attention_maps(torch.softmax(torch.randn(2, 4, 4), -1)),
         plot_scaling([64, 128], {"a": [1.0, 4.0]}, "peak memory (MiB)", "t", ideal_slopes={"a": 2}),
     ]
     for figure in figures:
         axes = [ax for ax in figure.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
-        assert axes and all(ax.get_xlabel() and ax.get_ylabel() for ax in axes)
+        assert axes and all(ax.get_xlabel() for ax in axes)
+        # panels that share their y axis label it once, on the leftmost panel
+        assert all(ax.get_ylabel() or (ax.get_shared_y_axes().joined(ax, axes[0]) and axes[0].get_ylabel())
+                   for ax in axes)
         assert any(ax.get_title() for ax in axes) or figure._suptitle is not None
 
 
