@@ -208,8 +208,8 @@ def write_rendered(shared, submission, notebook):
 
 def grade_all(submissions, shared, jobs):
     """Grade submissions jobs at a time, longest (the ones that train) first; results in student order."""
-    slots = queue.Queue()
-    for slot in range(jobs):
+    slots, (leased, locks) = queue.Queue(), sandbox.lease_slots(jobs)
+    for slot in leased:  # uids no other grading run on this machine uses while this one runs
         slots.put(slot)
 
     def task(submission):
@@ -223,8 +223,12 @@ def grade_all(submissions, shared, jobs):
         return result
 
     ordered = sorted(submissions, key=lambda s: -training_cells(s))
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(task, ordered))
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(task, ordered))
+    finally:
+        for lock in locks:
+            lock.close()
     return sorted(results, key=lambda result: result.student)
 
 

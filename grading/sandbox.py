@@ -10,6 +10,7 @@ no capabilities and no_new_privs. Outside, the scratch folder is a size-capped t
 capped by a cgroup (else RLIMIT_AS), and RLIMIT_CPU, NPROC, FSIZE, NOFILE and CORE are set.
 "none" (only with --sandbox none): a plain child process; student code can read what this user can.
 """
+import fcntl
 import os
 import re
 import shutil
@@ -17,6 +18,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,8 @@ from pathlib import Path
 from . import cgroups
 
 FIRST_UID = 62000  # one uid per job slot, so no probe can touch another's files or processes
+SLOTS = 1000  # uids FIRST_UID .. FIRST_UID + SLOTS - 1, shared by every grading run on this machine
+LOCKS = Path("/run/lock/course-grading")  # one lock file per slot, whichever checkout or assignment grades
 GIB = 1 << 30
 INSIDE = Path("/sandbox")  # where the runtime and the scratch folder appear inside the sandbox
 INSTALL = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`) " \
@@ -313,3 +317,29 @@ def sweep(uid, settle=5.0):
 
 def uid_of(box, slot):
     return FIRST_UID + slot if box.mode == "bwrap" else None
+
+
+def lease_slots(count):
+    """count job slots that no other grading run on this machine holds: ([slot], [lock file]).
+
+    Each slot is an flock on its own file, held until the files close (at the latest when this process ends,
+    even killed), so two `make grade` runs at once (two assignments, two checkouts) never give one sandbox uid
+    to two probes, and neither sweeps the other's processes away. Slot s runs as uid FIRST_UID + s.
+    """
+    folder = LOCKS if os.access(LOCKS.parent, os.W_OK) else Path(tempfile.gettempdir()) / LOCKS.name
+    folder.mkdir(parents=True, exist_ok=True)
+    slots, files = [], []
+    for slot in range(SLOTS):
+        handle = open(folder / f"uid-{FIRST_UID + slot}.lock", "w")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        slots.append(slot)
+        files.append(handle)
+        if len(slots) == count:
+            return slots, files
+    for handle in files:
+        handle.close()
+    raise SandboxUnavailable(f"all {SLOTS} sandbox uids from {FIRST_UID} are held by other grading runs")

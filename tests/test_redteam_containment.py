@@ -430,3 +430,26 @@ def test_a_uid_is_swept_before_reuse():
     assert sandbox.sweep(uid, settle=0) == 1
     left.wait(5)
     assert sandbox.processes_of(uid) == []
+
+
+def test_two_grading_runs_at_once_never_share_a_sandbox_uid(tmp_path, monkeypatch):
+    """Two runs (two assignments, two checkouts) lease disjoint slots; a slot frees when its run ends, even killed."""
+    monkeypatch.setattr(sandbox, "LOCKS", tmp_path / "locks")
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]); "
+                               "from grading import sandbox; from pathlib import Path; "
+                               "sandbox.LOCKS = Path(sys.argv[2]); held = sandbox.lease_slots(2); "
+                               "print(*held[0], flush=True); time.sleep(60)", str(ROOT), str(tmp_path / "locks")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        theirs = [int(slot) for slot in holder.stdout.readline().split()]
+        mine, files = sandbox.lease_slots(2)
+        assert len(theirs) == 2 and not set(mine) & set(theirs), (mine, theirs)
+    finally:
+        holder.kill()
+        holder.wait()
+    for handle in files:
+        handle.close()
+    again, files = sandbox.lease_slots(4)
+    assert set(theirs) <= set(again)  # the killed run's slots are free again
+    for handle in files:
+        handle.close()
