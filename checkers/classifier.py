@@ -125,7 +125,7 @@ def _explain_returned_classifier_output(task, model, x, name, logits):
     calls = _recorded(classifier, lambda: model(x)) if isinstance(classifier, nn.Module) else None
     if calls and len(calls) == 1 and calls[0][1].shape == logits.shape \
             and not torch.allclose(calls[0][1], logits, atol=ATOL):
-        task.fail(f"{name}: forward returns something other than what {name}.classifier gave in the same pass: "
+        task.fail(f"{name}: forward returns something other than the output of self.classifier in the same pass: "
                   "return the classifier's output as the logits, with nothing applied after it (the loss applies "
                   "the sigmoid or softmax itself).")
 

@@ -101,6 +101,7 @@ UNNAMED = [
     (5, (wrong.ClassifierAttentionMapsNotChained,),
      "forward_attention: encoder block 1 does not read the output of block 0"),
     (5, (wrong.ClassifierSigmoidLogits,), "return the classifier's output as the logits"),
+    (2, (wrong.MultiheadAttentionThreeAxisMaskDropped,), "a (B, L, L) mask is ignored (the result equals the unmasked"),
     (7, (wrong.LinformerAttentionReshapedBack,) + wrong.LINFORMER[1:], "so the compression mixes features"),
     (7, (wrong.LinformerAttentionProjectionsSwapped,) + wrong.LINFORMER[1:],
      "changing f_proj changes the attention weights"),

@@ -586,3 +586,10 @@ class LinformerAttentionProjectionsSwapped(LinformerAttentionBase):
         attention = (query @ key.transpose(-2, -1) / self.scale(key)).softmax(-1)  # (B, H, L, proj_dim)
         outputs = self.o_proj(self.merge(attention @ value))
         return (outputs, attention) if return_attention else outputs
+
+
+class MultiheadAttentionThreeAxisMaskDropped(MultiheadAttentionBase):
+    """Only (L, L) and 4-D masks are used; a (B, L, L) mask is silently dropped."""
+
+    def forward(self, x, mask=None, return_attention=False):
+        return super().forward(x, None if mask is not None and mask.dim() == 3 else mask, return_attention)
