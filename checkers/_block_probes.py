@@ -82,8 +82,9 @@ def explain_block(task, what, block, x, slots):
     with _set(slots, {"feedforward.out.weight": 0.0, "feedforward.out.bias": 0.0}):
         if not _depends_on_attention(block, x, slots["attention.o_proj.weight"]):
             task.fail(f"{what}: with the feed-forward network's output set to zero, the block's output no longer "
-                      "depends on the attention: the residual around the feed-forward network must add norm1's output, "
-                      "x = norm1(x + dropout(attended)); x = norm2(x + dropout(feedforward(x))), not the block's input.")
+                      "depends on the attention: the residual around the feed-forward network must add norm1's "
+                      "output, x = norm1(x + dropout(attended)); x = norm2(x + dropout(feedforward(x))), not the "
+                      "block's input.")
 
 
 def _explain_normalised_axis(task, what, rows):

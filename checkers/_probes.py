@@ -178,9 +178,10 @@ def explain_heads(task, what, layer, x, expected, slots, num_heads):
         moved = (after[0] - before[0]).abs().amax(dim=(0, 1))  # (D,): how much each output feature changed
         if moved[: -head_dim].max() > 1e-9:
             changed = (moved > 1e-9).nonzero().flatten().tolist()
+            own = f"{x.size(-1) - head_dim} to {x.size(-1) - 1}"
             task.fail(f"{what}: with o_proj the identity, changing the values of the last head changed output "
-                      f"features {_spans(changed)} instead of only its own, {x.size(-1) - head_dim} to {x.size(-1) - 1}: merge with transpose(1, 2) back to (B, L, H, head_dim), then "
-                      "reshape(B, L, D).")
+                      f"features {_spans(changed)} instead of only its own, {own}: merge with transpose(1, 2) back "
+                      "to (B, L, H, head_dim), then reshape(B, L, D).")
     ratio = temperature(attention, expected["attention"])
     if ratio is not None and abs(ratio - 1) > 1e-3:
         divisor = head_dim / ratio ** 2
@@ -226,7 +227,8 @@ def _explain_mixed_key_features(task, what, layer, x, slots, num_heads):
         return weight + others.view(-1, 1) * torch.randn(weight.shape, generator=generator, dtype=weight.dtype)
 
     first = {slots[role]: keep_first for role in ("q_proj.weight", "q_proj.bias") if role in slots}
-    before, after = _with_change(layer, x, first), _with_change(layer, x, {**first, slots["k_proj.weight"]: bump_others})
+    before = _with_change(layer, x, first)
+    after = _with_change(layer, x, {**first, slots["k_proj.weight"]: bump_others})
     if before is not None and after is not None and not torch.allclose(before[1], after[1], atol=1e-9):
         task.fail(f"{what}: with queries that are zero except in feature 0 of each head, changing the keys' other "
                   "features changed the attention weights, so the compression mixes features: lay the keys out as "

@@ -123,7 +123,8 @@ def _observed(attention, expected, query):
              if abs(query.size(axis) - factor) < 1e-3 * factor]
     which = f" = √query.size({named[0]})" if named else ""
     if divisor < 1:
-        return f", and the scores are multiplied by √{factor:.4g}{which} instead of divided by √query.size(-1) = √{size}"
+        return (f", and the scores are multiplied by √{factor:.4g}{which} instead of divided by "
+                f"√query.size(-1) = √{size}")
     return f", and the scores are divided by √{divisor:.4g}{which} instead of √query.size(-1) = √{size}"
 
 

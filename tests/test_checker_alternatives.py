@@ -192,8 +192,8 @@ class MultiheadAttentionPerHeadLoop(MultiheadAttentionPermute):
         return (outputs, torch.stack(maps, dim=1)) if return_attention else outputs
 
 
-MULTIHEADS = [MultiheadAttentionPerHeadLoop, MultiheadAttentionEinsum, MultiheadAttentionPermute, MultiheadAttentionOutputFirst,
-              MultiheadAttentionKeywordOnly, MultiheadAttentionRenamed]
+MULTIHEADS = [MultiheadAttentionPerHeadLoop, MultiheadAttentionEinsum, MultiheadAttentionPermute,
+              MultiheadAttentionOutputFirst, MultiheadAttentionKeywordOnly, MultiheadAttentionRenamed]
 
 
 @pytest.mark.parametrize("cls", MULTIHEADS, ids=lambda c: c.__name__)
@@ -289,8 +289,8 @@ class EncoderBlockFunctionalLayerNorm(EncoderBlockTwoDropouts):
         return (out, attention) if return_attention else out
 
 
-BLOCKS = [EncoderBlockFunctionalLayerNorm, EncoderBlockDropoutInside, EncoderBlockDropoutInsideAndOutside, EncoderBlockTwoDropouts,
-          EncoderBlockAttentionLast, EncoderBlockKeywordOnly, EncoderBlockRenamed]
+BLOCKS = [EncoderBlockFunctionalLayerNorm, EncoderBlockDropoutInside, EncoderBlockDropoutInsideAndOutside,
+          EncoderBlockTwoDropouts, EncoderBlockAttentionLast, EncoderBlockKeywordOnly, EncoderBlockRenamed]
 
 
 @pytest.mark.parametrize("cls", BLOCKS, ids=lambda c: c.__name__)
@@ -495,8 +495,8 @@ class ClassifierEveryPosition(ClassifierModuleList):
         return self.classifier(hidden)[:, 0]  # (B, L + 1, num_classes) -> (B, num_classes)
 
 
-CLASSIFIERS = [ClassifierEveryPosition, ClassifierModuleList, ClassifierSequential, ClassifierReordered, ClassifierRenamed, ClassifierClsToken3d,
-               ClassifierFloat64Positions]
+CLASSIFIERS = [ClassifierEveryPosition, ClassifierModuleList, ClassifierSequential, ClassifierReordered,
+               ClassifierRenamed, ClassifierClsToken3d, ClassifierFloat64Positions]
 
 
 @pytest.mark.parametrize("cls", CLASSIFIERS, ids=lambda c: c.__name__)
