@@ -63,7 +63,9 @@ def explain_block(task, what, block, x, slots):
     if outputs is None or outputs.shape != x.shape or not torch.isfinite(outputs).all():
         return
     with _set(slots, {"norm2.weight": 1.0, "norm2.bias": 0.0}):
-        if not _standardised(_output(block, x)):
+        rows = _output(block, x)
+        if not _standardised(rows):
+            _explain_normalised_axis(task, what, rows)
             task.fail(f"{what}: with norm2's weight 1 and bias 0 the output rows should have mean 0 and variance 1, "
                       "but do not: the block must end with norm2, x = norm2(x + dropout(feedforward(x))) (post-norm).")
     with _set(slots, {"norm1.weight": 1.0, "norm1.bias": 0.0}):
@@ -77,6 +79,35 @@ def explain_block(task, what, block, x, slots):
             if not _depends_on_x(block, x):
                 task.fail(f"{what}: with the output of {name} set to zero, the block's output no longer depends on "
                           f"its input: the residual connection around {name} is missing (x + sub-layer output).")
+    with _set(slots, {"feedforward.out.weight": 0.0, "feedforward.out.bias": 0.0}):
+        if not _depends_on_attention(block, x, slots["attention.o_proj.weight"]):
+            task.fail(f"{what}: with the feed-forward network's output set to zero, the block's output no longer "
+                      "depends on the attention: the residual around the feed-forward network must add norm1's "
+                      "output, x = norm1(x + dropout(attended)); x = norm2(x + dropout(feedforward(x))), not the "
+                      "block's input.")
+
+
+def _explain_normalised_axis(task, what, rows):
+    """Fail naming the axis that the output is standardised along, when it is one other than the last."""
+    axes = [axis for axis in range(rows.dim() - 1) if _standardised(rows.movedim(axis, -1))] if rows is not None else []
+    if axes:
+        task.fail(f"{what}: with norm2's weight 1 and bias 0 the output is standardised along axis {axes[0]} (size "
+                  f"{rows.size(axes[0])}), not along the last: LayerNorm normalises each token's embed_dim features, "
+                  "nn.LayerNorm(embed_dim) applied to (B, L, D).")
+
+
+def _depends_on_attention(block, x, weight):
+    """Whether doubling the attention's output projection changes the block's output."""
+    first = _output(block, x)
+    saved = weight.detach().clone()
+    try:
+        with torch.no_grad():
+            weight.mul_(2)
+        second = _output(block, x)
+    finally:
+        with torch.no_grad():
+            weight.copy_(saved)
+    return first is None or second is None or not torch.allclose(first, second, atol=1e-9)
 
 
 def explain_activation(task, what, make_block, x, feedforward_dim):

@@ -118,6 +118,16 @@ def _rows(head, head_dim, generator):
     return change
 
 
+def _spans(indices):
+    """'0 to 3, 6 and 8' for [0, 1, 2, 3, 6, 8]."""
+    spans, start = [], indices[0]
+    for previous, index in zip(indices, indices[1:] + [None]):
+        if index != previous + 1:
+            spans.append(str(start) if start == previous else f"{start} to {previous}")
+            start = index
+    return spans[0] if len(spans) == 1 else ", ".join(spans[:-1]) + " and " + spans[-1]
+
+
 def _divisor_named(divisor, sizes):
     """' = √name' for the first size (name -> value) that divisor equals, else ''."""
     named = [name for name, size in sizes.items() if abs(size - divisor) < 1e-3 * divisor]
@@ -158,6 +168,7 @@ def explain_heads(task, what, layer, x, expected, slots, num_heads):
             task.fail(f"{what}: changing the first head_dim = {head_dim} output features of {role} (head 0) changed "
                       "the attention of other heads: split the features as view(B, L, H, head_dim), head h taking "
                       "features h·head_dim to (h+1)·head_dim - 1, then transpose(1, 2).")
+    _explain_compressions(task, what, layer, x, attention, slots, generator, num_heads)
     identity = {slots["o_proj.weight"]: lambda w: torch.eye(w.size(0), dtype=w.dtype)}
     if "o_proj.bias" in slots:
         identity[slots["o_proj.bias"]] = torch.zeros_like
@@ -166,9 +177,11 @@ def explain_heads(task, what, layer, x, expected, slots, num_heads):
     if before is not None and after is not None:
         moved = (after[0] - before[0]).abs().amax(dim=(0, 1))  # (D,): how much each output feature changed
         if moved[: -head_dim].max() > 1e-9:
-            task.fail(f"{what}: with o_proj the identity, changing the values of the last head changed other output "
-                      "features than that head's: merge with transpose(1, 2) back to (B, L, H, head_dim), then "
-                      "reshape(B, L, D).")
+            changed = (moved > 1e-9).nonzero().flatten().tolist()
+            own = f"{x.size(-1) - head_dim} to {x.size(-1) - 1}"
+            task.fail(f"{what}: with o_proj the identity, changing the values of the last head changed output "
+                      f"features {_spans(changed)} instead of only its own, {own}: merge with transpose(1, 2) back "
+                      "to (B, L, H, head_dim), then reshape(B, L, D).")
     ratio = temperature(attention, expected["attention"])
     if ratio is not None and abs(ratio - 1) > 1e-3:
         divisor = head_dim / ratio ** 2
@@ -180,6 +193,47 @@ def explain_heads(task, what, layer, x, expected, slots, num_heads):
     if torch.allclose(attention, expected["attention"], atol=1e-6):
         task.fail(f"{what}: the attention weights are right but the outputs differ: look after the softmax "
                   "(attention @ value, merging the heads, o_proj).")
+
+
+def _explain_compressions(task, what, layer, x, attention, slots, generator, num_heads):
+    """Linformer only: changing E (e_proj) must change the attention weights, changing F (f_proj) must not."""
+    if "e_proj.weight" not in slots or "f_proj.weight" not in slots:
+        return
+    bump = lambda weight: weight + torch.randn(weight.shape, generator=generator, dtype=weight.dtype)  # noqa: E731
+    moved = {}
+    for role in ("e_proj", "f_proj"):
+        changed = _with_change(layer, x, {slots[f"{role}.weight"]: bump})
+        if changed is None:
+            return
+        moved[role] = not torch.allclose(changed[1], attention, atol=1e-9)
+    if moved["f_proj"] or not moved["e_proj"]:
+        observed = "changing f_proj changes the attention weights" if moved["f_proj"] else \
+            "changing e_proj changes no attention weight"
+        task.fail(f"{what}: {observed}: compress the keys with e_proj (E), which the weights depend "
+                  "on, and the values with f_proj (F), which they do not.")
+    _explain_mixed_key_features(task, what, layer, x, slots, num_heads)
+
+
+def _explain_mixed_key_features(task, what, layer, x, slots, num_heads):
+    """Linformer only: when the queries have one nonzero feature per head, the other key features must not matter."""
+    head_dim, generator = x.size(-1) // num_heads, torch.Generator().manual_seed(1)
+    others = torch.ones(x.size(-1), dtype=torch.bool)
+    others[::head_dim] = False  # feature 0 of every head
+
+    def keep_first(parameter):
+        return parameter.masked_fill(others.view(-1, *[1] * (parameter.dim() - 1)), 0)
+
+    def bump_others(weight):
+        return weight + others.view(-1, 1) * torch.randn(weight.shape, generator=generator, dtype=weight.dtype)
+
+    first = {slots[role]: keep_first for role in ("q_proj.weight", "q_proj.bias") if role in slots}
+    before = _with_change(layer, x, first)
+    after = _with_change(layer, x, {**first, slots["k_proj.weight"]: bump_others})
+    if before is not None and after is not None and not torch.allclose(before[1], after[1], atol=1e-9):
+        task.fail(f"{what}: with queries that are zero except in feature 0 of each head, changing the keys' other "
+                  "features changed the attention weights, so the compression mixes features: lay the keys out as "
+                  "(B, H, head_dim, L) with transpose, apply e_proj, then transpose (not reshape) back to "
+                  "(B, H, proj_dim, head_dim).")
 
 
 def explain_mask(task, what, attention, mask):

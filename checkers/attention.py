@@ -23,9 +23,13 @@ def _run(task, attention_fn, case, dtype=torch.float64, mask=None):
     originals = {name: tensor.clone() for name, tensor in inputs.items()}
     mask = case.get("mask") if mask is None else mask
     args = (inputs["query"], inputs["key"], inputs["value"]) + (() if mask is None else (mask,))
-    result = task.call("scaled_softmax_attention(query, key, value" + (", mask)" if mask is not None else ")"),
-                       attention_fn, *args)
+    shapes = [f"{name} of shape {tuple(tensor.shape)}" for name, tensor in zip(("query", "key", "value", "mask"), args)]
+    result = task.call(f"scaled_softmax_attention({', '.join(shapes)})", attention_fn, *args)
     res, attention = expect_pair(task, "scaled_softmax_attention", result, "(res, attention)")
+    if isinstance(res, torch.Tensor) and isinstance(attention, torch.Tensor) and case["res"].shape != \
+            case["attention"].shape and (res.shape, attention.shape) == (case["attention"].shape, case["res"].shape):
+        task.fail(f"res has the shape of the attention weights, {tuple(res.shape)}, and attention that of res, "
+                  f"{tuple(attention.shape)}: return the pair in the order (res, attention).")
     if isinstance(res, torch.Tensor) and res.shape[:-1] == case["res"].shape[:-1] \
             and res.size(-1) == inputs["key"].size(-1) != inputs["value"].size(-1):
         task.fail(f"res has shape {tuple(res.shape)}, expected {tuple(case['res'].shape)}: {RES_FROM_KEY}")
@@ -114,8 +118,13 @@ def _observed(attention, expected, query):
     if ratio is None or abs(ratio - 1) < 1e-3:
         return ""
     divisor, size = query.size(-1) / ratio ** 2, query.size(-1)
-    named = [axis for axis in range(query.dim() - 1) if abs(query.size(axis) - divisor) < 1e-3 * divisor]
+    factor = 1 / divisor if divisor < 1 else divisor  # a divisor below 1 is a multiplication
+    named = [axis if axis < query.dim() - 1 else -1 for axis in range(query.dim())
+             if abs(query.size(axis) - factor) < 1e-3 * factor]
     which = f" = √query.size({named[0]})" if named else ""
+    if divisor < 1:
+        return (f", and the scores are multiplied by √{factor:.4g}{which} instead of divided by "
+                f"√query.size(-1) = √{size}")
     return f", and the scores are divided by √{divisor:.4g}{which} instead of √query.size(-1) = √{size}"
 
 
@@ -130,6 +139,9 @@ def _explain_attention(task, name, attention, case):
             task.fail(f"in case '{name}' positions where the mask is 0 / False get nonzero weight: fill their "
                       "scores with -inf before the softmax.")
     expect_finite(task, f"attention ({name})", attention)
+    if (attention < 0).any():
+        task.fail(f"in case '{name}' some attention weights are negative (smallest {attention.min().item():.4g}): "
+                  "the weights must be the softmax itself, torch.softmax(scores, dim=-1), with values in [0, 1].")
     rows = attention.sum(-1)
     if not torch.allclose(rows, torch.ones_like(rows), atol=1e-6):
         worst = rows.flatten()[(rows - 1).abs().argmax()].item()

@@ -47,6 +47,7 @@ def expect_classifier(task, model, case, x, name, rebuild=None):
         expect_finite(task, f"{name} logits", logits)
         diagnose(task, f"{name} logits", logits, signatures(case, "logits"), ATOL, RTOL)
         _explain_logits(task, model, x, name)
+        _explain_returned_classifier_output(task, model, x, name, logits)
         _explain_parts(task, model, name)
         if rebuild is not None:
             explain_activation(task, name, rebuild, x, len(case["attention"]))
@@ -86,7 +87,47 @@ def _expect_attention_maps(task, model, case, x, name):
         if not matches(got, expected, ATOL, RTOL):
             expect_finite(task, f"{name}.forward_attention(x)[{layer}]", got)
             _explain_parts(task, model, name)
+            _explain_chaining(task, model, x, name)
         expect_close(task, f"{name}.forward_attention(x)[{layer}]", got, expected, ATOL, RTOL)
+
+
+def _recorded(module, run):
+    """[(first positional input, first output)] of each call of module during run(), or None when run fails."""
+    seen = []
+    first = lambda value: value[0] if isinstance(value, (tuple, list)) else value  # noqa: E731
+    hook = module.register_forward_hook(lambda _, inputs, output: seen.append(
+        (first(inputs).detach() if inputs else None, first(output).detach())))
+    try:
+        run()
+    except Exception:  # noqa: BLE001 -- only a probe: the caller reports the failure itself
+        return None
+    finally:
+        hook.remove()
+    return seen
+
+
+def _explain_chaining(task, model, x, name):
+    """Fail when forward_attention runs a block on something other than the previous block's output."""
+    blocks = encoder_blocks(model)
+    calls = [_recorded(block, lambda: model.forward_attention(x)) for block in blocks]
+    if any(call is None or len(call) != 1 or call[0][0] is None for call in calls):
+        return
+    for layer in range(1, len(blocks)):
+        given, previous = calls[layer][0][0], calls[layer - 1][0][1]
+        if given.shape != previous.shape or not torch.allclose(given, previous, atol=ATOL):
+            task.fail(f"{name}.forward_attention: encoder block {layer} does not read the output of block "
+                      f"{layer - 1}: feed each block's output to the next, as forward does, and collect the weights.")
+
+
+def _explain_returned_classifier_output(task, model, x, name, logits):
+    """Fail when forward returns a function of the classifier's (B, num_classes) output instead of that output."""
+    classifier = getattr(model, "classifier", None)
+    calls = _recorded(classifier, lambda: model(x)) if isinstance(classifier, nn.Module) else None
+    if calls and len(calls) == 1 and calls[0][1].shape == logits.shape \
+            and not torch.allclose(calls[0][1], logits, atol=ATOL):
+        task.fail(f"{name}: forward returns something other than the output of self.classifier in the same pass: "
+                  "return the classifier's output as the logits, with nothing applied after it (the loss applies "
+                  "the sigmoid or softmax itself).")
 
 
 def _explain_parts(task, model, name):

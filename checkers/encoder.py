@@ -76,8 +76,13 @@ def _explain(task, cls, block, fixture, case_name, outputs):
 
 
 def _expect_dropout(task, cls, fixture):
-    block = _loaded_block(task, cls, fixture, "ReLU", dropout=0.5)
     x = fixture["x"]
+    block = _loaded_block(task, cls, fixture, "ReLU", dropout=0.0).train()
+    torch.manual_seed(0)
+    if not torch.equal(_outputs(task, block, x), _outputs(task, block, x)):
+        task.fail("EncoderBlock(dropout=0.0) in train mode gave two different outputs for one input: something drops "
+                  "values although dropout=0.0; create the dropout from the argument, nn.Dropout(dropout).")
+    block = _loaded_block(task, cls, fixture, "ReLU", dropout=0.5)
     if not torch.equal(_outputs(task, block, x), _outputs(task, block, x)):
         task.fail(f"EncoderBlock(dropout=0.5) gave two different outputs for one input in eval mode: {DROPOUT_IN_EVAL}")
     expect_close(task, "EncoderBlock(dropout=0.5) in eval mode (dropout must be off)", _outputs(task, block, x),

@@ -31,6 +31,9 @@ def _expect_heads(task, cls, case, embed_dim, num_heads):
         what = f"MultiheadAttention with {num_heads} heads" + ("" if mask_name == "none" else f", mask {mask_name}")
         if mask_name == "(B, L, L)" and not _right(layer, x, expected["mask"], expected) \
                 and _right(layer, x, expected["mask"].unsqueeze(1), expected):
+            if _right(layer, x, expected["mask"], case["masks"]["none"]):
+                task.fail(f"{what}: a (B, L, L) mask is ignored (the result equals the unmasked one), while the same "
+                          "mask as (B, 1, L, L) works: give it the head axis, mask.unsqueeze(1), and use it.")
             task.fail(f"{what}: {HEAD_AXIS_MISSING}")
         outputs, attention = expect_output(task, what, _forward(task, layer, x, expected["mask"]), x.shape, x.dtype, True)
         expect_tensor(task, f"{what}: attention", attention, (batch_size, num_heads, seq_len, seq_len), x.dtype)

@@ -76,7 +76,20 @@ def attention_functional(query, key, value, mask=None):
     return torch.matmul(attention, value), attention
 
 
-ATTENTIONS = [attention_einsum, attention_fill_large_negative, attention_where, attention_prescaled,
+def attention_baddbmm(query, key, value, mask=None):
+    """Leading axes flattened; the mask as an additive float bias (0 or -inf) fed to torch.baddbmm."""
+    lead, (len_q, len_k) = query.shape[:-2], (query.size(-2), key.size(-2))
+    bias = torch.zeros(*lead, len_q, len_k, dtype=query.dtype)  # (..., L_q, L_k)
+    if mask is not None:
+        bias = bias.masked_fill(~_allowed(mask), float("-inf"))
+    scores = torch.baddbmm(bias.reshape(-1, len_q, len_k), query.reshape(-1, len_q, query.size(-1)),
+                           key.reshape(-1, len_k, key.size(-1)).transpose(1, 2), alpha=query.size(-1) ** -0.5)
+    attention = scores.softmax(-1)  # (N, L_q, L_k)
+    res = torch.bmm(attention, value.reshape(-1, len_k, value.size(-1)))  # (N, L_q, D_v)
+    return res.reshape(*lead, len_q, -1), attention.reshape(*lead, len_q, len_k)
+
+
+ATTENTIONS = [attention_einsum, attention_fill_large_negative, attention_where, attention_prescaled, attention_baddbmm,
               attention_functional]
 
 
@@ -159,8 +172,28 @@ class MultiheadAttentionRenamed(MultiheadAttentionPermute):
         super().__init__(d_model, n_heads)
 
 
-MULTIHEADS = [MultiheadAttentionEinsum, MultiheadAttentionPermute, MultiheadAttentionOutputFirst,
-              MultiheadAttentionKeywordOnly, MultiheadAttentionRenamed]
+class MultiheadAttentionPerHeadLoop(MultiheadAttentionPermute):
+    """One attention call per head on slices of the projections, heads joined with torch.cat."""
+
+    def forward(self, x, mask=None, return_attention=False):
+        query, key, value = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # (B, L, D)
+        head_dim = x.size(-1) // self.num_heads
+        allowed = None if mask is None else _head_mask(mask)  # broadcastable to (B, H, L, L)
+        heads, maps = [], []
+        for head in range(self.num_heads):
+            part = slice(head * head_dim, (head + 1) * head_dim)
+            head_mask = allowed
+            if allowed is not None and allowed.dim() == 4:
+                head_mask = allowed[:, head if allowed.size(1) > 1 else 0]  # (B, L, L)
+            res, attention = attention_einsum(query[..., part], key[..., part], value[..., part], head_mask)
+            heads.append(res)  # (B, L, head_dim)
+            maps.append(attention)  # (B, L, L)
+        outputs = self.o_proj(torch.cat(heads, dim=-1))  # (B, L, D)
+        return (outputs, torch.stack(maps, dim=1)) if return_attention else outputs
+
+
+MULTIHEADS = [MultiheadAttentionPerHeadLoop, MultiheadAttentionEinsum, MultiheadAttentionPermute,
+              MultiheadAttentionOutputFirst, MultiheadAttentionKeywordOnly, MultiheadAttentionRenamed]
 
 
 @pytest.mark.parametrize("cls", MULTIHEADS, ids=lambda c: c.__name__)
@@ -244,8 +277,20 @@ class EncoderBlockRenamed(EncoderBlockDropoutInside):
         super().__init__(d_model, n_heads, d_ff, act, p)
 
 
-BLOCKS = [EncoderBlockDropoutInside, EncoderBlockDropoutInsideAndOutside, EncoderBlockTwoDropouts,
-          EncoderBlockAttentionLast, EncoderBlockKeywordOnly, EncoderBlockRenamed]
+class EncoderBlockFunctionalLayerNorm(EncoderBlockTwoDropouts):
+    """F.layer_norm with norm1's and norm2's parameters, F.dropout with the module's p and training flag."""
+
+    def forward(self, x, mask=None, return_attention=False):
+        attended, attention = self.attention(x, mask, True)
+        width, p = (x.size(-1),), self.dropout.p
+        hidden = F.layer_norm(x + F.dropout(attended, p, self.training), width, self.norm1.weight, self.norm1.bias)
+        out = F.layer_norm(hidden + F.dropout(self.feedforward(hidden), p, self.training), width, self.norm2.weight,
+                           self.norm2.bias)
+        return (out, attention) if return_attention else out
+
+
+BLOCKS = [EncoderBlockFunctionalLayerNorm, EncoderBlockDropoutInside, EncoderBlockDropoutInsideAndOutside,
+          EncoderBlockTwoDropouts, EncoderBlockAttentionLast, EncoderBlockKeywordOnly, EncoderBlockRenamed]
 
 
 @pytest.mark.parametrize("cls", BLOCKS, ids=lambda c: c.__name__)
@@ -440,8 +485,18 @@ class ClassifierFloat64Positions(ClassifierModuleList):
     positional = PositionalEncodingFloat64Cast
 
 
-CLASSIFIERS = [ClassifierModuleList, ClassifierSequential, ClassifierReordered, ClassifierRenamed, ClassifierClsToken3d,
-               ClassifierFloat64Positions]
+class ClassifierEveryPosition(ClassifierModuleList):
+    """The classifier applied to every position, then the [CLS] row's logits kept."""
+
+    def forward(self, x):
+        hidden = self.embed(x)
+        for block in self.encoder:
+            hidden = block(hidden)
+        return self.classifier(hidden)[:, 0]  # (B, L + 1, num_classes) -> (B, num_classes)
+
+
+CLASSIFIERS = [ClassifierEveryPosition, ClassifierModuleList, ClassifierSequential, ClassifierReordered,
+               ClassifierRenamed, ClassifierClsToken3d, ClassifierFloat64Positions]
 
 
 @pytest.mark.parametrize("cls", CLASSIFIERS, ids=lambda c: c.__name__)

@@ -484,3 +484,112 @@ class MultiheadAttentionMaskTransposed(MultiheadAttentionBase):
 
     def forward(self, x, mask=None, return_attention=False):
         return super().forward(x, None if mask is None else mask.transpose(-2, -1), return_attention)
+
+
+# ----- Found by a held-out student run (issue 9): each got only "differs", a misleading hint, or passed ---------
+
+def attention_log_softmax(query, key, value, mask=None):
+    """log_softmax where softmax is meant: the 'weights' are negative."""
+    scores = _masked(query @ key.transpose(-2, -1) / math.sqrt(query.size(-1)), mask)
+    attention = torch.log_softmax(scores, dim=-1)
+    return attention @ value, attention
+
+
+def attention_scores_multiplied(query, key, value, mask=None):
+    """Scores multiplied by √D instead of divided by it."""
+    attention = torch.softmax(_masked(query @ key.transpose(-2, -1) * math.sqrt(query.size(-1)), mask), dim=-1)
+    return attention @ value, attention
+
+
+def attention_pair_swapped(query, key, value, mask=None):
+    """Right values, returned as (attention, res)."""
+    attention = torch.softmax(_masked(query @ key.transpose(-2, -1) / math.sqrt(query.size(-1)), mask), dim=-1)
+    return attention, attention @ value
+
+
+def attention_query_key_swapped(query, key, value, mask=None):
+    """K Qᵀ instead of Q Kᵀ: fails on shapes when L_q ≠ L_k, and torch's message alone names no input."""
+    attention = torch.softmax(_masked(key @ query.transpose(-2, -1) / math.sqrt(query.size(-1)), mask), dim=-1)
+    return attention @ value, attention
+
+
+class MultiheadAttentionHeadsReversed(MultiheadAttentionBase):
+    """Heads concatenated in reverse order (last head first)."""
+
+    def merge(self, heads):
+        return super().merge(heads.flip(1))
+
+
+class EncoderBlockNormOverSequence(EncoderBlockBase):
+    """A hand-written LayerNorm that normalises over the sequence axis (dim=1) instead of the features."""
+
+    @staticmethod
+    def layer_norm(x, norm):
+        mean, variance = x.mean(1, keepdim=True), x.var(1, keepdim=True, unbiased=False)
+        return (x - mean) / torch.sqrt(variance + norm.eps) * norm.weight + norm.bias
+
+    def sublayers(self, x, attended):
+        x = self.layer_norm(x + self.dropout(attended), self.norm1)
+        return self.layer_norm(x + self.dropout(self.feedforward(x)), self.norm2)
+
+
+class EncoderBlockFeedForwardResidualFromInput(EncoderBlockBase):
+    """The feed-forward network reads norm1's output, but its residual adds the block's input."""
+
+    def sublayers(self, x, attended):
+        hidden = self.norm1(x + self.dropout(attended))
+        return self.norm2(x + self.dropout(self.feedforward(hidden)))
+
+
+class EncoderBlockFixedDropout(EncoderBlockBase):
+    """nn.Dropout(0.1) whatever the `dropout` argument says."""
+
+    def __init__(self, embed_dim, num_heads, feedforward_dim, activation=nn.ReLU, dropout=0.0):
+        super().__init__(embed_dim, num_heads, feedforward_dim, activation, dropout)
+        self.dropout = nn.Dropout(0.1)
+
+
+class ClassifierAttentionMapsNotChained(ClassifierBase):
+    """forward_attention runs every block on the embedded input instead of on the previous block's output."""
+
+    def forward_attention(self, x):
+        hidden = self.embed(x)
+        return [block(hidden, return_attention=True)[1] for block in self.encoder]
+
+
+class ClassifierSigmoidLogits(ClassifierBase):
+    """A sigmoid after the classifier: forward returns probabilities, not logits."""
+
+    def forward(self, x):
+        return torch.sigmoid(super().forward(x))
+
+
+class LinformerAttentionReshapedBack(LinformerAttentionBase):
+    """E applied along the sequence, then reshape (not transpose) back to (B, H, proj_dim, head_dim)."""
+
+    def forward(self, x, return_attention=False):
+        query, key, value = self.split(self.q_proj(x)), self.split(self.k_proj(x)), self.split(self.v_proj(x))
+        key = self.e_proj(key.transpose(-2, -1)).reshape(*key.shape[:2], -1, key.size(-1))
+        value = self.f_proj(value.transpose(-2, -1)).reshape(*value.shape[:2], -1, value.size(-1))
+        attention = (query @ key.transpose(-2, -1) / self.scale(key)).softmax(-1)
+        outputs = self.o_proj(self.merge(attention @ value))
+        return (outputs, attention) if return_attention else outputs
+
+
+class LinformerAttentionProjectionsSwapped(LinformerAttentionBase):
+    """Keys compressed with f_proj and values with e_proj."""
+
+    def forward(self, x, return_attention=False):
+        query, key, value = self.split(self.q_proj(x)), self.split(self.k_proj(x)), self.split(self.v_proj(x))
+        key = self.f_proj(key.transpose(-2, -1)).transpose(-2, -1)  # (B, H, proj_dim, head_dim)
+        value = self.e_proj(value.transpose(-2, -1)).transpose(-2, -1)  # (B, H, proj_dim, head_dim)
+        attention = (query @ key.transpose(-2, -1) / self.scale(key)).softmax(-1)  # (B, H, L, proj_dim)
+        outputs = self.o_proj(self.merge(attention @ value))
+        return (outputs, attention) if return_attention else outputs
+
+
+class MultiheadAttentionThreeAxisMaskDropped(MultiheadAttentionBase):
+    """Only (L, L) and 4-D masks are used; a (B, L, L) mask is silently dropped."""
+
+    def forward(self, x, mask=None, return_attention=False):
+        return super().forward(x, None if mask is not None and mask.dim() == 3 else mask, return_attention)
