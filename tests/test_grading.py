@@ -308,6 +308,19 @@ def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases, load_v
     assert verdict.score == 0 and verdict.message.startswith(f"Task {planted.task}")
 
 
+def unnamed_mistakes():
+    """The wrong implementations named nowhere in the catalogue (tests/unnamed_mistakes.py), by task."""
+    from test_checker_properties import UNNAMED
+    return [(task, objects) for task, objects, _ in UNNAMED]
+
+
+@pytest.mark.parametrize("task, objects", unnamed_mistakes(),
+                         ids=lambda value: value[0].__name__ if isinstance(value, tuple) else None)
+def test_hidden_tests_reject_every_unnamed_mistake(task, objects, graded_cases):
+    verdict = verdict_of(task, dict(zip(graded_cases[2][task], objects)), graded_cases)
+    assert verdict.score == 0 and verdict.message.startswith(f"Task {task}"), verdict.message
+
+
 def alternatives():
     """The checkers' accepted alternative solutions (tests/test_checker_alternatives.py), by task."""
     import test_checker_alternatives as alt

@@ -80,6 +80,8 @@ def encoder_cases(reference, generator):
     train_mode = module("EncoderBlock", "block", silent, activation="nn.GELU", dropout=0.5, mode="train", **sizes)
     cases.append(recipe(3, "hidden: dropout=0.5 in train mode, sub-layers silenced", False, build=train_mode,
                         call=called(x)))
+    no_dropout = module("EncoderBlock", "block", weights, activation="nn.GELU", dropout=0.0, mode="train", **sizes)
+    cases.append(recipe(3, "hidden: dropout=0.0 in train mode", False, build=no_dropout, call=called(x)))
     return cases
 
 
@@ -110,8 +112,12 @@ def classifier_cases(reference, generator):
     weights = random_weights(cls, "TransformerForSequenceClassification", "classifier", generator, **config)
     built = module("TransformerForSequenceClassification", "classifier", weights, **config)
     native = module("TransformerForSequenceClassification", "classifier", weights, "float32", native=True, **config)
+    training = module("TransformerForSequenceClassification", "classifier", weights, mode="train", dropout=0.5,
+                      **config)
     x = one_hot(generator, 3, 9, 7)
     return [
+        recipe(5, "hidden: dropout=0.5 in train mode", False, build=training, compare="differ",
+               call=called(x, repeat=2)),
         recipe(5, "hidden: logits in float32, model built under float32", False, build=native, call=called(x.float()),
                atol=1e-4, rtol=1e-4),
         recipe(5, "hidden: logits, 3 layers, 4 classes", False, build=built, facts=["cls_token", "encoder"],
