@@ -30,7 +30,7 @@ from course_lib.data import VOCAB_SIZE  # noqa: E402
 from grading.cases import build_cases
 from grading.collect import collect
 from grading.expected import expected_records, reference_namespace
-from grading.notebook import check_cells, read, release_layout
+from grading.notebook import UnreadableNotebook, check_cells, read, release_layout
 from grading.recipes import predict, run
 from grading.render import RENDER_LIMIT, render
 from grading.score import Verdict, score_submission
@@ -207,6 +207,15 @@ def test_records_that_leave_out_outputs_score_zero_and_are_flagged(judged):
                 for recipe, record in zip(cases[1], records)]
     verdict = score_submission({1: cases[1]}, expected, {1: stripped}, {1: 1}, reference)[1]
     assert verdict.score == 0 and "malformed" in verdict.message and verdict.flag
+
+
+def test_a_notebook_of_millions_of_empty_objects_is_refused_unparsed(tmp_path):
+    """6 MB of `{},` parse to 2 million dicts (170 MB; 100 MB of it, 2.8 GB) in the grader's own process."""
+    bomb = tmp_path / "bomb.ipynb"
+    bomb.write_text('{"cells": [' + "{}," * 2_000_000 + "{}]}")
+    with pytest.raises(UnreadableNotebook, match="not a readable notebook"):
+        read(bomb)
+    assert len(read(RELEASE)["cells"]) > 10
 
 
 # ----- Shown text: encodable, escaped, bounded ------------------------------------------------------------------------
