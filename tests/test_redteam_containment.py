@@ -394,6 +394,15 @@ def test_records_that_would_blow_up_in_the_graders_memory_are_refused(tmp_path, 
     assert run.records == {} and run.cells == {}
 
 
+def test_a_huge_line_in_an_error_keeps_the_cells_output_under_the_graders_cap():
+    """The probe cuts a traceback's source line, so a 3 MB one-liner that fails still has its error shown."""
+    path = list(sys.path)
+    from grading import probe  # it puts grading/ first on sys.path for its own imports: taken back at once
+    sys.path[:] = path
+    error = SyntaxError("invalid syntax", ("<ipython-input-1>", 1, 1, "y = (" + "1 + " * 750_000))
+    assert len(json.dumps(probe.describe_error(error))) < supervise.MAX_CELL // 100
+
+
 def test_progress_pipe_is_read_without_blocking_and_capped():
     """Events come whole, garbage is skipped, an idle pipe returns at once, a flood stops being read."""
     reader, writer = os.pipe()
