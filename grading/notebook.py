@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 CHECK_CALL = re.compile(r"check_task_(\d+)\s*\(")
+MAX_CONTAINERS = 2_000_000  # `{` and `[` in a notebook's text: 100,000 cells with metadata and outputs hold 400,000
 
 
 class UnreadableNotebook(Exception):
@@ -13,11 +14,19 @@ class UnreadableNotebook(Exception):
 
 
 def read(path):
-    """The notebook at path as a dict, accepting anything JSON with a list of cells (no schema check)."""
+    """The notebook at path as a dict, accepting anything JSON with a list of cells (no schema check).
+
+    A notebook that would hold more than MAX_CONTAINERS objects and lists is refused unparsed: a byte or two each
+    in the file, about 70 bytes each in memory, 100 MB of `{},` would take 2.8 GB of the grader's own process.
+    """
     try:
-        notebook = json.loads(Path(path).read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError) as error:
-        raise UnreadableNotebook(f"{Path(path).name} is not a readable notebook ({type(error).__name__})") from None
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        if text.count("{") + text.count("[") > MAX_CONTAINERS:
+            raise ValueError("too many JSON objects and lists")
+        notebook = json.loads(text)
+    except (OSError, ValueError, RecursionError) as error:
+        raise UnreadableNotebook(f"{Path(path).name} is not a readable notebook ({type(error).__name__}: "
+                                 f"{str(error)[:60]})") from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise UnreadableNotebook(f"{Path(path).name} has no list of cells")
     return notebook

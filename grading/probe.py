@@ -25,11 +25,13 @@ import recipes  # noqa: E402
 
 _save, _replace, _dumps, _open = torch.save, os.replace, json.dumps, os.open  # captured before student code runs
 TEXT_LIMIT = 20_000
+LINE_LIMIT = 2000  # characters of a source line in a traceback: a cell's output stays far below the grader's 1 MB
 WATCHED = {"torch": ("allclose", "equal", "isclose", "save", "load"), "torch.testing": ("assert_close",),
            "torch.Tensor": ("clone", "detach", "__eq__"), "torch.nn.Module": ("__call__",),
            "checkers": tuple(f"check_task_{n}" for n in range(1, 9)),
            "checkers._compare": ("expect_close", "matches", "expect_tensor", "expect_finite"),
-           "checkers._core": ("check_function", "load_fixture")}
+           "checkers._core": ("check_function", "load_fixture"), "checkers._core.Task": ("call",),
+           "recipes": ("run", "call", "snapshot", "gradients")}  # what records a case: a forged record starts there
 
 
 class CellTimeout(BaseException):
@@ -183,10 +185,10 @@ def describe_error(error):
     if error is None:
         return None
     import traceback
-    frames = [f"line {frame.lineno}: {(frame.line or '').strip()}"
+    frames = [f"line {frame.lineno}: {(frame.line or '').strip()[:LINE_LIMIT]}"
               for frame in traceback.extract_tb(error.__traceback__) if frame.filename.startswith("<ipython-input")]
     if isinstance(error, SyntaxError):
-        frames = [f"line {error.lineno}: {(error.text or '').strip()}"]
+        frames = [f"line {error.lineno}: {(error.text or '').strip()[:LINE_LIMIT]}"]
     return {"ename": type(error).__name__, "evalue": one_line(error).split(": ", 1)[-1], "frames": frames[-5:]}
 
 

@@ -21,6 +21,7 @@ import stat
 import subprocess
 import threading
 import time
+import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,8 @@ STARTUP = 90.0  # seconds for the probe to start (torch, IPython) and reach its 
 MAX_ATTEMPTS = 4
 MAX_TOTAL = 1200.0  # seconds for all attempts of one submission
 MAX_FILE = 256 << 20
+MAX_CELL = 1 << 20  # a cell's output as the probe writes it (two streams of 20,000 characters, five displays) is less
+MAX_PICKLE = 1 << 20  # the pickle in a task file (records of tensors by reference: about 12 kB for 33 cases)
 MAX_PROGRESS = 4 << 20  # bytes of progress log read per attempt; beyond it events are ignored (the clock is not)
 MAX_LOG = 64 << 10  # the end of the probe's log kept in build/grading/logs/
 
@@ -318,18 +321,35 @@ def keep_log(job):
     (folder / f"{job.scratch.name}.log").write_bytes(tail)
 
 
+def load_records(data):
+    """The records in a task file's bytes, or None unless it is the zip torch.save writes, with no bomb in it.
+
+    Parsing happens in the grader's process: a deflated entry (a few MB that inflate to a huge tensor) or a
+    large pickle (a byte per empty dict) could exhaust its memory and stop every submission's grading.
+    """
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, TypeError, ValueError):
+        return None
+    if any(entry.compress_type != zipfile.ZIP_STORED or entry.filename.endswith(".pkl") and
+           entry.file_size > MAX_PICKLE for entry in entries):
+        return None
+    return torch.load(io.BytesIO(data), weights_only=True)
+
+
 def collect(job, run):
     """Read back every cell output and task record the probe left (keeping outputs of stopped cells)."""
     for index in range(len(job.program)):
-        data = read_untrusted(job.scratch / "out" / f"cell_{index}.json")
+        data = read_untrusted(job.scratch / "out" / f"cell_{index}.json", limit=MAX_CELL)
         if data is not None and index not in run.cells:
             try:
                 run.cells[index] = json.loads(data)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested a million deep
                 continue
     for task in job.recorded_tasks():
         try:
-            records = torch.load(io.BytesIO(read_untrusted(job.scratch / "out" / f"task_{task}.pt")), weights_only=True)
+            records = load_records(read_untrusted(job.scratch / "out" / f"task_{task}.pt"))
         except Exception:  # noqa: BLE001 -- a damaged or forged file: the task counts as not graded
             continue
         if isinstance(records, list) and all(isinstance(record, dict) for record in records):

@@ -115,6 +115,33 @@ class _Forged(torch.Tensor):
 torch.save([{"structure": "tensor", "outputs": [[torch.zeros(2).as_subclass(_Forged)]]}], "../out/task_2.pt")
 '''
 
+# A softmax that overflows in float32 (it fails the large-score cases), with the recording patched to leave out the
+# outputs of every case but the gradient ones, which this softmax passes: an empty list once compared as a match.
+STRIP = '''import math
+import recipes as _recipes
+
+
+def scaled_softmax_attention(query, key, value, mask=None):
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))  # (..., L_q, L_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask.bool(), -1e9)
+    weights = scores.exp() / scores.exp().sum(-1, keepdim=True)  # no max subtracted: inf in float32
+    return weights @ value, weights
+
+
+_record = _recipes.run
+
+
+def _stripped(recipe, objects, namespace=None):
+    record = _record(recipe, objects, namespace)
+    if recipe["task"] == 1 and not recipe.get("grad"):
+        record["outputs"], record["inputs_after"] = [[] for _ in record["outputs"]], []
+    return record
+
+
+_recipes.run = _stripped
+'''
+
 RAISES_XSS = 'raise ValueError("' + XSS + '")\n'
 
 
@@ -156,6 +183,8 @@ def attack_submissions():
         "liar": ("liar_transformer.ipynb", extra_cell(definitions, "task_1_attention", LIAR), None),
         "forged": ("forged_transformer.ipynb", extra_cell(definitions, "check_task_2", FORGE),
                    {**def_points, 2: 0}),
+        "stripped": ("stripped_transformer.ipynb", extra_cell(definitions, "task_1_attention", STRIP),
+                     {**def_points, 1: 0}),
         "malformed": ("malformed_transformer.ipynb", malformed(definitions), zero),
         "huge": ("huge_transformer.ipynb", huge_outputs(definitions), def_points),
     }

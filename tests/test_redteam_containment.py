@@ -361,6 +361,48 @@ def test_reading_never_blocks_on_what_the_student_left(tmp_path):
     assert supervise.read_untrusted(tmp_path / "real", offset=2, limit=2) == b"34"
 
 
+def bomb(kind):
+    """A task file a few MB long that torch.load would turn into GBs in the grader's process (if it loaded it)."""
+    import io
+    import zipfile
+
+    import torch
+    buffer = io.BytesIO()
+    torch.save([{"structure": "tensor", "outputs": [[torch.zeros(1 << 20)]]}], buffer)
+    source, out = zipfile.ZipFile(io.BytesIO(buffer.getvalue())), io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for entry in source.infolist():
+            data = source.read(entry)
+            if kind == "pickle" and entry.filename.endswith("data.pkl"):
+                data = b"\x80\x02]q\x00(" + b"}" * (2 << 20) + b"e."  # 2 MB: 2 million empty dicts, 150 MB
+            if kind == "deflate" and "/data/" in entry.filename:
+                entry.compress_type = zipfile.ZIP_DEFLATED  # 8 MB of zeros in 8 kB (the same ratio reaches TBs)
+            archive.writestr(entry, data)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("kind", ["pickle", "deflate"])
+def test_records_that_would_blow_up_in_the_graders_memory_are_refused(tmp_path, kind):
+    """Task files are parsed in the grader's own process: a pickle or deflate bomb is refused unread, not loaded."""
+    out = tmp_path / "scratch" / "out"
+    out.mkdir(parents=True)
+    (out / "task_1.pt").write_bytes(bomb(kind))
+    (out / "cell_0.json").write_text("[" + "{}," * (1 << 20) + "{}]")  # 3 MB of JSON: 100 MB of dicts
+    (out / "cell_1.json").write_text("[" * 100_000 + "]" * 100_000)  # nested too deep for json
+    job, run = supervise.Job(cells(1, 1), tmp_path / "scratch", tmp_path, sandbox.Sandbox("none")), supervise.ProbeRun()
+    supervise.collect(job, run)
+    assert run.records == {} and run.cells == {}
+
+
+def test_a_huge_line_in_an_error_keeps_the_cells_output_under_the_graders_cap():
+    """The probe cuts a traceback's source line, so a 3 MB one-liner that fails still has its error shown."""
+    path = list(sys.path)
+    from grading import probe  # it puts grading/ first on sys.path for its own imports: taken back at once
+    sys.path[:] = path
+    error = SyntaxError("invalid syntax", ("<ipython-input-1>", 1, 1, "y = (" + "1 + " * 750_000))
+    assert len(json.dumps(probe.describe_error(error))) < supervise.MAX_CELL // 100
+
+
 def test_progress_pipe_is_read_without_blocking_and_capped():
     """Events come whole, garbage is skipped, an idle pipe returns at once, a flood stops being read."""
     reader, writer = os.pipe()

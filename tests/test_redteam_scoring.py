@@ -30,7 +30,7 @@ from course_lib.data import VOCAB_SIZE  # noqa: E402
 from grading.cases import build_cases
 from grading.collect import collect
 from grading.expected import expected_records, reference_namespace
-from grading.notebook import check_cells, read, release_layout
+from grading.notebook import UnreadableNotebook, check_cells, read, release_layout
 from grading.recipes import predict, run
 from grading.render import RENDER_LIMIT, render
 from grading.score import Verdict, score_submission
@@ -187,6 +187,35 @@ def test_malformed_record_scores_zero_and_is_flagged(judged):
     records = {1: [{"structure": expected[1][0]["structure"], "outputs": 5}] * len(cases[1])}
     verdict = score_submission({1: cases[1]}, expected, records, {1: 1}, reference)[1]
     assert verdict.score == 0 and verdict.flag
+
+
+def overflowing_attention(query, key, value, mask=None):
+    """Softmax without the max subtracted: inf in float32 on large scores, right on every gradient case."""
+    scores = query @ key.transpose(-2, -1) / query.size(-1) ** 0.5  # (..., L_q, L_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask.bool(), -1e9)
+    weights = scores.exp() / scores.exp().sum(-1, keepdim=True)  # (..., L_q, L_k)
+    return weights @ value, weights
+
+
+def test_records_that_leave_out_outputs_score_zero_and_are_flagged(judged):
+    """A record whose outputs were emptied by the notebook (recipes.run patched) once matched by comparing nothing."""
+    cases, expected, reference = judged
+    records = [run(recipe, [overflowing_attention]) for recipe in cases[1]]
+    assert score_submission({1: cases[1]}, expected, {1: records}, {1: 1}, reference)[1].score == 0
+    stripped = [record if recipe.get("grad") else dict(record, outputs=[[] for _ in record["outputs"]], inputs_after=[])
+                for recipe, record in zip(cases[1], records)]
+    verdict = score_submission({1: cases[1]}, expected, {1: stripped}, {1: 1}, reference)[1]
+    assert verdict.score == 0 and "malformed" in verdict.message and verdict.flag
+
+
+def test_a_notebook_of_millions_of_empty_objects_is_refused_unparsed(tmp_path):
+    """6 MB of `{},` parse to 2 million dicts (170 MB; 100 MB of it, 2.8 GB) in the grader's own process."""
+    bomb = tmp_path / "bomb.ipynb"
+    bomb.write_text('{"cells": [' + "{}," * 2_000_000 + "{}]}")
+    with pytest.raises(UnreadableNotebook, match="not a readable notebook"):
+        read(bomb)
+    assert len(read(RELEASE)["cells"]) > 10
 
 
 # ----- Shown text: encodable, escaped, bounded ------------------------------------------------------------------------
@@ -364,7 +393,7 @@ def test_what_could_not_be_judged_is_flagged_for_manual_grading(attacked):
     course, _, _ = attacked
     book = gradebook_grades(course)
     flagged = {key for key, (_, manual) in book.items() if manual}
-    assert ("liar", 1) in flagged and ("forged", 2) in flagged
+    assert ("liar", 1) in flagged and ("forged", 2) in flagged and ("stripped", 1) in flagged
     assert all(("malformed", task) in flagged and ("bomb", task) in flagged for task in range(1, 9))
     assert not [key for key in flagged if key[0] in HONEST + ("handheads", "handvalid", "emptyenc", "noise", "xss")]
     report = (course / "grading_report.md").read_text()
