@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from nbformat.v4 import new_code_cell
 from course_paths import ROOT
 
 from course import registry  # noqa: E402  (the checkout is on sys.path through course_paths)
+from grading.collect import collect  # noqa: E402
 from grading.course import load_config  # noqa: E402
 
 STUDENT_PACKAGES = ("checkers", "course_lib")
@@ -187,3 +189,18 @@ def test_the_import_scan_sees_a_forbidden_import(tmp_path):
     sample.write_text("import os\nimport tools.bench\nfrom grading.score import Verdict\nfrom . import tools\n"
                       "def f():\n    from course import registry\n")
     assert imported_modules(sample) == {"os", "tools", "grading", "course"}
+
+
+def test_collect_files_notebooks_under_the_named_assignment(tmp_path):
+    """With two assignments registered, collect needs a name, files under it and reads its file names."""
+    second = ('\n[[assignments]]\nname = "decoder"\ntitle = "x"\n[assignments.tasks]\n'
+              '1 = { points = 10, check = "checkers:check_task_1", trains = false }\n')
+    root = copy_registry(tmp_path / "course", lambda text: text + second)
+    with zipfile.ZipFile(tmp_path / "download.zip", "w") as archive:
+        for name in ("alice_decoder.ipynb", "decoder.ipynb", "transformer.ipynb"):
+            archive.writestr(name, "{}")
+    with pytest.raises(registry.RegistryError, match="several assignments"):
+        collect(tmp_path / "download.zip", root)
+    collected, unknown, _ = collect(tmp_path / "download.zip", root, "decoder")
+    assert sorted(collected) == ["alice", "transformer"] and unknown == ["decoder.ipynb"]
+    assert (root / "submitted" / "alice" / "decoder" / "decoder.ipynb").is_file()
