@@ -2,8 +2,8 @@
 
 Executes only the answer cells of the definition tasks (registry: `trains = false`) of the assignment's
 solutions notebook (course.toml; `--assignment NAME`, default: the only one registered), in float64,
-on fixed random inputs and weights, and saves inputs, weights and expected outputs to checkers/fixtures/task_N.pt. The checkers ship these tensors, never the reference code.
-Running it twice gives the same bytes.
+on fixed random inputs and weights, and saves inputs, weights and expected outputs to checkers/fixtures/task_N.pt.
+The checkers ship these tensors, never the reference code. Running it twice gives the same bytes.
 """
 import argparse
 import io
