@@ -3,7 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-ASSIGNMENT := transformer
+# ASSIGNMENT=name does one assignment of course.toml; empty: every registered assignment, in release order.
+ASSIGNMENT ?=
+# In a recipe: `$(EACH_ASSIGNMENT) command $$name || exit 1; done` (a registry that does not load stops it).
+EACH_ASSIGNMENT = names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && for name in $$names; do
 export MPLBACKEND := Agg
 
 .PHONY: lab test release fixtures assets bench collect grade clean
@@ -19,16 +22,20 @@ $(STAMP): requirements.txt pyproject.toml
 lab: $(STAMP)  ## open JupyterLab on the student notebooks
 	MPLBACKEND= $(BIN)/jupyter lab notebooks/
 
-test: $(STAMP)  ## all tests: unit tests, checkers, release, notebooks (reference executed end to end)
+test: $(STAMP)  ## all tests: unit tests, checkers, release, notebooks (every reference executed end to end)
 	$(BIN)/python tools/timed.py "unit tests and checkers" -- $(BIN)/pytest -q tests
-	$(BIN)/python tools/timed.py "reference notebook (nbval)" -- \
-		$(BIN)/pytest -q --nbval-lax -p no:cacheprovider solutions/$(ASSIGNMENT)/$(ASSIGNMENT).ipynb
+	$(EACH_ASSIGNMENT) \
+		$(BIN)/python tools/timed.py "reference notebook $$name (nbval)" -- \
+			$(BIN)/pytest -q --nbval-lax -p no:cacheprovider solutions/$$name/$$name.ipynb || exit 1; \
+	done
 
-release: $(STAMP)  ## regenerate the student notebook from the reference (nbgrader generate_assignment)
-	$(BIN)/nbgrader generate_assignment $(ASSIGNMENT) --no-db --force --log-level=WARN
+release: $(STAMP)  ## regenerate the student notebooks from the references (nbgrader generate_assignment)
+	$(EACH_ASSIGNMENT) \
+		$(BIN)/nbgrader generate_assignment $$name --no-db --force --log-level=WARN || exit 1; \
+	done
 
-fixtures: $(STAMP)  ## recompute the checkers' expected values from the reference notebook
-	$(BIN)/python tools/make_fixtures.py
+fixtures: $(STAMP)  ## recompute the checkers' expected values from the reference notebooks
+	$(EACH_ASSIGNMENT) $(BIN)/python tools/make_fixtures.py --assignment $$name || exit 1; done
 
 assets: $(STAMP)  ## re-render the README's figures into assets/
 	$(BIN)/python -m tools.make_assets
@@ -36,11 +43,14 @@ assets: $(STAMP)  ## re-render the README's figures into assets/
 bench: $(STAMP)  ## measured performance: layers vs torch-native, time to 95%, attention scaling (results/)
 	$(BIN)/python -m tools.bench
 
-collect: $(STAMP)  ## unpack an LMS download: make collect ZIP=path/to/submissions.zip
-	$(BIN)/python -m grading.collect "$(ZIP)"
+collect: $(STAMP)  ## unpack one assignment's LMS download: make collect ZIP=path/to/submissions.zip [ASSIGNMENT=name]
+	$(BIN)/python -m grading.collect "$(ZIP)" $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)")
 
-grade: $(STAMP)  ## autograde everything under submitted/ in bubblewrap (JOBS=N at once; SANDBOX=none: unisolated)
-	$(BIN)/python -m grading.grade --jobs "$(or $(JOBS),1)" --sandbox "$(or $(SANDBOX),auto)"
+grade: $(STAMP)  ## autograde submitted/ in bubblewrap, each assignment in turn (JOBS=N at once; SANDBOX=none: unisolated)
+	$(EACH_ASSIGNMENT) \
+		$(BIN)/python -m grading.grade --assignment $$name --jobs "$(or $(JOBS),1)" \
+			--sandbox "$(or $(SANDBOX),auto)" || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) build *.egg-info gradebook.db

@@ -1,6 +1,8 @@
 """nbgrader configuration for the course (read by every `nbgrader` command run from this folder)."""
 import ast
 import re
+import tomllib
+from pathlib import Path
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters.autograde import Autograde
@@ -58,17 +60,21 @@ c.GenerateAssignment.preprocessors = [
 # finished notebooks (`autograde --no-execute`); the settings below make a plain `nbgrader autograde`
 # behave sensibly too, and grading/ reads the time limits from here.
 # ---------------------------------------------------------------------------------------------
-c.CourseDirectory.submitted_directory = "submitted"  # submitted/<student_id>/transformer/transformer.ipynb
+c.CourseDirectory.submitted_directory = "submitted"  # submitted/<student_id>/<assignment>/<assignment>.ipynb
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
 c.Execute.kernel_name = "python3"  # not whatever kernelspec a student's editor wrote into the notebook
 
-# Per-cell time limits. Every cell but the two training cells finishes in seconds; a training cell takes
-# 11-107 s in the reference notebook on a 2-core CPU (torch on 1 thread, load average 1.8-42; see the README),
-# longer when several submissions share the machine, and a runaway loop anywhere
-# must still stop. Execute.timeout is the per-cell limit nbgrader uses (ExecuteOptions.timeout is ignored).
-CELL_TIMEOUT = 60
-TRAINING_CELL_TIMEOUT = 300
+# Per-cell time limits, from the course registry (course.toml beside this file, `[limits]`; read with tomllib
+# rather than course/registry.py so that nbgrader started from anywhere finds them). Every cell but the two
+# training cells finishes in seconds; a training cell takes 11-107 s in the reference notebook on a 2-core CPU
+# (torch on 1 thread, load average 1.8-42; see the README), longer when several submissions share the machine,
+# and a runaway loop anywhere must still stop. Execute.timeout is the per-cell limit nbgrader uses
+# (ExecuteOptions.timeout is ignored).
+with open(Path(__file__).resolve().with_name("course.toml"), "rb") as _registry:
+    _limits = tomllib.load(_registry)["limits"]
+CELL_TIMEOUT = _limits["cell_seconds"]
+TRAINING_CELL_TIMEOUT = _limits["training_cell_seconds"]
 c.Execute.timeout = CELL_TIMEOUT
 
 

@@ -2,7 +2,7 @@
 
 Never shipped to students (not part of the installed package). The pipeline, one module per step:
 
-    collect.py, naming.py    LMS zip -> submitted/<student>/transformer/transformer.ipynb
+    collect.py, naming.py    LMS zip -> submitted/<student>/<assignment>/<assignment>.ipynb
     submissions.py           which notebook of each submission folder to grade
     notebook.py, match.py    what each cell is: answer, check, provided, or the student's own
     program.py               the cells to run: pristine provided and check cells, the student's answers

@@ -1,6 +1,6 @@
-"""Unpack an LMS download into nbgrader's layout: `make collect ZIP=path/to/submissions.zip`.
+"""Unpack an LMS download into nbgrader's layout: `make collect ZIP=path/to/submissions.zip [ASSIGNMENT=name]`.
 
-Every student's notebook lands in submitted/<student_id>/transformer/transformer.ipynb, whatever its
+Every student's notebook lands in submitted/<student_id>/<assignment>/<assignment>.ipynb, whatever its
 file name was, with timestamp.txt (the zip entry's time, i.e. the LMS's clock) and collected.json
 (where it came from, and anything odd, for the grading report). See grading/naming.py for how
 student ids are read from the names. Notebooks inside a student's own zip are found too.
@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from .course import ASSIGNMENT
+from course import registry
+
 from .naming import file_name, is_notebook, pick, source_of, unique_ids
 from .text import encodable, markdown
 
@@ -47,6 +48,7 @@ class Collection:
     entries: list = field(default_factory=list)
     unknown: list = field(default_factory=list)
     skipped: list = field(default_factory=list)  # (name, reason)
+    assignment: str = ""  # a top-level file named just like it says no student
 
 
 def fixed_name(info):
@@ -96,7 +98,7 @@ def scan(archive, found, owner=None, prefix=""):
             continue
         try:
             if is_notebook(name):
-                source = owner if owner is not None else source_of(name)
+                source = owner if owner is not None else source_of(name, found.assignment)
                 if not source:
                     found.unknown.append(name)
                     continue
@@ -114,13 +116,13 @@ def skip(found, name, reason):
     found.skipped.append((name, reason))
     if found.entries and found.entries[-1].name == name:
         found.entries[-1].problem = reason
-    elif name.lower().endswith(".zip") and source_of(name[:-4] + ".ipynb"):
-        found.entries.append(Entry(name, source_of(name[:-4] + ".ipynb"), problem=reason))
+    elif name.lower().endswith(".zip") and source_of(name[:-4] + ".ipynb", found.assignment):
+        found.entries.append(Entry(name, source_of(name[:-4] + ".ipynb", found.assignment), problem=reason))
 
 
 def scan_inner(archive, info, name, found):
     """A student's own zip (named like a notebook, e.g. alice_transformer.zip): its notebooks are theirs."""
-    owner = source_of(name[:-4] + ".ipynb")
+    owner = source_of(name[:-4] + ".ipynb", found.assignment)
     if not owner:
         found.unknown.append(name)
         return
@@ -162,9 +164,13 @@ def place(folder, entries, assignment):
     return notes
 
 
-def collect(zip_path, course_root=".", assignment=ASSIGNMENT):
-    """Unpack every student's notebook; returns ({student: notes}, names of nobody's, [(name, reason) skipped])."""
-    found = Collection()
+def collect(zip_path, course_root=".", assignment=None):
+    """Unpack every student's notebook; returns ({student: notes}, names of nobody's, [(name, reason) skipped]).
+
+    assignment: a name in course_root's course.toml (default: the only one registered there).
+    """
+    assignment = registry.assignment(assignment, course_root).name
+    found = Collection(assignment=assignment)
     with zipfile.ZipFile(zip_path) as archive:
         scan(archive, found)
     ids, renamed = unique_ids({entry.source for entry in found.entries})
@@ -209,17 +215,23 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="Unpack an LMS download of notebooks into submitted/.")
     parser.add_argument("zip", help="the zip downloaded from the LMS")
     parser.add_argument("--course", default=".", help="course folder (default: here)")
+    parser.add_argument("--assignment", help="assignment of course.toml the zip holds (default: the only one "
+                                             "registered; with several, name one)")
     args = parser.parse_args(argv)
+    try:
+        assignment = registry.assignment(args.assignment, args.course).name
+    except registry.RegistryError as error:
+        sys.exit(f"collect: {error}")
     if not args.zip or not Path(args.zip).is_file() or not zipfile.is_zipfile(args.zip):
         sys.exit(f"collect: {args.zip or '(none)'} is not a zip file; usage: make collect ZIP=path/to/submissions.zip")
     try:
-        collected, unknown, skipped = collect(args.zip, args.course)
+        collected, unknown, skipped = collect(args.zip, args.course, assignment)
     except (zipfile.BadZipFile, UnicodeDecodeError, OSError) as error:
         sys.exit(f"collect: {args.zip} cannot be read as a whole ({type(error).__name__}: {error}); nothing collected")
     sys.stdout.reconfigure(errors="replace")
     out = lambda text: print(encodable(text))  # noqa: E731
     for student, notes in collected.items():
-        out(f"{student}: submitted/{student}/{ASSIGNMENT}/{ASSIGNMENT}.ipynb" + "".join(f"; {n}" for n in notes))
+        out(f"{student}: submitted/{student}/{assignment}/{assignment}.ipynb" + "".join(f"; {n}" for n in notes))
     for name in unknown:
         out(f"skipped {name}: its name does not say which student sent it (see grading/naming.py)")
     for name, reason in skipped:

@@ -1,11 +1,16 @@
-"""Where a course's files are, read from its nbgrader_config.py, and the time limits set there."""
+"""Where a course's files are, read from its nbgrader_config.py, and the time limits set there.
+
+A course folder holds nbgrader_config.py and the registry course.toml (course/registry.py), whose
+assignment this Course grades.
+"""
 from dataclasses import dataclass
 from pathlib import Path
 
 from nbformat.v4 import new_code_cell
 from traitlets.config.loader import PyFileConfigLoader
 
-ASSIGNMENT = "transformer"
+from course import registry
+
 CODE_ROOT = Path(__file__).resolve().parent.parent  # the checkout holding grading/, checkers/, course_lib/, tools/
 
 
@@ -16,13 +21,18 @@ def load_config(root):
 
 @dataclass
 class Course:
-    """Paths of one course folder (the repository, or a scratch copy of it in the tests)."""
+    """Paths of one course folder (the repository, or a scratch copy of it in the tests) and one assignment.
+
+    assignment: a name in the folder's course.toml; None: the only one registered there.
+    """
 
     root: Path
-    assignment: str = ASSIGNMENT
+    assignment: str = None
 
     def __post_init__(self):
         self.root = Path(self.root).resolve()
+        self.registered = registry.assignment(self.assignment, self.root)  # tasks, points, trains flags
+        self.assignment = self.registered.name
         self.config = load_config(self.root)
         directories = self.config.CourseDirectory
         self.source_dir = self.root / directories.get("source_directory", "source")

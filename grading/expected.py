@@ -1,20 +1,25 @@
 """What every case must produce: the recipes run on the reference, in the grader's own process.
 
-The reference comes from solutions/ through tools/make_fixtures.load_reference (never a copy);
+The reference comes from solutions/ through course.reference (never a copy);
 nothing computed here is written where a probe or a student can read it.
 """
 import torch
 
-from tools.make_fixtures import load_reference, reference_source
+from course.reference import load_reference, reference_source
 
 from .cases import TRAINED
 from .cases.trained import fresh_data
 from .recipes import run
 
 
-def reference_namespace(source_notebook):
-    """The reference classes and functions, executed from the answer cells of the source notebook."""
-    return load_reference(reference_source(source_notebook))
+def reference_namespace(assignment, source_notebook=None):
+    """The reference classes and functions, executed from the answer cells of the source notebook.
+
+    Args:
+        assignment: the registry's Assignment (which tasks are answered by definitions).
+        source_notebook: the solutions notebook (default: the assignment's in the checkout).
+    """
+    return load_reference(reference_source(assignment, source_notebook))
 
 
 def expected_records(cases, reference, names):

@@ -1,4 +1,7 @@
-"""Grade every submission under submitted/: `make grade` (JOBS=N grades N submissions at once).
+"""Grade every submission of one assignment under submitted/: `make grade` (JOBS=N grades N submissions at once).
+
+`--assignment NAME` names an assignment of course.toml; without it, the only one registered (with several
+registered, grade asks for a name; `make grade` without ASSIGNMENT runs this once per registered assignment).
 
 For each submission: match its cells to the release (grading/program.py), run them in a sandboxed
 probe that records what the student's objects produce on fixed inputs (grading/probe.py), score
@@ -18,6 +21,8 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from course.registry import RegistryError
 
 from . import gradebook, sandbox
 from .analysis import attention_notes, first_cells
@@ -82,8 +87,8 @@ def prepare(course, box):
     release = read(course.release_notebook)
     layout = release_layout(release)
     checks = check_cells(layout)
-    reference = reference_namespace(course.source_notebook)
-    cases = build_cases(reference)
+    reference = reference_namespace(course.registered, course.source_notebook)
+    cases = build_cases(reference, course.registered)
     expected = expected_records(cases, reference, {task: cell.names for task, cell in checks.items()})
     runtime = prepare_runtime(course.build / "runtime", cases)
     return Shared(course, box, release, layout, reference, cases, expected,
@@ -283,8 +288,9 @@ def retry_autograde(shared, submission, result):
 
 
 def parse(argv):
-    """The command line: --jobs, --course, --sandbox, --memory, --scratch."""
-    parser = argparse.ArgumentParser(description="Grade every submission under submitted/.")
+    """The command line: --assignment, --jobs, --course, --sandbox, --memory, --scratch."""
+    parser = argparse.ArgumentParser(description="Grade every submission of one assignment under submitted/.")
+    parser.add_argument("--assignment", help="assignment of course.toml (default: the only one registered)")
     parser.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default 1)")
     parser.add_argument("--course", default=".", help="course folder (default: here)")
     parser.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto",
@@ -301,7 +307,10 @@ def main(argv=None):
     sys.stdout.reconfigure(errors="replace")  # student ids of any script print on any terminal
     if not (Path(args.course) / "nbgrader_config.py").is_file():
         sys.exit(f"grade: {Path(args.course).resolve()} has no nbgrader_config.py; run from the course folder")
-    started, course = time.monotonic(), Course(args.course)
+    try:
+        started, course = time.monotonic(), Course(args.course, args.assignment)
+    except RegistryError as error:
+        sys.exit(f"grade: {error}")
     try:
         box = sandbox.choose(args.sandbox, args.memory, args.scratch)
     except sandbox.SandboxUnavailable as error:

@@ -37,18 +37,21 @@ def is_notebook(name):
     return path.suffix.lower() == ".ipynb" and not hidden
 
 
-def source_of(name):
-    """The part of a zip member name that says who sent it (top folder or file name prefix), or ''."""
+def source_of(name, assignment):
+    """The part of a zip member name that says who sent it (top folder or file name prefix), or ''.
+
+    A top-level file named just like the assignment ("transformer.ipynb") says no student.
+    """
     path = PurePosixPath(unicodedata.normalize("NFC", name).replace("\\", "/"))
     if len(path.parts) > 1:
         return path.parts[0]
     stem = path.stem
-    return stem.split("_", 1)[0] if "_" in stem else (stem if stem.lower() != "transformer" else "")
+    return stem.split("_", 1)[0] if "_" in stem else (stem if stem.lower() != assignment.lower() else "")
 
 
-def student_of(name):
+def student_of(name, assignment):
     """The student id for a zip member name, or '' when the name does not say."""
-    return clean_id(source_of(name))
+    return clean_id(source_of(name, assignment))
 
 
 def unique_ids(sources):

@@ -31,14 +31,11 @@ from grading.expected import expected_records, reference_namespace  # noqa: E402
 from grading.notebook import check_cells, read, release_layout  # noqa: E402
 from grading.recipes import run  # noqa: E402
 from grading.score import score_submission  # noqa: E402
+from course_paths import DEFINITION_TASKS, NAME, POINTS, RELEASE, SOURCE, TRANSFORMER, course_folder  # noqa: E402
 from palindrome_models import mirror_logits  # noqa: E402
 from mistakes import MUTANTS  # noqa: E402  (tools/ is on sys.path through conftest.py)
 
 
-SOURCE = ROOT / "solutions" / "transformer" / "transformer.ipynb"
-RELEASE = ROOT / "notebooks" / "transformer" / "transformer.ipynb"
-POINTS = {1: 1, 2: 1, 3: 1, 4: 1, 5: 2, 6: 1, 7: 2, 8: 1}
-DEFINITION_TASKS = (1, 2, 3, 4, 5, 7)  # answered by class and function definitions; 6 and 8 train
 
 
 # ----- Submissions, built from the reference and release notebooks -------------------------------------------
@@ -169,7 +166,7 @@ def without(points, *tasks):
 
 
 ALL_POINTS = dict(POINTS)
-DEFINITION_POINTS = without(POINTS, 6, 8)  # the reference answers of tasks 1-5 and 7, nothing trained
+DEFINITION_POINTS = without(POINTS, *TRANSFORMER.training_tasks)  # the reference answers of definitions, nothing trained
 NOTHING = without(POINTS, *POINTS)
 
 
@@ -262,12 +259,14 @@ def make_zip(path):
 
 
 def scratch_course(folder):
-    """A copy of the course's grading inputs, with a shorter limit for ordinary cells (read from its config)."""
+    """A copy of the course's grading inputs, with a shorter limit for ordinary cells (its registry's, read by its
+    nbgrader_config.py)."""
     for name in ("solutions", "notebooks"):
         shutil.copytree(ROOT / name, folder / name)
-    config = (ROOT / "nbgrader_config.py").read_text()
-    assert "CELL_TIMEOUT = 60" in config
-    (folder / "nbgrader_config.py").write_text(config.replace("CELL_TIMEOUT = 60", "CELL_TIMEOUT = 20"))
+    shutil.copy(ROOT / "nbgrader_config.py", folder)
+    registry = (ROOT / "course.toml").read_text()
+    assert "\ncell_seconds = 60\n" in registry
+    (folder / "course.toml").write_text(registry.replace("\ncell_seconds = 60\n", "\ncell_seconds = 20\n"))
     return folder
 
 
@@ -276,10 +275,10 @@ def scratch_course(folder):
 @pytest.fixture(scope="module")
 def graded_cases():
     """(cases, expected, names, points, reference) as the grader builds them."""
-    reference = reference_namespace(SOURCE)
+    reference = reference_namespace(TRANSFORMER)
     checks = check_cells(release_layout(read(RELEASE)))
     names = {task: cell.names for task, cell in checks.items()}
-    cases = build_cases(reference)
+    cases = build_cases(reference, TRANSFORMER)
     return cases, expected_records(cases, reference, names), names, {t: c.points for t, c in checks.items()}, reference
 
 
@@ -368,11 +367,11 @@ def test_collect_reads_student_ids_from_lms_names(tmp_path):
                      "dave/old attempt.ipynb", "dave/transformer.ipynb", "Eve Smith_42_assignsubmission_file_/x.ipynb",
                      "__MACOSX/._alice_transformer.ipynb", "transformer.ipynb"):
             archive.writestr(name, json.dumps(read(RELEASE)))
-    collected, unknown, skipped = collect(tmp_path / "download.zip", tmp_path)
+    collected, unknown, skipped = collect(tmp_path / "download.zip", course_folder(tmp_path))
     assert sorted(collected) == ["Eve-Smith_42", "alice", "bob-12345", "carol", "dave"]
     assert unknown == ["transformer.ipynb"] and skipped == []
     for student in collected:
-        assert (tmp_path / "submitted" / student / "transformer" / "transformer.ipynb").is_file()
+        assert (tmp_path / "submitted" / student / NAME / f"{NAME}.ipynb").is_file()
     assert any("Copy of transformer.ipynb" in note for note in collected["carol"])
     assert any("old attempt.ipynb" in note and "not graded" in note for note in collected["dave"])
 
@@ -425,7 +424,7 @@ def test_nbgrader_export_and_gradebook_hold_the_same_scores(graded):
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         flagged = {student for student in totals
-                   for notebook in gradebook.find_submission("transformer", student).notebooks
+                   for notebook in gradebook.find_submission(NAME, student).notebooks
                    if notebook.needs_manual_grade}
     assert flagged == {"monkeypatch"}  # it replaced torch's comparisons and the checkers: flagged, still 0
 
@@ -486,7 +485,7 @@ def test_feedback_and_release_hold_no_hidden_tests_or_reference_code(graded):
     released = re.sub(r"\s+", " ", "\n".join("".join(cell["source"]) for cell in read(RELEASE)["cells"]))
     seen_in_full = 0
     for student, (_, notebook, _) in submissions().items():
-        (page,) = (course / "feedback" / student / "transformer").glob("*.html")
+        (page,) = (course / "feedback" / student / NAME).glob("*.html")
         text = visible_text(page)
         cells = [] if isinstance(notebook, bytes) else notebook["cells"]
         sent = re.sub(r"\s+", " ", "\n".join(code(cell) for cell in cells))

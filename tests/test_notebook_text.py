@@ -3,7 +3,6 @@ import contextlib
 import io
 import json
 import re
-from pathlib import Path
 
 import matplotlib
 
@@ -16,9 +15,8 @@ import torch.nn as nn  # noqa: E402
 from course_lib import defaults, plot_attention_maps, plot_lr_schedule  # noqa: E402
 from course_lib.attention_stats import explained_variance, head_statistics  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "solutions" / "transformer" / "transformer.ipynb"
-RELEASE = ROOT / "notebooks" / "transformer" / "transformer.ipynb"
+from course_paths import RELEASE, SOURCE  # noqa: E402
+
 BOTH = pytest.mark.parametrize("path", [SOURCE, RELEASE], ids=["solutions", "notebooks"])
 MEASURED = "**Measured:**"  # marks the one sentence per training task that states a measured time
 

@@ -4,6 +4,7 @@ import re
 import tomllib
 from pathlib import Path
 
+from course_paths import NAME
 from same_values import differences, figure_difference
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,12 +29,12 @@ def test_package_keeps_a_loose_torch_range_for_colab():
 def test_one_repository_url_everywhere():
     url = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
     for notebook in ("solutions", "notebooks"):
-        cells = json.loads((ROOT / notebook / "transformer" / "transformer.ipynb").read_text())["cells"]
+        cells = json.loads((ROOT / notebook / NAME / f"{NAME}.ipynb").read_text())["cells"]
         install = next("".join(c["source"]) for c in cells if "COURSE_REPO =" in "".join(c["source"]))
         assert f'COURSE_REPO = "{url}"' in install and "google.colab" in install
     readme = (ROOT / "README.md").read_text()
     slug = url.removeprefix("https://github.com/")
-    assert f"colab.research.google.com/github/{slug}/blob/main/notebooks/transformer/transformer.ipynb" in readme
+    assert f"colab.research.google.com/github/{slug}/blob/main/notebooks/{NAME}/{NAME}.ipynb" in readme
 
 
 def test_fixtures_are_current(tmp_path):

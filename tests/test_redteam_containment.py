@@ -31,6 +31,7 @@ from test_grading import (DEFINITION_POINTS, RELEASE, SOURCE, csv_rows, definiti
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from course_paths import NAME  # noqa: E402
 from grading import sandbox, supervise  # noqa: E402
 from grading.course import Course  # noqa: E402
 from grading.program import ProgramCell  # noqa: E402
@@ -181,8 +182,8 @@ def with_cell(notebook, source):
 def attacks(course, decoy, port):
     """The attack cells, with the paths of this run (the course, a decoy copy of the repository) filled in."""
     gradebook = str(course / "gradebook.db")
-    reads = [str(decoy / "solutions" / "transformer" / "transformer.ipynb"), str(course / "solutions" / "transformer"
-             / "transformer.ipynb"), str(ROOT / "solutions" / "transformer" / "transformer.ipynb"), gradebook,
+    reads = [str(decoy / "solutions" / NAME / f"{NAME}.ipynb"), str(course / "solutions" / NAME
+             / f"{NAME}.ipynb"), str(ROOT / "solutions" / NAME / f"{NAME}.ipynb"), gradebook,
              "/etc/shadow", "/etc/passwd", "/proc/1/environ", "/root/.bash_history",
              str(course / "build" / "grading" / "scratch" / "honest" / "input" / "program.json")]
     writes = [f"/run/lock/redteam-{TOKEN}", f"/tmp/../run/redteam-{TOKEN}", f"/dev/shm/redteam-{TOKEN}",
@@ -221,9 +222,9 @@ def redteam(tmp_path_factory):
     notebooks = {student: with_cell(honest, source) for student, (source, _, _) in cases.items()}
     notebooks.update(honest=honest, full=read(SOURCE))
     for student, notebook in notebooks.items():
-        folder = course / "submitted" / student / "transformer"
+        folder = course / "submitted" / student / NAME
         folder.mkdir(parents=True)
-        (folder / "transformer.ipynb").write_text(json.dumps(notebook))
+        (folder / f"{NAME}.ipynb").write_text(json.dumps(notebook))
     started = time.monotonic()
     try:
         run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course),
@@ -238,7 +239,7 @@ def redteam(tmp_path_factory):
 
 def rendered_text(course, student):
     """Everything the student's cells printed, as the graded notebook holds it (outputs only, not the source)."""
-    notebook = json.loads((course / "build" / "grading" / "rendered" / student / "transformer" /
+    notebook = json.loads((course / "build" / "grading" / "rendered" / student / NAME /
                            "transformer.ipynb").read_text())
     outputs = [output for cell in notebook["cells"] for output in cell.get("outputs", [])]
     return json.dumps(outputs, ensure_ascii=False)

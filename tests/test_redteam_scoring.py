@@ -36,6 +36,7 @@ from grading.render import RENDER_LIMIT, render
 from grading.score import Verdict, score_submission
 from grading.text import encodable, markdown
 from grading.trained import judge_trained, reference_model
+from course_paths import NAME, TRANSFORMER, course_folder
 from palindrome_models import mirror_logits
 from redteam_builders import (XSS, attack_submissions, central_record, inner_zip, latin1_placeholder,
                               patch_central, write_latin1_names)
@@ -46,9 +47,9 @@ from test_grading import (RELEASE, SOURCE, csv_rows, definitions_only, report_se
 @pytest.fixture(scope="module")
 def judged():
     """(cases, expected, reference) as the grader builds them."""
-    reference = reference_namespace(SOURCE)
+    reference = reference_namespace(TRANSFORMER)
     checks = check_cells(release_layout(read(RELEASE)))
-    cases = build_cases(reference)
+    cases = build_cases(reference, TRANSFORMER)
     return cases, expected_records(cases, reference, {t: c.names for t, c in checks.items()}), reference
 
 
@@ -288,13 +289,13 @@ def hostile_zip(path):
 
 def test_collect_skips_bad_entries_one_by_one_and_loses_no_one(tmp_path):
     expected = hostile_zip(tmp_path / "download.zip")
-    collected, unknown, skipped = collect(tmp_path / "download.zip", tmp_path)
+    collected, unknown, skipped = collect(tmp_path / "download.zip", course_folder(tmp_path))
     assert set(collected) == set(expected), sorted(collected)
     for student, word in expected.items():
-        folder = tmp_path / "submitted" / student / "transformer"
+        folder = tmp_path / "submitted" / student / NAME
         notes = " ".join(json.loads((folder / "collected.json").read_text())["notes"])
         assert word in notes, (student, notes)
-        has_notebook = (folder / "transformer.ipynb").is_file()
+        has_notebook = (folder / f"{NAME}.ipynb").is_file()
         assert has_notebook == (word not in ("too large", "encrypted", "not a readable zip")), student
     reasons = dict(skipped)
     assert "Bad CRC" in reasons["crc/transformer.ipynb"] and "too large" in reasons["bomb/transformer.ipynb"]
@@ -306,7 +307,7 @@ def test_collect_skips_bad_entries_one_by_one_and_loses_no_one(tmp_path):
 def test_collect_command_reports_skipped_entries_escaped(tmp_path):
     hostile_zip(tmp_path / "download.zip")
     result = subprocess.run([sys.executable, "-m", "grading.collect", str(tmp_path / "download.zip"), "--course",
-                             str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+                             str(course_folder(tmp_path))], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     report = (tmp_path / "collect_report.md").read_text()
     assert "Bad CRC" in report and "encrypted" in report and "<img" not in report and "too large" in report
@@ -356,7 +357,7 @@ def gradebook_grades(course):
     found = {}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         for student in class_submissions():
-            notebook = gradebook.find_submission_notebook("transformer", "transformer", student)
+            notebook = gradebook.find_submission_notebook(NAME, NAME, student)
             for grade in notebook.grades:
                 found[(student, int(grade.name.rsplit("_", 1)[1]))] = (grade.score, grade.needs_manual_grade)
     return found
@@ -413,7 +414,7 @@ def test_trained_attacks_say_why_they_scored_zero(attacked):
     assert "accuracy 5" in lines["handvalid"] and "with your weights" in lines["handvalid"]
     assert "not cross-checked" not in plain and "borderline" not in plain
     assert all("hand-written" in report_sections(plain)[student] for student in ("handheads", "handvalid", "emptyenc"))
-    page = visible_text(course / "feedback" / "emptyenc" / "transformer" / "transformer.html")
+    page = visible_text(course / "feedback" / "emptyenc" / NAME / f"{NAME}.html")
     assert "Task 6: hidden: accuracy on 2000 fresh sequences of length 32: the trained model cannot be judged: the " \
            "encoder holds no blocks" in page
 
@@ -422,27 +423,27 @@ def test_trained_attacks_say_why_they_scored_zero(attacked):
 def test_no_student_text_is_shown_unescaped(attacked):
     """<img onerror> from stderr, an exception and a file name: escaped in feedback, the stored notebook, the report."""
     course, _, _ = attacked
-    pages = list((course / "feedback").glob("*/transformer/transformer.html"))
+    pages = list((course / "feedback").glob(f"*/{NAME}/{NAME}.html"))
     assert len(pages) == len(class_submissions())
     assert not [page for page in pages if "<img src=x" in page.read_text(errors="replace")]
-    stored = list((course / "autograded").glob("*/transformer/transformer.ipynb"))
+    stored = list((course / "autograded").glob(f"*/{NAME}/{NAME}.ipynb"))
     for path in stored:
         for cell in json.loads(path.read_text())["cells"]:
             if cell["cell_type"] == "markdown":
                 assert "<img" not in "".join(cell["source"]), path
     report = (course / "grading_report.md").read_text()
     assert "<img" not in report and "&lt;img src=x onerror=alert(1)&gt;" in report
-    xss_page = (course / "feedback" / "xss" / "transformer" / "transformer.html").read_text()
+    xss_page = (course / "feedback" / "xss" / NAME / f"{NAME}.html").read_text()
     assert "&lt;img src=x onerror=alert(1)&gt;" in xss_page
 
 
 @pytest.mark.grading
 def test_huge_outputs_are_cut_and_odd_text_does_not_stop_the_run(attacked):
     course, seconds, output = attacked
-    huge = course / "feedback" / "huge" / "transformer" / "transformer.html"
+    huge = course / "feedback" / "huge" / NAME / f"{NAME}.html"
     assert huge.stat().st_size < 6_000_000 and "not shown here" in huge.read_text()
     assert "too large to show whole" in report_sections((course / "grading_report.md").read_text())["huge"]
-    noise = (course / "feedback" / "noise" / "transformer" / "transformer.html").read_text()
+    noise = (course / "feedback" / "noise" / NAME / f"{NAME}.html").read_text()
     assert "\ufffd" in noise or "&#65533;" in noise  # the lone surrogates, replaced
     per_submission = {line.split()[1].rstrip(":"): float(line.split()[-2])
                       for line in output.splitlines() if line.startswith("graded ") and line.endswith(" s")}
@@ -459,21 +460,21 @@ def test_a_notebook_nbgrader_cannot_take_stays_with_its_student(tmp_path):
     shared = prepare(course, "none")
     results, submissions = [], []
     for student in ("steady", "broken"):
-        folder = course.submitted / student / "transformer"
+        folder = course.submitted / student / NAME
         folder.mkdir(parents=True)
         submissions.append(Submission(student, folder))
         verdicts = not_graded(shared, "a test")
         verdicts[4].score = 1.0
         results.append(Result(student, verdicts, []))
         write_rendered(shared, submissions[-1], render(shared.release, [], {}, verdicts, []))
-    (course.build / "rendered" / "broken" / "transformer" / "transformer.ipynb").write_text("{not json")
+    (course.build / "rendered" / "broken" / NAME / f"{NAME}.ipynb").write_text("{not json")
     problems = publish(shared, submissions, results)
     assert not problems
     totals = {row["student_id"]: float(row["score"]) for row in csv_rows(course.root / "grades.csv")}
     assert totals == {"steady": 1.0, "broken": 1.0}
     assert results[1].flags and not results[0].flags
     assert any("minimal" in note for note in results[1].notes)
-    assert (course.feedback / "broken" / "transformer" / "transformer.html").is_file()
+    assert (course.feedback / "broken" / NAME / f"{NAME}.html").is_file()
 
 
 def test_collect_writes_nothing_outside_submitted_whatever_the_names(tmp_path):
@@ -483,9 +484,9 @@ def test_collect_writes_nothing_outside_submitted_whatever_the_names(tmp_path):
         for name in ("../evil_transformer.ipynb", "/etc/evil_transformer.ipynb", "../../x/transformer.ipynb",
                      "a\n## Flagged_transformer.ipynb", "[x](javascript:y)_transformer.ipynb", "._dot_transformer.ipynb"):
             archive.writestr(zipfile.ZipInfo(name, (2026, 11, 20, 10, 0, 0)), notebook)
-    (tmp_path / "course").mkdir()
-    collected, unknown, skipped = collect(tmp_path / "download.zip", tmp_path / "course")
+    collected, unknown, skipped = collect(tmp_path / "download.zip", course_folder(tmp_path / "course"))
     written = {path.relative_to(tmp_path) for path in tmp_path.rglob("*") if path.is_file()}
-    assert all(path.parts[:2] == ("course", "submitted") for path in written - {Path("download.zip")}), written
+    assert all(path.parts[:2] == ("course", "submitted") for path in written - {Path("download.zip"),
+                                                                               Path("course/course.toml")}), written
     assert all(re.fullmatch(r"[\w.-]+", student) for student in collected), collected
     assert not skipped

@@ -1,13 +1,11 @@
 """The untouched student notebook runs top to bottom with only clean, expected failures."""
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parent.parent
-RELEASE = ROOT / "notebooks" / "transformer" / "transformer.ipynb"
+from course_paths import RELEASE
 
 
 @pytest.fixture(scope="module")

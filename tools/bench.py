@@ -34,7 +34,7 @@ from course_lib import bench, defaults  # noqa: E402
 from course_lib.data import PalindromeDataset, VOCAB_SIZE  # noqa: E402
 from course_lib.device import get_device  # noqa: E402
 from course_lib.plotting import plot_scaling  # noqa: E402
-from tools.make_fixtures import load_reference  # noqa: E402
+from course.reference import load_reference  # noqa: E402
 
 STEP_RATIO_GOAL = 1.3  # reference training step / torch-native step
 TRAINING_SECONDS_GOAL = 60.0  # training seconds to 95% on the checker's data, per task
@@ -181,7 +181,7 @@ def layer_pairs(ref, size, device):
     """The reference layers next to torch-native ones with the same weights, and their inputs, at one size.
 
     Args:
-        ref: namespace of the reference answers (tools.make_fixtures.load_reference()).
+        ref: namespace of the reference answers (course.reference.load_reference()).
         size: dict with batch_size, seq_len (positions, [CLS] included), embed_dim, num_heads, feedforward_dim.
         device: where to put modules and inputs.
 

@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 from course_lib import defaults, plot_lr_schedule, plot_positional_encoding  # noqa: E402
-from tools.make_fixtures import load_reference  # noqa: E402
+from course.reference import load_reference  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS_PER_EPOCH = defaults.TRAIN_SIZE // defaults.BATCH_SIZE  # DataLoader(drop_last=True)

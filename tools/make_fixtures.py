@@ -1,13 +1,12 @@
 """Recompute the checkers' expected values from the reference notebook (run by `make fixtures`).
 
-Executes only the answer cells of tasks 1-5 and 7 of solutions/transformer/transformer.ipynb,
-in float64, on fixed random inputs and weights, and saves inputs, weights and expected outputs
-to checkers/fixtures/task_N.pt. The checkers ship these tensors, never the reference code.
-Running it twice gives the same bytes.
+Executes only the answer cells of the definition tasks (registry: `trains = false`) of the assignment's
+solutions notebook (course.toml; `--assignment NAME`, default: the only one registered), in float64,
+on fixed random inputs and weights, and saves inputs, weights and expected outputs to checkers/fixtures/task_N.pt.
+The checkers ship these tensors, never the reference code. Running it twice gives the same bytes.
 """
+import argparse
 import io
-import json
-import math
 import sys
 from pathlib import Path
 
@@ -19,33 +18,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this script runs from a checkout, before or without installation
 
 from checkers._weights import LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots  # noqa: E402
+from course import registry  # noqa: E402
+from course.reference import load_reference, reference_source  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tools"))
 from mistakes import MUTANTS  # noqa: E402
 
-NOTEBOOK = ROOT / "solutions" / "transformer" / "transformer.ipynb"
 FIXTURES = ROOT / "checkers" / "fixtures"
-REFERENCE_TASKS = ("task_1_", "task_2_", "task_3_", "task_4_", "task_5_", "task_7_")
 # Fixture entries holding outputs; a mistake's differing output is stored beside them under "mistakes".
 OUTPUT_KEYS = ("res", "attention", "outputs", "masked_outputs", "logits", "rows", "table")
-
-
-def reference_source(notebook=NOTEBOOK):
-    """The code of the reference answer cells of tasks 1-5 and 7, in notebook order."""
-    cells = json.loads(Path(notebook).read_text())["cells"]
-    chosen = []
-    for cell in cells:
-        nbgrader = cell["metadata"].get("nbgrader", {})
-        if nbgrader.get("solution") and nbgrader.get("grade_id", "").startswith(REFERENCE_TASKS):
-            chosen.append("".join(cell["source"]))
-    return "\n\n".join(chosen)
-
-
-def load_reference(source=None):
-    """Execute the reference answer cells (or a variant of their source) and return their namespace."""
-    namespace = {"math": math, "torch": torch, "nn": nn, "F": F}
-    exec(compile(source or reference_source(), "<reference answer cells>", "exec"), namespace)
-    return namespace
 
 
 def randomize(module, generator, scale=0.5):
@@ -186,16 +167,16 @@ def linformer_fixture(ref, generator):
     )
 
 
-BUILDERS = {1: attention_fixture, 2: multihead_fixture, 3: encoder_fixture, 4: positional_fixture,
-            5: classifier_fixture, 7: linformer_fixture}
+BUILDERS = {"transformer": {1: attention_fixture, 2: multihead_fixture, 3: encoder_fixture, 4: positional_fixture,
+                            5: classifier_fixture, 7: linformer_fixture}}  # {assignment: {task: builder}}
 
 
-def build_fixture(task, namespace):
+def build_fixture(builder, task, namespace):
     """The fixture of one task from a namespace; fixed seeds make every run draw the same inputs."""
     generator = torch.Generator().manual_seed(1000 + task)
     torch.manual_seed(task)  # module constructors draw from the global generator
     with torch.no_grad():
-        return BUILDERS[task](namespace, generator)
+        return builder(namespace, generator)
 
 
 def same_weights(right, wrong):
@@ -218,27 +199,37 @@ def graft_mistake(right, wrong, diagnosis):
             right.setdefault("mistakes", {}).setdefault(key, {})[diagnosis] = other
 
 
-def add_mistakes(task, fixture, source):
+def add_mistakes(builder, task, fixture, source):
     """Run every diagnosed mistake of this task on the same inputs and weights as the correct run."""
     for mutant in (m for m in MUTANTS if m.task == task and m.diagnosis):
         try:
-            wrong = build_fixture(task, load_reference(mutant.apply(source)))
+            wrong = build_fixture(builder, task, load_reference(mutant.apply(source)))
         except Exception:  # noqa: BLE001 -- a mistake that crashes here has no output to recognise
             continue
         graft_mistake(fixture, wrong, mutant.diagnosis)
     return fixture
 
 
-def main(folder=FIXTURES):
+def main(name=None, folder=FIXTURES):
+    """Write the fixtures of one assignment's definition tasks into folder."""
+    assignment = registry.assignment(name)
+    builders = BUILDERS.get(assignment.name, {})
+    if set(builders) != set(assignment.definition_tasks):
+        sys.exit(f"make_fixtures: {assignment.name}'s definition tasks {assignment.definition_tasks} "
+                 f"have fixture builders for {tuple(builders)}")
     torch.set_default_dtype(torch.float64)  # expected values in float64, so tolerances measure the student
     torch.set_num_threads(1)  # seen: multi-threaded float64 sin differed in the last bits between runs
-    source = reference_source()
+    source = reference_source(assignment)
     reference = load_reference(source)
     folder.mkdir(exist_ok=True)
-    for task in BUILDERS:
-        save(folder, f"task_{task}", add_mistakes(task, build_fixture(task, reference), source))
+    for task, builder in builders.items():
+        save(folder, f"task_{task}", add_mistakes(builder, task, build_fixture(builder, task, reference), source))
         print(f"wrote {folder / f'task_{task}.pt'}")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else FIXTURES)
+    parser = argparse.ArgumentParser(description="Recompute the checkers' fixtures from the reference notebook.")
+    parser.add_argument("--assignment", help="assignment of course.toml (default: the only one registered)")
+    parser.add_argument("--out", type=Path, default=FIXTURES, help="folder for task_N.pt (default: checkers/fixtures)")
+    arguments = parser.parse_args()
+    main(arguments.assignment, arguments.out)

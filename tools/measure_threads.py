@@ -23,7 +23,7 @@ from course_lib import defaults
 from course_lib.data import PalindromeDataset
 from course_lib.metrics import classification_loss
 from course_lib.training import evaluate
-from tools.make_fixtures import load_reference
+from course.reference import load_reference
 
 THREADS = (1, 2)
 WARMUP_STEPS = 10  # per thread setting and condition, not timed

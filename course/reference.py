@@ -1,0 +1,41 @@
+"""The reference answers: the answer cells of an assignment's solutions notebook, executed into a namespace.
+
+Read by tools/ (fixtures, assets, bench) and grading/ (expected values), never copied anywhere a student or a
+probe can read. Only the tasks answered by definitions are executed: a training task's answer trains a model.
+"""
+import json
+import math
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from . import registry
+
+
+def reference_source(assignment=None, notebook=None):
+    """The code of the assignment's answer cells of its definition tasks, in notebook order.
+
+    Args:
+        assignment: a registry.Assignment (default: the registry's only assignment).
+        notebook: the solutions notebook to read (default: the assignment's, in this checkout).
+    Returns:
+        the cells' code joined by blank lines.
+    """
+    assignment = assignment or registry.assignment()
+    prefixes = tuple(f"task_{task}_" for task in assignment.definition_tasks)
+    cells = json.loads(Path(notebook or assignment.source_notebook).read_text())["cells"]
+    chosen = []
+    for cell in cells:
+        nbgrader = cell["metadata"].get("nbgrader", {})
+        if nbgrader.get("solution") and nbgrader.get("grade_id", "").startswith(prefixes):
+            chosen.append("".join(cell["source"]))
+    return "\n\n".join(chosen)
+
+
+def load_reference(source=None):
+    """Execute the reference answer cells (or a variant of their source) and return their namespace."""
+    namespace = {"math": math, "torch": torch, "nn": nn, "F": F}
+    exec(compile(source or reference_source(), "<reference answer cells>", "exec"), namespace)
+    return namespace

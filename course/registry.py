@@ -1,0 +1,153 @@
+"""The course registry: the assignments of course.toml, in release order, with their tasks and time limits.
+
+Usage: `python -m course.registry names` prints the assignments' names, one per line, in release order (the
+Makefile iterates over them). Needs only the standard library.
+"""
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # the checkout: course.toml, solutions/, notebooks/
+REGISTRY = "course.toml"
+
+
+class RegistryError(ValueError):
+    """course.toml is missing something or says something impossible."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Seconds a graded cell may run: any cell, and a cell that trains (calls train(...))."""
+
+    cell_seconds: int
+    training_cell_seconds: int
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task: its number, its points, the check function ("module:function") and whether it trains a model."""
+
+    number: int
+    points: float
+    check: str
+    trains: bool
+
+    @property
+    def check_module(self):
+        return self.check.split(":", 1)[0]
+
+    @property
+    def check_function(self):
+        return self.check.split(":", 1)[1]
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One assignment of the registry; its notebooks' paths follow from its name under root."""
+
+    name: str
+    title: str
+    tasks: dict  # {number: Task}, in task order
+    limits: Limits
+    root: Path
+
+    @property
+    def source_notebook(self):
+        return self.root / "solutions" / self.name / f"{self.name}.ipynb"
+
+    @property
+    def release_notebook(self):
+        return self.root / "notebooks" / self.name / f"{self.name}.ipynb"
+
+    @property
+    def points(self):
+        """{task number: points}."""
+        return {number: task.points for number, task in self.tasks.items()}
+
+    @property
+    def definition_tasks(self):
+        """Numbers of the tasks answered by definitions (classes and functions), not by training."""
+        return tuple(number for number, task in self.tasks.items() if not task.trains)
+
+    @property
+    def training_tasks(self):
+        return tuple(number for number, task in self.tasks.items() if task.trains)
+
+
+def _task(name, number, entry):
+    if not str(number).isdigit():
+        raise RegistryError(f"{name}: task {number!r} is not a number")
+    if set(entry) != {"points", "check", "trains"}:
+        raise RegistryError(f"{name}: task {number} needs exactly points, check and trains (has {sorted(entry)})")
+    if not isinstance(entry["check"], str) or entry["check"].count(":") != 1:
+        raise RegistryError(f"{name}: task {number}'s check must read 'module:function'")
+    if not isinstance(entry["points"], (int, float)) or entry["points"] <= 0:
+        raise RegistryError(f"{name}: task {number}'s points must be a positive number")
+    if not isinstance(entry["trains"], bool):
+        raise RegistryError(f"{name}: task {number}'s trains must be true or false")
+    return Task(int(number), entry["points"], entry["check"], entry["trains"])
+
+
+def _assignment(entry, limits, root):
+    name = entry.get("name", "")
+    if not name.isidentifier():
+        raise RegistryError(f"assignment name {name!r} must be a Python identifier (it names folders and modules)")
+    tasks = dict(sorted((task.number, task) for task in
+                        (_task(name, number, task) for number, task in entry.get("tasks", {}).items())))
+    if not tasks:
+        raise RegistryError(f"{name}: no tasks")
+    return Assignment(name, entry.get("title", ""), tasks, limits, root)
+
+
+def load(root=None):
+    """Every assignment of root/course.toml (default: this checkout's), in release order."""
+    root = Path(root).resolve() if root is not None else ROOT
+    try:
+        with open(root / REGISTRY, "rb") as file:
+            data = tomllib.load(file)
+        limits = Limits(int(data["limits"]["cell_seconds"]), int(data["limits"]["training_cell_seconds"]))
+    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as error:
+        raise RegistryError(f"{root / REGISTRY}: {type(error).__name__}: {error}") from None
+    found = [_assignment(entry, limits, root) for entry in data.get("assignments", [])]
+    names = [assignment.name for assignment in found]
+    if not found or len(set(names)) != len(names):
+        raise RegistryError(f"{root / REGISTRY}: needs at least one assignment, each name once (has {names})")
+    return found
+
+
+def assignments(root=None):
+    """Every assignment, in release order."""
+    return load(root)
+
+
+def assignment(name=None, root=None):
+    """The assignment called name; without a name, the only one registered (several: RegistryError)."""
+    found = load(root)
+    if name is None:
+        if len(found) > 1:
+            raise RegistryError(f"several assignments are registered ({', '.join(a.name for a in found)}): name one")
+        return found[0]
+    for candidate in found:
+        if candidate.name == name:
+            return candidate
+    raise RegistryError(f"no assignment {name!r} in {REGISTRY} (registered: {', '.join(a.name for a in found)})")
+
+
+def limits(root=None):
+    """The course's time limits (the same for every assignment)."""
+    return load(root)[0].limits
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv != ["names"]:
+        sys.exit("usage: python -m course.registry names")
+    try:
+        print("\n".join(assignment.name for assignment in assignments()))
+    except RegistryError as error:
+        sys.exit(f"course registry: {error}")
+
+
+if __name__ == "__main__":
+    main()
