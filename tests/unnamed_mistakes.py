@@ -350,10 +350,13 @@ class LinformerAttentionBase(MultiheadAttentionBase):
         super().__init__(embed_dim, num_heads)
         self.e_proj, self.f_proj = nn.Linear(sequence_length, proj_dim), nn.Linear(sequence_length, proj_dim)
 
+    def compress(self, projection, heads):
+        """(B, H, L, head_dim) -> (B, H, proj_dim, head_dim): the projection acts along the sequence."""
+        return projection(heads.transpose(-2, -1)).transpose(-2, -1)
+
     def forward(self, x, return_attention=False):
         query, key, value = self.split(self.q_proj(x)), self.split(self.k_proj(x)), self.split(self.v_proj(x))
-        key = self.e_proj(key.transpose(-2, -1)).transpose(-2, -1)  # (B, H, proj_dim, head_dim)
-        value = self.f_proj(value.transpose(-2, -1)).transpose(-2, -1)  # (B, H, proj_dim, head_dim)
+        key, value = self.compress(self.e_proj, key), self.compress(self.f_proj, value)  # (B, H, proj_dim, head_dim)
         attention = (query @ key.transpose(-2, -1) / self.scale(key)).softmax(-1)  # (B, H, L, proj_dim)
         outputs = self.o_proj(self.merge(attention @ value))
         return (outputs, attention) if return_attention else outputs
@@ -567,25 +570,16 @@ class ClassifierSigmoidLogits(ClassifierBase):
 class LinformerAttentionReshapedBack(LinformerAttentionBase):
     """E applied along the sequence, then reshape (not transpose) back to (B, H, proj_dim, head_dim)."""
 
-    def forward(self, x, return_attention=False):
-        query, key, value = self.split(self.q_proj(x)), self.split(self.k_proj(x)), self.split(self.v_proj(x))
-        key = self.e_proj(key.transpose(-2, -1)).reshape(*key.shape[:2], -1, key.size(-1))
-        value = self.f_proj(value.transpose(-2, -1)).reshape(*value.shape[:2], -1, value.size(-1))
-        attention = (query @ key.transpose(-2, -1) / self.scale(key)).softmax(-1)
-        outputs = self.o_proj(self.merge(attention @ value))
-        return (outputs, attention) if return_attention else outputs
+    def compress(self, projection, heads):
+        return projection(heads.transpose(-2, -1)).reshape(*heads.shape[:2], -1, heads.size(-1))
 
 
 class LinformerAttentionProjectionsSwapped(LinformerAttentionBase):
     """Keys compressed with f_proj and values with e_proj."""
 
-    def forward(self, x, return_attention=False):
-        query, key, value = self.split(self.q_proj(x)), self.split(self.k_proj(x)), self.split(self.v_proj(x))
-        key = self.f_proj(key.transpose(-2, -1)).transpose(-2, -1)  # (B, H, proj_dim, head_dim)
-        value = self.e_proj(value.transpose(-2, -1)).transpose(-2, -1)  # (B, H, proj_dim, head_dim)
-        attention = (query @ key.transpose(-2, -1) / self.scale(key)).softmax(-1)  # (B, H, L, proj_dim)
-        outputs = self.o_proj(self.merge(attention @ value))
-        return (outputs, attention) if return_attention else outputs
+    def compress(self, projection, heads):
+        swapped = self.f_proj if projection is self.e_proj else self.e_proj
+        return super().compress(swapped, heads)
 
 
 class MultiheadAttentionThreeAxisMaskDropped(MultiheadAttentionBase):
