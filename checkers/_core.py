@@ -7,6 +7,8 @@ from importlib import resources
 import torch
 import torch.nn as nn
 
+from course_lib.device import cpu_threads
+
 from ._traceback import render_traceback
 
 
@@ -78,7 +80,6 @@ def check_function(number):
     return decorate
 
 
-@contextmanager
 def single_threaded():
     """Run torch on one CPU thread, then restore the setting.
 
@@ -86,12 +87,7 @@ def single_threaded():
     op can instead wait milliseconds for a descheduled worker (seen: 6 ms per LayerNorm on 2 loaded cores,
     which made check_task_5 take 0.65 s instead of 0.05 s).
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+    return cpu_threads(1)
 
 
 def load_fixture(number):

@@ -6,6 +6,7 @@ nothing computed here is written where a probe or a student can read it.
 import torch
 
 from course.reference import load_reference, reference_source
+from course_lib.device import cpu_threads
 
 from .cases import TRAINED
 from .cases.trained import fresh_data
@@ -31,14 +32,10 @@ def expected_records(cases, reference, names):
         names: {task: [argument names of the check call]}, e.g. {2: ["MultiheadAttention"], ...}.
     """
     tokens, labels = fresh_data()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # bit-for-bit repeatable reference values (multi-threaded sin differs in the last bits)
-    try:
+    with cpu_threads(1):  # repeatable on one machine: multi-threaded float64 sin differed in the last bits
         return {task: [{"tokens": tokens, "labels": labels}] if task in TRAINED else
                 [_record(recipe, [reference[name] for name in names[task]]) for recipe in recipes]
                 for task, recipes in cases.items()}
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _record(recipe, objects):
