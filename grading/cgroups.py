@@ -101,11 +101,7 @@ def try_cap(name, limit):
 
 def _empty_and_remove(folder):
     """A leftover group of an earlier run that crashed: kill its processes and remove it."""
-    for pid in (folder / "cgroup.procs").read_text().split():
-        try:
-            os.kill(int(pid), signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    kill_pids(int(pid) for pid in (folder / "cgroup.procs").read_text().split())
     time.sleep(0.2)
     folder.rmdir()
 
@@ -116,9 +112,14 @@ def kill_until_gone(list_pids, rounds):
         pids = list_pids()
         if not pids:
             return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_pids(pids)
         time.sleep(0.1)
+
+
+def kill_pids(pids):
+    """SIGKILL each pid; one that is already gone is no error."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

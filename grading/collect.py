@@ -116,8 +116,8 @@ def skip(found, name, reason):
     found.skipped.append((name, reason))
     if found.entries and found.entries[-1].name == name:
         found.entries[-1].problem = reason
-    elif name.lower().endswith(".zip") and source_of(name[:-4] + ".ipynb", found.assignment):
-        found.entries.append(Entry(name, source_of(name[:-4] + ".ipynb", found.assignment), problem=reason))
+    elif name.lower().endswith(".zip") and (sender := source_of(name[:-4] + ".ipynb", found.assignment)):
+        found.entries.append(Entry(name, sender, problem=reason))
 
 
 def scan_inner(archive, info, name, found):

@@ -49,11 +49,6 @@ def source_of(name, assignment):
     return stem.split("_", 1)[0] if "_" in stem else (stem if stem.lower() != assignment.lower() else "")
 
 
-def student_of(name, assignment):
-    """The student id for a zip member name, or '' when the name does not say."""
-    return clean_id(source_of(name, assignment))
-
-
 def unique_ids(sources):
     """{source: id} for distinct source names, never giving two of them one id; and notes on the suffixes given."""
     ids, taken, notes = {}, {}, []

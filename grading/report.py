@@ -73,11 +73,11 @@ def write_report(path, assignment, results, context):
 
     Args:
         results: one grading result per submission (student, score, max_score, verdicts, notes, seconds, flags).
-        context: dict with "jobs", "sandbox" (a warning or ""), "seconds" and "problems" (run-level notes).
+        context: dict with "jobs", "sandbox" (what containment was found, or the warning without it), "seconds" and "problems" (run-level notes).
     """
     lines = [f"# Grading report: {assignment}", "",
              f"{len(results)} submission(s) graded on {datetime.now():%Y-%m-%d %H:%M} with {context['jobs']} "
-             f"job(s) in {context['seconds']:.0f} s; sandbox: {context['sandbox'] or 'namespaces, unprivileged user'}.",
+             f"job(s) in {context['seconds']:.0f} s; sandbox: {context['sandbox']}.",
              "Scores come from the grader's own comparison with the reference (hidden tests included); "
              "nothing a notebook prints or patches changes them.", ""]
     lines += [f"**{markdown(problem, 2000)}**" for problem in context.get("problems", [])] + [""] \

@@ -253,7 +253,7 @@ def reset_scratch(scratch, box, slot, settings):
             (scratch / name).mkdir()
         give_to_probe(scratch / name, box, slot)
     for entry in os.scandir(scratch / "out"):
-        own = re.fullmatch(r"(cell_\d+\.json|task_\d+\.pt|progress\.jsonl)", entry.name)
+        own = re.fullmatch(r"(cell_\d+\.json|task_\d+\.pt)", entry.name)
         if not own or not entry.is_file(follow_symlinks=False):
             shutil.rmtree(entry.path) if entry.is_dir(follow_symlinks=False) else os.unlink(entry.path)
 

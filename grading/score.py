@@ -43,8 +43,7 @@ def case_problem(task, recipe, got, expected, context):
         names = ", ".join(str(name) for name in got["subclasses"][:3])
         return SUBCLASS.format(names=names), "", f"a tensor subclass ({names}) was returned: possible tampering"
     if task in TRAINED:
-        problem, note = judge_trained(task, got, expected, context["reference"])
-        return problem, note or "", ""
+        return judge_trained(task, got, expected, context["reference"]), "", ""
     return compare_case(recipe, got, expected), "", ""
 
 
@@ -70,9 +69,8 @@ def score_task(task, points, recipes, expected, records, context):
 
 
 def score_submission(cases, expected, records, points, reference):
-    """{task: Verdict} for every task, in order (a training task looks at its architecture task's verdict)."""
-    verdicts = {}
-    context = {"verdicts": verdicts, "reference": reference}
+    """{task: Verdict} for every task, in order."""
+    verdicts, context = {}, {"reference": reference}
     for task in sorted(cases):
         verdicts[task] = score_task(task, points[task], cases[task], expected[task], records.get(task), context)
     return verdicts

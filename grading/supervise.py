@@ -156,11 +156,7 @@ def kill(process, job):
     except ProcessLookupError:
         pass
     if job.cap is not None:
-        for pid in job.cap.members():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        cgroups.kill_pids(job.cap.members())
 
 
 def watch(process, progress, job, clock):

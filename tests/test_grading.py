@@ -356,7 +356,7 @@ def test_trained_task_is_judged_from_weights_not_from_forward(graded_cases):
 
     model = Detector(**defaults.CLASSIFIER)
     record = run(cases[6][0], [model], {"TransformerForSequenceClassification": base})
-    problem, _ = judge_trained(6, record, expected[6][0], reference)
+    problem = judge_trained(6, record, expected[6][0], reference)
     assert problem and "accuracy" in problem and "with your weights" in problem
 
 

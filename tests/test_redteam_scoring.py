@@ -87,7 +87,7 @@ def test_hand_detector_with_unusable_config_scores_zero_with_reason(sabotage, ju
     """The attack of issue 10: a hand-written forward plus one line that breaks the configuration."""
     model = detector(judged[2], "TransformerForSequenceClassification", **defaults.CLASSIFIER)
     SABOTAGE[sabotage](model)
-    (problem, _), _ = trained_verdict(6, model, judged)
+    problem, _ = trained_verdict(6, model, judged)
     assert problem, f"{sabotage}: passed"
     assert "cannot be judged" in problem or "accuracy" in problem, problem
 
@@ -96,7 +96,7 @@ def test_hand_detector_with_unusable_config_scores_zero_with_reason(sabotage, ju
                                                 (8, "LinformerForSequenceClassification", defaults.LINFORMER)])
 def test_hand_detector_with_valid_config_scores_zero(task, name, config, judged):
     """Valid settings, untrained weights: the reference architecture with them is at chance."""
-    (problem, _), _ = trained_verdict(task, detector(judged[2], name, **config), judged)
+    problem, _ = trained_verdict(task, detector(judged[2], name, **config), judged)
     assert problem and problem.startswith("accuracy 5") and "with your weights" in problem
 
 
@@ -145,13 +145,13 @@ def test_forged_trained_records_score_zero_with_reason(forgery, judged):
     """Records the probe could be made to write: validated as data before anything is built from them."""
     weights, settings, words = FORGED_RECORDS[forgery]
     record = {"facts": {"module": True, "instance": True}, "weights": weights, "config": settings}
-    problem, _ = judge_trained(6, record, judged[1][6][0], judged[2])
+    problem = judge_trained(6, record, judged[1][6][0], judged[2])
     assert problem and words in problem, problem
 
 
 def test_a_model_of_another_class_scores_zero(judged):
     model = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 2), 1)
-    (problem, _), _ = trained_verdict(6, model, judged, "TransformerForSequenceClassification")
+    problem, _ = trained_verdict(6, model, judged, "TransformerForSequenceClassification")
     assert problem == "the trained model is not a TransformerForSequenceClassification"
 
 

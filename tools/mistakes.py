@@ -12,9 +12,8 @@ from dataclasses import dataclass
 # randomness, a wrong shape): quoted, not copied, so a mistake's diagnosis is what its checker really says.
 from checkers.attention import BATCHED, MASK_INVERTED, OVERFLOW, RES_FROM_KEY
 from checkers.classifier import CLS_NOT_PREPENDED
-from checkers.encoder import DROPOUT_IN_EVAL
 from checkers._modules import FIXED_DTYPE
-from checkers.encoder import DROPOUT_ON_RESIDUAL
+from checkers.encoder import DROPOUT_IN_EVAL, DROPOUT_ON_RESIDUAL
 from checkers.linformer import NOT_LINFORMER, QUERIES_PROJECTED
 from checkers.multihead import HEAD_AXIS_MISSING
 from checkers.positional import NOT_A_BUFFER

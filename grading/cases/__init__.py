@@ -4,7 +4,6 @@
 derived from solutions/), which never reaches a student or a probe. The recipes it returns hold
 inputs and weights only; `expected.py` runs them on the reference to get the values to compare with.
 """
-from course_lib.data import VOCAB_SIZE
 
 from .hidden import hidden_cases
 from .trained import TRAINED, trained_case
@@ -16,7 +15,7 @@ def build_cases(reference, assignment):
     cases = {}
     for task in assignment.tasks:
         if assignment.tasks[task].trains:
-            cases[task] = [trained_case(task, VOCAB_SIZE)]
+            cases[task] = [trained_case(task)]
         else:
             cases[task] = VISIBLE[task]() + hidden_cases(task, reference)
     return cases

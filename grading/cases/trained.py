@@ -22,9 +22,9 @@ def fresh_data():
     return data.tokens, data.labels.long()
 
 
-def trained_case(task, vocab_size):
+def trained_case(task):
     """The one case of a training task: the trained model's weights and settings (no data goes to the probe)."""
     class_name, slots = TRAINED[task]
-    spec = {"class_name": class_name, "slots": slots, "vocab_size": vocab_size}
+    spec = {"class_name": class_name, "slots": slots}
     return recipe(task, f"hidden: accuracy on {SIZE} fresh sequences of length {DEFAULT_SEQ_LEN}", False,
                   trained=spec)
