@@ -77,14 +77,6 @@ def temperature(got, expected, rtol=1e-4):
     return ratio.item()
 
 
-def depends_on(fn, x, perturbed):
-    """Whether fn gives a different output for x and for perturbed (False when either call fails)."""
-    try:
-        return not torch.allclose(fn(x), fn(perturbed), atol=1e-9)
-    except Exception:  # noqa: BLE001 -- only a probe
-        return False
-
-
 def _attend(layer, x):
     """(outputs, attention) of layer(x, return_attention=True), detached, or None when that fails."""
     try:

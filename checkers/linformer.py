@@ -103,9 +103,9 @@ def check_task_7(task, LinformerAttention, LinformerBlock, LinformerForSequenceC
                          lambda: _forward(task, single, case["x"].float(), "LinformerAttention.forward"), case["outputs"])
     case = fixture["block"]
     block = build(task, LinformerBlock, "LinformerBlock", *case["args"])
-    block = load(task, _expect_linformer_block(task, block, LinformerAttention),
-                 partial(block_slots, projections=LINFORMER_PROJECTIONS), case["weights"], "LinformerBlock").eval()
     block_roles = partial(block_slots, projections=LINFORMER_PROJECTIONS)
+    block = load(task, _expect_linformer_block(task, block, LinformerAttention), block_roles, case["weights"],
+                 "LinformerBlock").eval()
     _expect_layer(task, block, case, "LinformerBlock",
                   lambda: explain_block(task, "LinformerBlock", block, case["x"], block_roles(block)))
     case, name = fixture["classifier"], "LinformerForSequenceClassification"

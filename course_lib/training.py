@@ -10,12 +10,8 @@ from .metrics import accuracy, classification_loss
 from .schedule import WarmupCosineSchedule, warmup_cosine_factor
 
 # torch's CPU threads while training. The course's tensors are too small to gain from a second thread, and on a
-# shared machine a thread that loses its core makes every op wait for it. Measured by `python -m tools.measure_threads`
-# on the course's 2-core machine, busy with other jobs (load average 6.6-22), two runs: ms per training step of the
-# notebook's model (median of 6 rounds), 1 thread vs 2: 15 vs 269 and 15 vs 1,347; with one more busy process of the
-# script's own: 21 vs 414 and 32 vs 1,114; run at priority over the other jobs (nice -19, load 7.5): 11 vs 838.
-# Idle (load 0.4-0.7): 4.8 ms on 1 thread vs 4.5 ms on 2 (2 threads 6% faster); the same machine with one busy
-# process: 4.8 vs 21.9 ms (2 threads 4.6x slower). One thread costs little when idle and saves much when busy.
+# shared machine a thread that loses its core makes every op wait for it: one thread cost 6% on an idle 2-core
+# machine and saved 4.6-88x beside other jobs (`python -m tools.measure_threads`; figures in the README).
 CPU_THREADS = 1
 
 

@@ -42,7 +42,7 @@ def weights(slots):
 
 
 def save(folder, name, fixture):
-    """torch.save into a buffer first: the bytes depend only on the tensors, so reruns are identical."""
+    """torch.save into a buffer first, then write the file whole."""
     buffer = io.BytesIO()
     torch.save(fixture, buffer)
     (folder / f"{name}.pt").write_bytes(buffer.getvalue())

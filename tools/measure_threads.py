@@ -21,6 +21,7 @@ from torch.utils.data import DataLoader
 
 from course_lib import defaults
 from course_lib.data import PalindromeDataset
+from course_lib.device import cpu_threads
 from course_lib.metrics import classification_loss
 from course_lib.training import evaluate
 from course.reference import load_reference
@@ -96,13 +97,13 @@ def measure_condition(setup, rounds, steps):
     model, optimizer, batches, val_loader = setup
     times = {threads: ([], []) for threads in THREADS}
     for threads in THREADS:
-        torch.set_num_threads(threads)
-        seconds_per_step(model, optimizer, batches, min(WARMUP_STEPS, steps))
+        with cpu_threads(threads):
+            seconds_per_step(model, optimizer, batches, min(WARMUP_STEPS, steps))
     for _ in range(rounds):
         for threads in THREADS:
-            torch.set_num_threads(threads)
-            times[threads][0].append(seconds_per_step(model, optimizer, batches, steps))
-            times[threads][1].append(seconds_per_evaluation(model, val_loader))
+            with cpu_threads(threads):
+                times[threads][0].append(seconds_per_step(model, optimizer, batches, steps))
+                times[threads][1].append(seconds_per_evaluation(model, val_loader))
     return times
 
 
@@ -137,16 +138,13 @@ def main(argv=None):
     print(f"{'condition':<26} {'threads':>7} {'ms/step':>9} {'range':^13} {'vs 1 thr':>8} {'ms/eval':>9}"
           "   load avg (1 min) before -> after")
     conditions = {"machine as it is": 0, f"+ {args.load} busy process(es)": args.load}
-    try:
-        for condition, processes in conditions.items():
-            if condition != "machine as it is" and processes == 0:
-                continue
-            load_before = os.getloadavg()[0]
-            with synthetic_load(processes):
-                times = measure_condition(setup, args.rounds, args.steps)
-            print("\n".join(table_rows(condition, times, load_before, os.getloadavg()[0])), flush=True)
-    finally:
-        torch.set_num_threads(default_threads)
+    for condition, processes in conditions.items():
+        if condition != "machine as it is" and processes == 0:
+            continue
+        load_before = os.getloadavg()[0]
+        with synthetic_load(processes):
+            times = measure_condition(setup, args.rounds, args.steps)
+        print("\n".join(table_rows(condition, times, load_before, os.getloadavg()[0])), flush=True)
     print("ms/step: median over rounds (range: fastest-slowest round); vs 1 thr: median ms/step / 1 thread's; "
           "ms/eval: one pass over the 1,000 validation sequences.")
 
