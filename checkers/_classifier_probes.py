@@ -94,7 +94,7 @@ def _explain_positions(task, name, model, x, seen, blocks):
     fixed = [position for position in range(before.size(1)) if _same(before[:, position], after[:, position])]
     if fixed and fixed[0] != 0:
         task.fail(f"{name}: [CLS] sits at position {fixed[0]} of the encoder's input; prepend it at position 0, "
-                  "torch.cat([cls, tokens], dim=1).")
+                  "before the first token.")
 
 
 def explain_activation(task, name, make_model, x, num_layers):
