@@ -90,9 +90,14 @@ def single_threaded():
     return cpu_threads(1)
 
 
-def load_fixture(number):
-    """The expected values of one task, computed from the reference in float64 by `make fixtures`."""
-    with resources.files("checkers").joinpath("fixtures", f"task_{number}.pt").open("rb") as file:
+def load_fixture(package, number):
+    """The expected values of one task of an assignment, computed from its reference in float64 by `make fixtures`.
+
+    Args:
+        package: the assignment's checkers package ("checkers.transformer"), whose fixtures/ holds task_<N>.pt.
+        number: the task number.
+    """
+    with resources.files(package).joinpath("fixtures", f"task_{number}.pt").open("rb") as file:
         return torch.load(file, weights_only=True)
 
 

@@ -1,18 +1,20 @@
 """Probe the parts a wrong module is built from with their own tasks' checks: a wrong part is the likely cause."""
 import contextlib
+import importlib
 import inspect
 import io
 
 from ._core import CheckFailure, one_line
 
 
-def explain_parts(task, what, parts):
+def explain_parts(task, what, parts, package):
     """Fail naming the first part that fails its own task's check.
 
     Args:
         parts: (description, task number, the object that check takes) in the order to try; None objects skipped.
+        package: the assignment's checkers package ("checkers.transformer"), whose check_task_<N> judge the parts.
     """
-    import checkers  # here, not at the top: checkers imports this module's users
+    checkers = importlib.import_module(package)  # at call time: the package imports this module's users
 
     for description, number, obj in parts:
         if obj is None:

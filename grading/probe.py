@@ -28,7 +28,7 @@ TEXT_LIMIT = 20_000
 LINE_LIMIT = 2000  # characters of a source line in a traceback: a cell's output stays far below the grader's 1 MB
 WATCHED = {"torch": ("allclose", "equal", "isclose", "save", "load"), "torch.testing": ("assert_close",),
            "torch.Tensor": ("clone", "detach", "__eq__"), "torch.nn.Module": ("__call__",),
-           "checkers": tuple(f"check_task_{n}" for n in range(1, 9)),
+           "checkers.transformer": tuple(f"check_task_{n}" for n in range(1, 9)),
            "checkers._compare": ("expect_close", "matches", "expect_tensor", "expect_finite"),
            "checkers._core": ("check_function", "load_fixture"), "checkers._core.Task": ("call",),
            "recipes": ("run", "call", "snapshot", "gradients")}  # what records a case: a forged record starts there
@@ -72,7 +72,7 @@ def tampered(originals, namespace):
     """Watched functions replaced since start, and check functions rebound in the notebook."""
     current = watched_objects()
     changed = [name for name, value in originals.items() if current.get(name) is not value]
-    checks = {f"checkers.check_task_{n}": f"check_task_{n}" for n in range(1, 9)}
+    checks = {f"checkers.transformer.check_task_{n}": f"check_task_{n}" for n in range(1, 9)}
     changed += [f"{local} (in the notebook)" for qualified, local in checks.items()
                 if local in namespace and namespace[local] is not originals[qualified]]
     return changed

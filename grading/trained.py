@@ -12,7 +12,7 @@ import torch.nn as nn
 
 from checkers._core import Task
 from checkers._modules import build
-from checkers.trained import TARGET_ACCURACY  # one target for the notebook's check and the grader
+from checkers.transformer.trained import TARGET_ACCURACY  # one target for the notebook's check and the grader
 from course_lib.data import VOCAB_SIZE
 from course_lib.defaults import SEQ_LEN
 from course_lib.metrics import predictions

@@ -1,5 +1,5 @@
 """Which notebook objects each checker takes, and a way to run a checker on a namespace of them."""
-import checkers
+import checkers.transformer as checkers
 
 STUDENT_OBJECTS = {
     1: ("scaled_softmax_attention",),

@@ -9,7 +9,7 @@ from nbclient import NotebookClient
 
 STUDENT_LINE = "check_task_1(my_attention)  # the student's call"
 CELLS = [
-    "from checkers import check_task_1, check_task_4",
+    "from checkers.transformer import check_task_1, check_task_4",
     "def my_attention(query, key, value, mask=None):\n    return query, query",
     f"x = 1\n{STUDENT_LINE}",
     "class PositionalEncoding:\n    pass\ncheck_task_4(PositionalEncoding)",

@@ -11,9 +11,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import checkers
-from checkers import CheckFailure
-from mistakes import MUTANTS
+import checkers.transformer as checkers
+from checkers.transformer import CheckFailure
+from course.mistakes.transformer import MUTANTS
 from student_objects import run_check
 
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-import checkers
-from checkers import CheckFailure, NotImplementedYet
+import checkers.transformer as checkers
+from checkers.transformer import CheckFailure, NotImplementedYet
 
 CLASS_TASKS = {2: ("MultiheadAttention",), 3: ("EncoderBlock",), 4: ("PositionalEncoding",),
                5: ("TransformerForSequenceClassification",),

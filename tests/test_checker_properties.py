@@ -8,11 +8,11 @@ import io
 
 import pytest
 
-import checkers
-from checkers import CheckFailure
-from checkers.attention import BATCHED
+import checkers.transformer as checkers
+from checkers.transformer import CheckFailure
+from checkers.transformer.attention import BATCHED
 import unnamed_mistakes as wrong
-from mistakes import DIAGNOSES, MUTANTS
+from course.mistakes.transformer import DIAGNOSES, MUTANTS
 from student_objects import run_check
 
 

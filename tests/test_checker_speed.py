@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-import checkers
-from checkers import CheckFailure
+import checkers.transformer as checkers
+from checkers.transformer import CheckFailure
 from palindrome_models import MirrorModel
 from student_objects import STUDENT_OBJECTS
 from test_checker_properties import UNNAMED

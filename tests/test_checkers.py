@@ -3,9 +3,9 @@ import pytest
 import torch
 import torch.nn as nn
 
-import checkers
-from checkers import CheckFailure
-from mistakes import MUTANTS
+import checkers.transformer as checkers
+from checkers.transformer import CheckFailure
+from course.mistakes.transformer import MUTANTS
 from palindrome_models import MirrorModel
 from student_objects import STUDENT_OBJECTS, run_check
 

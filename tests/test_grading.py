@@ -33,7 +33,7 @@ from grading.recipes import run  # noqa: E402
 from grading.score import score_submission  # noqa: E402
 from course_paths import DEFINITION_TASKS, NAME, POINTS, RELEASE, SOURCE, TRANSFORMER, course_folder  # noqa: E402
 from palindrome_models import mirror_logits  # noqa: E402
-from mistakes import MUTANTS  # noqa: E402  (tools/ is on sys.path through conftest.py)
+from course.mistakes.transformer import MUTANTS  # noqa: E402  (tools/ is on sys.path through conftest.py)
 
 
 
@@ -105,7 +105,7 @@ SPECIAL_CASED_PE = '''class PositionalEncoding(nn.Module):
         super().__init__()
         from checkers._core import load_fixture
         pe = torch.zeros(max_len, embed_dim)
-        for case in load_fixture(4).values():
+        for case in load_fixture("checkers.transformer", 4).values():
             if (case["embed_dim"], case["max_len"]) == (embed_dim, max_len):
                 rows = case["positions"] if "positions" in case else torch.arange(max_len)
                 pe[rows] = (case["rows"] if "rows" in case else case["table"]).to(pe.dtype)

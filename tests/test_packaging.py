@@ -4,6 +4,8 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+from course import registry
 from course_paths import NAME
 from same_values import differences, figure_difference
 
@@ -37,18 +39,19 @@ def test_one_repository_url_everywhere():
     assert f"colab.research.google.com/github/{slug}/blob/main/notebooks/{NAME}/{NAME}.ipynb" in readme
 
 
-def test_fixtures_are_current(tmp_path):
+@pytest.mark.parametrize("name", [assignment.name for assignment in registry.assignments()])
+def test_fixtures_are_current(tmp_path, name):
     """Regenerated fixtures hold the committed values to RTOL/ATOL (far below the checkers' 1e-6), on any CPU."""
     import subprocess
     import sys
     import torch
-    subprocess.run([sys.executable, str(ROOT / "tools" / "make_fixtures.py"), "--out", str(tmp_path)],
-                   check=True, capture_output=True)
-    committed = sorted((ROOT / "checkers" / "fixtures").glob("*.pt"))
+    subprocess.run([sys.executable, str(ROOT / "tools" / "make_fixtures.py"), "--assignment", name,
+                    "--out", str(tmp_path)], check=True, capture_output=True)
+    committed = sorted((ROOT / "checkers" / name / "fixtures").glob("*.pt"))
     assert committed and [p.name for p in committed] == sorted(p.name for p in tmp_path.glob("*.pt"))
     for path in committed:
         stale = differences(torch.load(path, weights_only=True), torch.load(tmp_path / path.name, weights_only=True))
-        assert not stale, f"{path.name} is stale: run `make fixtures` and commit ({len(stale)} differ: {stale[:3]})"
+        assert not stale, f"{name}/{path.name} is stale: run `make fixtures` and commit ({len(stale)} differ: {stale[:3]})"
 
 
 def serialized(value):
@@ -62,9 +65,9 @@ def serialized(value):
 def test_fixture_comparison_ignores_rounding_and_catches_a_stale_value():
     """The comparison above is not vacuous: last-bit noise passes, a value off by 1e-6 (a checker's tolerance) fails."""
     import torch
-    fixture = torch.load(ROOT / "checkers" / "fixtures" / "task_2.pt", weights_only=True)
+    fixture = torch.load(ROOT / "checkers" / "transformer" / "fixtures" / "task_2.pt", weights_only=True)
     assert not differences(fixture, fixture)
-    noisy = torch.load(ROOT / "checkers" / "fixtures" / "task_2.pt", weights_only=True)
+    noisy = torch.load(ROOT / "checkers" / "transformer" / "fixtures" / "task_2.pt", weights_only=True)
     outputs = noisy["cases"][2]["masks"]["causal (L, L)"]["outputs"]
     outputs.mul_(1 + 4e-15).add_(4e-15)  # the largest cross-CPU difference seen, relative and absolute
     assert not differences(fixture, noisy)

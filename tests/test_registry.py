@@ -88,14 +88,14 @@ def test_every_assignment_matches_its_notebooks_and_checkers(name):
 
 @pytest.mark.parametrize("edit, problem", [
     (lambda text: text.replace("5 = { points = 2", "5 = { points = 3"), "check_task_5 is not locked with 3"),
-    (lambda text: text.replace('"checkers:check_task_7"', '"checkers:check_task_9"'), "cannot be imported"),
-    (lambda text: text.replace('"checkers:check_task_7"', '"grading.score:score_submission"'),
+    (lambda text: text.replace('"checkers.transformer:check_task_7"', '"checkers.transformer:check_task_9"'), "cannot be imported"),
+    (lambda text: text.replace('"checkers.transformer:check_task_7"', '"grading.score:score_submission"'),
      "not in the student package"),
     (lambda text: text.replace('name = "transformer"', 'name = "decoder"'), "is missing"),
-    (lambda text: text.replace('8 = { points = 1, check = "checkers:check_task_8", trains = true }\n', ""),
+    (lambda text: text.replace('8 = { points = 1, check = "checkers.transformer:check_task_8", trains = true }\n', ""),
      "grade cells"),
-    (lambda text: text.replace('8 = { points = 1, check = "checkers:check_task_8"',
-                               '8 = { points = 1, check = "checkers:check_task_6"'), "does not call check_task_6"),
+    (lambda text: text.replace('8 = { points = 1, check = "checkers.transformer:check_task_8"',
+                               '8 = { points = 1, check = "checkers.transformer:check_task_6"'), "does not call check_task_6"),
 ])
 def test_a_broken_registry_is_caught(tmp_path, edit, problem):
     """Each way the registry can disagree with the course is reported (the test above cannot pass vacuously)."""
@@ -105,11 +105,11 @@ def test_a_broken_registry_is_caught(tmp_path, edit, problem):
 
 @pytest.mark.parametrize("edit", [
     lambda text: text.replace("trains = false", "trains = 0", 1),
-    lambda text: text.replace('check = "checkers:check_task_1"', 'check = "check_task_1"'),
+    lambda text: text.replace('check = "checkers.transformer:check_task_1"', 'check = "check_task_1"'),
     lambda text: text.replace("[limits]", "[limitz]"),
     lambda text: text.replace('name = "transformer"', 'name = "my assignment"'),
     lambda text: text + '\n[[assignments]]\nname = "transformer"\n[assignments.tasks]\n'
-                        '1 = { points = 10, check = "checkers:check_task_1", trains = false }\n',
+                        '1 = { points = 10, check = "checkers.transformer:check_task_1", trains = false }\n',
 ])
 def test_the_loader_refuses_an_impossible_registry(tmp_path, edit):
     with pytest.raises(registry.RegistryError):
@@ -118,7 +118,7 @@ def test_the_loader_refuses_an_impossible_registry(tmp_path, edit):
 
 def test_without_a_name_only_a_single_assignment_is_chosen(tmp_path):
     second = ('\n[[assignments]]\nname = "decoder"\ntitle = "x"\n[assignments.tasks]\n'
-              '1 = { points = 10, check = "checkers:check_task_1", trains = false }\n')
+              '1 = { points = 10, check = "checkers.transformer:check_task_1", trains = false }\n')
     root = copy_registry(tmp_path, lambda text: text + second)
     assert [a.name for a in registry.assignments(root)] == ["transformer", "decoder"]  # release order
     assert registry.assignment("decoder", root).points == {1: 10}
@@ -194,7 +194,7 @@ def test_the_import_scan_sees_a_forbidden_import(tmp_path):
 def test_collect_files_notebooks_under_the_named_assignment(tmp_path):
     """With two assignments registered, collect needs a name, files under it and reads its file names."""
     second = ('\n[[assignments]]\nname = "decoder"\ntitle = "x"\n[assignments.tasks]\n'
-              '1 = { points = 10, check = "checkers:check_task_1", trains = false }\n')
+              '1 = { points = 10, check = "checkers.transformer:check_task_1", trains = false }\n')
     root = copy_registry(tmp_path / "course", lambda text: text + second)
     with zipfile.ZipFile(tmp_path / "download.zip", "w") as archive:
         for name in ("alice_decoder.ipynb", "decoder.ipynb", "transformer.ipynb"):

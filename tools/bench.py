@@ -29,7 +29,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
-from checkers.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY  # noqa: E402
+from checkers.transformer.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY  # noqa: E402
 from course_lib import bench, defaults  # noqa: E402
 from course_lib.data import PalindromeDataset, VOCAB_SIZE  # noqa: E402
 from course_lib.device import get_device  # noqa: E402

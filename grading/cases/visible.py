@@ -14,7 +14,7 @@ CLASSIFIER_ATOL = 1e-5  # the checkers allow a float32 `pe` table inside the cla
 
 def attention_cases():
     """Task 1: every fixture case, the 0/1 float mask, large scores in float32, and gradients."""
-    fixture, cases = load_fixture(1), []
+    fixture, cases = load_fixture("checkers.transformer", 1), []
     for name in ("unbatched", "batched", "random_mask", "causal_mask", "padding_mask"):
         case = fixture[name]
         mask = () if "mask" not in case else (case["mask"],)
@@ -33,7 +33,7 @@ def attention_cases():
 
 def multihead_cases():
     """Task 2: 2 and 4 heads with each mask shape, the plain call, gradients and float32."""
-    fixture, cases = load_fixture(2), []
+    fixture, cases = load_fixture("checkers.transformer", 2), []
     embed_dim = fixture["embed_dim"]
     for heads, case in fixture["cases"].items():
         built = module("MultiheadAttention", "attention", case["weights"], embed_dim=embed_dim, num_heads=heads)
@@ -53,7 +53,7 @@ def multihead_cases():
 
 def encoder_cases():
     """Task 3: ReLU and GELU blocks with and without the causal mask, dropout, gradients."""
-    fixture, cases = load_fixture(3), []
+    fixture, cases = load_fixture("checkers.transformer", 3), []
     sizes = dict(embed_dim=fixture["embed_dim"], num_heads=fixture["num_heads"],
                  feedforward_dim=fixture["feedforward_dim"])
     x, mask = fixture["x"], fixture["mask"]
@@ -75,7 +75,7 @@ def encoder_cases():
 
 def positional_cases():
     """Task 4: the long float32 table, the small float64 one, the buffer, and forward."""
-    fixture = load_fixture(4)
+    fixture = load_fixture("checkers.transformer", 4)
     long, small = fixture["long"], fixture["small"]
     long_module = module("PositionalEncoding", dtype="float32", embed_dim=long["embed_dim"], max_len=long["max_len"])
     small_module = module("PositionalEncoding", embed_dim=small["embed_dim"], max_len=small["max_len"])
@@ -90,7 +90,7 @@ def positional_cases():
 
 def classifier_cases():
     """Task 5: logits and attention maps with GELU (the default) and ReLU, structure, gradients."""
-    fixture, cases = load_fixture(5), []
+    fixture, cases = load_fixture("checkers.transformer", 5), []
     config, x = fixture["config"], fixture["x"]
     for activation, case in fixture["cases"].items():
         extra = {} if activation == "GELU" else {"activation": "nn.ReLU"}
@@ -106,7 +106,7 @@ def classifier_cases():
 
 def linformer_cases():
     """Task 7: LinformerAttention, LinformerBlock and the classifier on the fixture's weights."""
-    fixture = load_fixture(7)
+    fixture = load_fixture("checkers.transformer", 7)
     attention, block, classifier = fixture["attention"], fixture["block"], fixture["classifier"]
     names = ("embed_dim", "num_heads", "sequence_length", "proj_dim")
     attention_module = module("LinformerAttention", "linformer_attention", attention["weights"],

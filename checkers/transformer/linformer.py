@@ -4,12 +4,12 @@ from functools import partial
 import torch
 import torch.nn as nn
 
-from ._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from ._core import CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
-from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
-from ._block_probes import explain_block
-from ._probes import explain_heads
-from ._weights import LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots
+from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
+from .._core import CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
+from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
+from .._block_probes import explain_block
+from .._probes import explain_heads
+from .._weights import LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots
 from .classifier import build_loaded, expect_classifier
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -89,7 +89,7 @@ def check_task_7(task, LinformerAttention, LinformerBlock, LinformerForSequenceC
     for cls, name in ((LinformerAttention, "LinformerAttention"), (LinformerBlock, "LinformerBlock"),
                       (LinformerForSequenceClassification, "LinformerForSequenceClassification")):
         expect_module_class(task, cls, name)
-    fixture = load_fixture(7)
+    fixture = load_fixture(__package__, 7)
     slots = partial(attention_slots, projections=LINFORMER_PROJECTIONS)
     case = fixture["attention"]
     attention = load(task, build(task, LinformerAttention, "LinformerAttention", *case["args"]), slots,

@@ -2,12 +2,12 @@
 import torch
 import torch.nn as nn
 
-from ._block_probes import explain_activation, explain_block
-from ._dependencies import explain_parts, part_class
-from ._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from ._core import check_function, expect_module_class, load_fixture
-from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
-from ._weights import block_slots
+from .._block_probes import explain_activation, explain_block
+from .._dependencies import explain_parts, part_class
+from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
+from .._core import check_function, expect_module_class, load_fixture
+from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
+from .._weights import block_slots
 
 ATOL, RTOL = 1e-6, 1e-6
 DROPOUT_IN_EVAL = ("dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
@@ -59,7 +59,7 @@ def _expect_close_or_blame_attention(task, block, what, got, case, key):
     if not matches(got, case[key], ATOL, RTOL):
         expect_finite(task, what, got)
         diagnose(task, what, got, signatures(case, key), ATOL, RTOL)
-        explain_parts(task, what, [("its attention module", 2, part_class(block, "attention"))])
+        explain_parts(task, what, [("its attention module", 2, part_class(block, "attention"))], __package__)
     expect_close(task, what, got, case[key], ATOL, RTOL)
 
 
@@ -68,7 +68,7 @@ def _explain(task, cls, block, fixture, case_name, outputs):
     x, case, what = fixture["x"], fixture["cases"][case_name], f"EncoderBlock (activation=nn.{case_name})"
     expect_finite(task, f"{what} output", outputs)
     diagnose(task, f"{what} output", outputs, signatures(case, "outputs"), ATOL, RTOL)
-    explain_parts(task, what, [("its attention module", 2, part_class(block, "attention"))])
+    explain_parts(task, what, [("its attention module", 2, part_class(block, "attention"))], __package__)
     sizes = fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"]
     explain_activation(task, what, lambda activation: build(task, cls, "EncoderBlock", *sizes, activation=activation)
                        .eval(), x, fixture["feedforward_dim"])
@@ -121,7 +121,7 @@ def _expect_permutation_equivariant(task, block, x):
 def check_task_3(task, EncoderBlock):
     """Check EncoderBlock(embed_dim, num_heads, feedforward_dim, activation, dropout)."""
     expect_module_class(task, EncoderBlock, "EncoderBlock")
-    fixture = load_fixture(3)
+    fixture = load_fixture(__package__, 3)
     for case_name in ("ReLU", "GELU"):
         block = _loaded_block(task, EncoderBlock, fixture, case_name)
         _expect_values(task, EncoderBlock, block, fixture, case_name)

@@ -1,9 +1,9 @@
 """Task 1: scaled dot-product attention."""
 import torch
 
-from ._compare import diagnose, expect_close, expect_finite, expect_pair, expect_tensor, matches, signatures
-from ._core import CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture
-from ._probes import matrix_only_ops, normalised_axis, temperature
+from .._compare import diagnose, expect_close, expect_finite, expect_pair, expect_tensor, matches, signatures
+from .._core import CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture
+from .._probes import matrix_only_ops, normalised_axis, temperature
 
 ATOL, RTOL = 1e-6, 1e-6  # float64 inputs: any correct formulation lands within ~1e-12
 # What the property checks below say; tools/mistakes.py quotes them as the diagnoses of its planted mistakes.
@@ -176,7 +176,7 @@ def _expect_gradients(task, attention_fn, case):
 def check_task_1(task, scaled_softmax_attention):
     """Check scaled_softmax_attention(query, key, value, mask=None) -> (res, attention)."""
     expect_callable(task, scaled_softmax_attention, "scaled_softmax_attention")
-    fixture = load_fixture(1)
+    fixture = load_fixture(__package__, 1)
     for name in ("unbatched", "batched", "random_mask", "causal_mask", "padding_mask"):
         _expect_case(task, scaled_softmax_attention, name, fixture[name])
     float_mask = fixture["random_mask"]["mask"].double()

@@ -6,7 +6,7 @@ classifier), then each probe says which step of embed -> blocks -> read-out depa
 import torch
 import torch.nn as nn
 
-from ._weights import encoder_blocks
+from .._weights import encoder_blocks
 
 
 def _first(value):

@@ -1,12 +1,12 @@
 """Task 2: multi-head attention."""
 import torch
 
-from ._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from ._core import check_function, expect_module_class, load_fixture
-from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
-from ._dependencies import attention_function, explain_parts
-from ._probes import explain_heads, explain_mask
-from ._weights import attention_slots
+from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
+from .._core import check_function, expect_module_class, load_fixture
+from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
+from .._dependencies import attention_function, explain_parts
+from .._probes import explain_heads, explain_mask
+from .._weights import attention_slots
 
 ATOL, RTOL = 1e-6, 1e-6
 HEAD_AXIS_MISSING = ("a (B, L, L) mask must get a head axis, mask.unsqueeze(1) -> (B, 1, L, L), or it broadcasts "
@@ -51,7 +51,8 @@ def _explain(task, what, layer, x, expected, got, num_heads):
     expect_finite(task, f"{what}: outputs", outputs)
     diagnose(task, f"{what}: attention", attention, signatures(expected, "attention"), ATOL, RTOL)
     diagnose(task, f"{what}: outputs", outputs, signatures(expected, "outputs"), ATOL, RTOL)
-    explain_parts(task, what, [("the scaled_softmax_attention it calls", 1, attention_function(type(layer)))])
+    explain_parts(task, what, [("the scaled_softmax_attention it calls", 1, attention_function(type(layer)))],
+                  __package__)
     if expected["mask"] is None:
         explain_heads(task, what, layer, x, expected, attention_slots(layer), num_heads)
     else:
@@ -85,7 +86,7 @@ def _expect_batch_independent(task, layer, x):
 def check_task_2(task, MultiheadAttention):
     """Check MultiheadAttention(embed_dim, num_heads) against fixed weights, masks and properties."""
     expect_module_class(task, MultiheadAttention, "MultiheadAttention")
-    fixture = load_fixture(2)
+    fixture = load_fixture(__package__, 2)
     for num_heads, case in fixture["cases"].items():
         layer = _expect_heads(task, MultiheadAttention, case, fixture["embed_dim"], num_heads)
     x = fixture["cases"][2]["x"]

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 # Sentences of the checkers' property checks (for mistakes whose output cannot be stored: a crash, NaN,
 # randomness, a wrong shape): quoted, not copied, so a mistake's diagnosis is what its checker really says.
-from checkers.attention import BATCHED, MASK_INVERTED, OVERFLOW, RES_FROM_KEY
-from checkers.classifier import CLS_NOT_PREPENDED
+from checkers.transformer.attention import BATCHED, MASK_INVERTED, OVERFLOW, RES_FROM_KEY
+from checkers.transformer.classifier import CLS_NOT_PREPENDED
 from checkers._modules import FIXED_DTYPE
-from checkers.encoder import DROPOUT_IN_EVAL, DROPOUT_ON_RESIDUAL
-from checkers.linformer import NOT_LINFORMER, QUERIES_PROJECTED
-from checkers.multihead import HEAD_AXIS_MISSING
-from checkers.positional import NOT_A_BUFFER
+from checkers.transformer.encoder import DROPOUT_IN_EVAL, DROPOUT_ON_RESIDUAL
+from checkers.transformer.linformer import NOT_LINFORMER, QUERIES_PROJECTED
+from checkers.transformer.multihead import HEAD_AXIS_MISSING
+from checkers.transformer.positional import NOT_A_BUFFER
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 import torch
 import torch.nn as nn
 
-from ._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from ._core import check_function, expect_module_class, load_fixture
-from ._modules import build, expect_native_output, expect_output, expect_unchanged
+from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
+from .._core import check_function, expect_module_class, load_fixture
+from .._modules import build, expect_native_output, expect_output, expect_unchanged
 
 # A float32 table is accurate to about 1e-7 relative in the angle pos / 10000^(2i/D), i.e. an
 # absolute error growing with the position: allow 1e-6 per position on top of 1e-5.
@@ -73,7 +73,7 @@ def _explain_forward(task, module, x, embed_dim):
 def check_task_4(task, PositionalEncoding):
     """Check PositionalEncoding(embed_dim, max_len): the buffer `pe` and forward(x) = x + pe[:, :L]."""
     expect_module_class(task, PositionalEncoding, "PositionalEncoding")
-    fixture = load_fixture(4)
+    fixture = load_fixture(__package__, 4)
     long, small = fixture["long"], fixture["small"]
     module = build(task, PositionalEncoding, "PositionalEncoding", long["embed_dim"], long["max_len"],
                    dtype=torch.float32, native=True)

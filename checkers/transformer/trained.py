@@ -8,8 +8,8 @@ from course_lib.data import PalindromeDataset
 from course_lib.defaults import SEQ_LEN as DEFAULT_SEQ_LEN
 from course_lib.metrics import predictions
 
-from ._compare import expect_finite, expect_tensor
-from ._core import check_function
+from .._compare import expect_finite, expect_tensor
+from .._core import check_function
 
 CHECK_SEED = 31337  # never the seed of the notebook's training or validation data
 CHECK_SIZE = 2000

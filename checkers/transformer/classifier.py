@@ -3,11 +3,11 @@ import torch
 import torch.nn as nn
 
 from ._classifier_probes import explain_activation, explain_classifier
-from ._dependencies import explain_parts, part_class
-from ._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from ._core import check_function, expect_module_class, load_fixture
-from ._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
-from ._weights import MissingPart, classifier_slots, encoder_blocks
+from .._dependencies import explain_parts, part_class
+from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
+from .._core import check_function, expect_module_class, load_fixture
+from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
+from .._weights import MissingPart, classifier_slots, encoder_blocks
 
 ATOL, RTOL = 1e-5, 1e-5  # a float32 `pe` table, converted to float64, costs up to ~1e-6 here
 CLS_NOT_PREPENDED = ("[CLS] is not prepended: the encoder sees L positions instead of L + 1; put cls_token in front "
@@ -135,7 +135,8 @@ def _explain_parts(task, model, name):
     blocks = encoder_blocks(model)
     linformer = bool(blocks) and hasattr(getattr(blocks[0], "attention", None), "e_proj")  # Task 7 checks its blocks
     explain_parts(task, name, [("its positional_encoding", 4, part_class(model, "positional_encoding")),
-                               ("its encoder block class", 3, None if not blocks or linformer else type(blocks[0]))])
+                               ("its encoder block class", 3, None if not blocks or linformer else type(blocks[0]))],
+                  __package__)
 
 
 def _explain_logits(task, model, x, name):
@@ -186,7 +187,7 @@ def check_task_5(task, TransformerForSequenceClassification):
     """Check TransformerForSequenceClassification: structure, logits, attention maps, [CLS] and gradients."""
     cls, name = TransformerForSequenceClassification, "TransformerForSequenceClassification"
     expect_module_class(task, cls, name)
-    fixture = load_fixture(5)
+    fixture = load_fixture(__package__, 5)
     rebuild = lambda activation: build(task, cls, name, **fixture["config"], activation=activation).eval()  # noqa: E731
     for case_name, activation in (("GELU", None), ("ReLU", nn.ReLU)):
         model = build_loaded(task, cls, name, fixture["config"], fixture["cases"][case_name], activation)
