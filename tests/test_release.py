@@ -1,4 +1,4 @@
-"""The student notebook is generated from the reference, current, free of solutions, and stored clean."""
+"""Each assignment's student notebook is generated from its reference, current, free of solutions, stored clean."""
 import json
 import re
 import shutil
@@ -8,9 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from course_paths import NAME, POINTS, RELEASE, SOURCE
+from course.registry import assignments
 
 ROOT = Path(__file__).resolve().parent.parent
+ASSIGNMENTS = assignments()  # in release order
+NAMES = [assignment.name for assignment in ASSIGNMENTS]
+NOTEBOOKS = [(assignment, kind) for assignment in ASSIGNMENTS for kind in ("solutions", "notebooks")]
+
+
+def notebook(assignment, kind):
+    return assignment.source_notebook if kind == "solutions" else assignment.release_notebook
 
 
 def cells(path):
@@ -26,21 +33,23 @@ def comparable(notebook):
     return [(cell["cell_type"], code(cell), cell["metadata"].get("nbgrader")) for cell in notebook["cells"]]
 
 
-def test_release_is_current(tmp_path):
+@pytest.mark.parametrize("assignment", ASSIGNMENTS, ids=NAMES)
+def test_release_is_current(tmp_path, assignment):
     shutil.copytree(ROOT / "solutions", tmp_path / "solutions")
     shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
     shutil.copy(ROOT / "course.toml", tmp_path)  # the config reads its time limits from the registry beside it
-    subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", NAME, "--no-db", "--force",
+    name = assignment.name
+    subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", name, "--no-db", "--force",
                     "--log-level=ERROR"], cwd=tmp_path, check=True, capture_output=True)
-    fresh = json.loads((tmp_path / "notebooks" / NAME / f"{NAME}.ipynb").read_text())
-    committed = json.loads(RELEASE.read_text())
+    fresh = json.loads((tmp_path / "notebooks" / name / f"{name}.ipynb").read_text())
+    committed = json.loads(assignment.release_notebook.read_text())
     assert comparable(fresh) == comparable(committed), "notebooks/ is stale: run `make release` and commit"
 
 
-def solution_lines():
-    """Every substantive line inside a BEGIN/END SOLUTION region of the reference."""
+def solution_lines(assignment):
+    """Every substantive line inside a BEGIN/END SOLUTION region of the assignment's reference."""
     lines = []
-    for cell in cells(SOURCE):
+    for cell in cells(assignment.source_notebook):
         inside = False
         for line in code(cell).splitlines():
             if "BEGIN SOLUTION" in line:
@@ -52,34 +61,53 @@ def solution_lines():
     return lines
 
 
-def test_student_notebook_holds_no_solution_code():
+def student_code(assignment):
+    return "\n".join(code(cell) for cell in cells(assignment.release_notebook) if cell["cell_type"] == "code")
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS, ids=NAMES)
+def test_student_notebook_holds_no_solution_code(assignment):
     """No solution line in any code cell (the task descriptions may quote the pinned API, e.g. the FFN layout)."""
-    student = "\n".join(code(cell) for cell in cells(RELEASE) if cell["cell_type"] == "code")
+    student = student_code(assignment)
     assert not re.search(r"(BEGIN|END) (SOLUTION|HIDDEN TESTS)", student)
-    leaked = [line for line in solution_lines() if line in student]
+    leaked = [line for line in solution_lines(assignment) if line in student]
     assert not leaked, f"solution lines in the student notebook: {leaked[:5]}"
-    assert len(solution_lines()) > 40  # the scan above is not vacuous
+    assert len(solution_lines(assignment)) > 5  # the scan above is not vacuous
 
 
-@pytest.mark.parametrize("path", [SOURCE, RELEASE], ids=["solutions", "notebooks"])
-def test_notebooks_are_stored_without_outputs(path):
-    for cell in cells(path):
+@pytest.mark.parametrize("earlier, later", [(a, b) for i, a in enumerate(ASSIGNMENTS) for b in ASSIGNMENTS[i + 1:]],
+                         ids=lambda assignment: assignment.name)
+def test_no_student_notebook_gives_away_a_later_assignment(earlier, later):
+    """Release order: an assignment may hand out an earlier one's answers as provided code, never a later one's."""
+    leaked = [line for line in solution_lines(later) if line in student_code(earlier)]
+    assert not leaked, f"{earlier.name}'s student notebook holds answers of {later.name}: {leaked[:5]}"
+
+
+@pytest.mark.parametrize("assignment, kind", NOTEBOOKS, ids=lambda value: getattr(value, "name", value))
+def test_notebooks_are_stored_without_outputs(assignment, kind):
+    for cell in cells(notebook(assignment, kind)):
         if cell["cell_type"] == "code":
             assert cell["outputs"] == [] and cell["execution_count"] is None
 
 
-@pytest.mark.parametrize("path", [SOURCE, RELEASE], ids=["solutions", "notebooks"])
-def test_every_task_has_one_locked_check_cell_with_its_points(path):
+@pytest.mark.parametrize("assignment, kind", NOTEBOOKS, ids=lambda value: getattr(value, "name", value))
+def test_every_task_has_one_locked_check_cell_with_its_points(assignment, kind):
     checks = {}
-    for cell in cells(path):
+    for cell in cells(notebook(assignment, kind)):
         meta = cell["metadata"].get("nbgrader", {})
         if meta.get("grade"):
-            task = int(re.fullmatch(r"check_task_(\d)", meta["grade_id"]).group(1))
+            task = int(re.fullmatch(r"check_task_(\d+)", meta["grade_id"]).group(1))
             assert meta["locked"] and code(cell).startswith(f"check_task_{task}(")
             checks[task] = meta["points"]
-    assert checks == POINTS and sum(checks.values()) == 10
+    assert checks == assignment.points
 
 
-def test_notebook_asks_colab_for_a_gpu():
-    metadata = json.loads(RELEASE.read_text())["metadata"]
+@pytest.mark.parametrize("assignment", ASSIGNMENTS, ids=NAMES)
+def test_every_assignment_is_worth_ten_points(assignment):
+    assert sum(assignment.points.values()) == 10
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS, ids=NAMES)
+def test_notebook_asks_colab_for_a_gpu(assignment):
+    metadata = json.loads(assignment.release_notebook.read_text())["metadata"]
     assert metadata["accelerator"] == "GPU" and metadata["kernelspec"]["name"] == "python3"

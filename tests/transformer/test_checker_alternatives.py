@@ -14,7 +14,7 @@ import torch.nn.functional as F
 import checkers.transformer as checkers
 from checkers.transformer import CheckFailure
 from course.mistakes.transformer import MUTANTS
-from student_objects import run_check
+from .student_objects import run_check
 
 
 def expect_pass(capsys, task, *student_objects):

@@ -7,7 +7,7 @@ import checkers.transformer as checkers
 from checkers.transformer import CheckFailure
 from course.mistakes.transformer import MUTANTS
 from palindrome_models import MirrorModel
-from student_objects import STUDENT_OBJECTS, run_check
+from .student_objects import STUDENT_OBJECTS, run_check
 
 
 

@@ -13,8 +13,8 @@ import pytest
 import checkers.transformer as checkers
 from checkers.transformer import CheckFailure
 from palindrome_models import MirrorModel
-from student_objects import STUDENT_OBJECTS
-from test_checker_properties import UNNAMED
+from .student_objects import STUDENT_OBJECTS
+from .test_checker_properties import UNNAMED
 
 RUNS = 5
 

@@ -11,9 +11,9 @@ import pytest
 import checkers.transformer as checkers
 from checkers.transformer import CheckFailure
 from checkers.transformer.attention import BATCHED
-import unnamed_mistakes as wrong
+from . import unnamed_mistakes as wrong
 from course.mistakes.transformer import DIAGNOSES, MUTANTS
-from student_objects import run_check
+from .student_objects import run_check
 
 
 def failure_of(task, *student_objects):
