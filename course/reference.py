@@ -39,3 +39,8 @@ def load_reference(source=None):
     namespace = {"math": math, "torch": torch, "nn": nn, "F": F}
     exec(compile(source or reference_source(), "<reference answer cells>", "exec"), namespace)
     return namespace
+
+
+def reference_of(name):
+    """The namespace of the reference answers of the assignment called name."""
+    return load_reference(reference_source(registry.assignment(name)))

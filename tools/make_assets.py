@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 from course_lib import defaults, plot_lr_schedule, plot_positional_encoding  # noqa: E402
-from course.reference import load_reference  # noqa: E402
+from course.reference import reference_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS_PER_EPOCH = defaults.TRAIN_SIZE // defaults.BATCH_SIZE  # DataLoader(drop_last=True)
@@ -19,7 +19,7 @@ STEPS_PER_EPOCH = defaults.TRAIN_SIZE // defaults.BATCH_SIZE  # DataLoader(drop_
 def render(folder):
     """Write the figures to folder and return their paths."""
     folder.mkdir(parents=True, exist_ok=True)
-    pe = load_reference()["PositionalEncoding"](embed_dim=64, max_len=128).pe[0]
+    pe = reference_of("transformer")["PositionalEncoding"](embed_dim=64, max_len=128).pe[0]
     training = defaults.TRAINING
     figures = {
         "positional_encoding.png": plot_positional_encoding(pe),

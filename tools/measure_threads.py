@@ -24,7 +24,7 @@ from course_lib.data import PalindromeDataset
 from course_lib.device import cpu_threads
 from course_lib.metrics import classification_loss
 from course_lib.training import evaluate
-from course.reference import load_reference
+from course.reference import reference_of
 
 THREADS = (1, 2)
 WARMUP_STEPS = 10  # per thread setting and condition, not timed
@@ -56,7 +56,7 @@ def synthetic_load(processes):
 def notebook_setup():
     """The notebook's model, optimizer and loaders (data cell and Task 6's cells, on the CPU)."""
     torch.manual_seed(0)
-    model = load_reference()["TransformerForSequenceClassification"](**defaults.CLASSIFIER)
+    model = reference_of("transformer")["TransformerForSequenceClassification"](**defaults.CLASSIFIER)
     optimizer = torch.optim.AdamW(model.parameters(), lr=defaults.TRAINING["lr"], betas=(0.9, 0.98))
     train_data = PalindromeDataset(TRAIN_SEQUENCES, defaults.SEQ_LEN, seed=1)
     val_data = PalindromeDataset(defaults.VAL_SIZE, defaults.SEQ_LEN, seed=2)
