@@ -6,8 +6,6 @@ tests plant every mistake and require its checker to fail. Deriving the mistakes
 reference keeps both free of hand-kept copies; an edit whose target text disappears from the
 notebook fails loudly, so the list cannot rot. Instructor-side only: never shipped to students.
 """
-from dataclasses import dataclass
-
 # Sentences of the checkers' property checks (for mistakes whose output cannot be stored: a crash, NaN,
 # randomness, a wrong shape): quoted, not copied, so a mistake's diagnosis is what its checker really says.
 from checkers.transformer.attention import BATCHED, MASK_INVERTED, OVERFLOW, RES_FROM_KEY
@@ -17,21 +15,7 @@ from checkers.transformer.encoder import DROPOUT_IN_EVAL, DROPOUT_ON_RESIDUAL
 from checkers.transformer.linformer import NOT_LINFORMER, QUERIES_PROJECTED
 from checkers.transformer.multihead import HEAD_AXIS_MISSING
 from checkers.transformer.positional import NOT_A_BUFFER
-
-
-@dataclass(frozen=True)
-class Mutant:
-    task: int
-    name: str
-    edits: tuple  # ((old, new), ...) applied to the reference source in order
-    diagnosis: str = ""  # what a checker says when a student's output matches this mistake
-
-    def apply(self, source):
-        for old, new in self.edits:
-            assert old in source, f"mutant {self.name!r}: {old!r} is no longer in the reference"
-            source = source.replace(old, new)
-        return source
-
+from course.mistakes import Mutant
 
 SCALE = "/ math.sqrt(query.size(-1))"
 SOFTMAX = "attention = torch.softmax(scores, dim=-1)"
