@@ -1,6 +1,7 @@
 """Known student mistakes, one module per assignment (course/mistakes/<assignment>.py), instructor-side only.
 
-Each module defines MUTANTS, a tuple of Mutant (a mistake written as edits of the reference source); `make fixtures` stores their outputs beside the correct ones, and the tests plant each one and require its check to fail.
+Each module defines MUTANTS, a tuple of Mutant (a mistake written as edits of the reference source); `make
+fixtures` stores their outputs beside the correct ones, and the tests plant each one and require its check to fail.
 """
 import importlib
 from dataclasses import dataclass
