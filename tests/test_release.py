@@ -72,7 +72,7 @@ def test_student_notebook_holds_no_solution_code(assignment):
     assert not re.search(r"(BEGIN|END) (SOLUTION|HIDDEN TESTS)", student)
     leaked = [line for line in solution_lines(assignment) if line in student]
     assert not leaked, f"solution lines in the student notebook: {leaked[:5]}"
-    assert len(solution_lines(assignment)) > 5  # the scan above is not vacuous
+    assert solution_lines(assignment)  # the scan above is not vacuous
 
 
 @pytest.mark.parametrize("earlier, later", [(a, b) for i, a in enumerate(ASSIGNMENTS) for b in ASSIGNMENTS[i + 1:]],

@@ -1,0 +1,194 @@
+"""A second assignment is a plug-in: its own slice and a registry entry take it through release, fixtures, checks,
+collect and grade, with no change anywhere else.
+
+The throwaway assignment `toy` (one task: `double(x)` returns 2x) exists only here: the test writes its slice into a
+scratch copy of the checkout, registers it, and runs the course's own commands on it. Select it alone with
+`pytest -m grading tests/test_second_assignment.py`.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from course.slices import PARTS
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = "toy"
+
+ANSWER = 'def double(x):\n    """Twice x, elementwise."""\n    ### BEGIN SOLUTION\n    return torch.mul(x, 2)\n    ### END SOLUTION'
+CHECKS = '''"""Instant checks of the toy assignment."""
+import torch
+
+from .._compare import diagnose, expect_close, expect_tensor, signatures
+from .._core import check_function, expect_callable, load_fixture
+
+DOUBLED = "double(x) should return 2 * x."
+
+
+@check_function(1)
+def check_task_1(task, double):
+    """Check double(x) -> 2x."""
+    expect_callable(task, double, "double")
+    case = load_fixture(__package__, 1)["random"]
+    got = expect_tensor(task, "double(x)", task.call("double(x)", double, case["x"]), case["x"].shape)
+    diagnose(task, "double(x)", got, signatures(case, "res"), 1e-6, 1e-6)
+    expect_close(task, "double(x)", got, case["res"], 1e-6, 1e-6)
+    task.passed("double(x) is 2x.")
+'''
+FIXTURES = '''"""How the toy assignment's fixture is built."""
+import torch
+
+OUTPUT_KEYS = ("res",)
+
+
+def double_fixture(ref, generator):
+    x = torch.randn(3, 4, generator=generator)
+    return {"random": {"x": x, "res": ref["double"](x)}}
+
+
+BUILDERS = {1: double_fixture}
+'''
+MISTAKES = '''"""Known mistakes of the toy assignment."""
+from course.mistakes import Mutant
+
+MUTANTS = (Mutant(1, "tripled", (("torch.mul(x, 2)", "torch.mul(x, 3)"),), "you return 3x: the factor is 2."),)
+'''
+SLICE_TEST = '''"""The toy check, both ways."""
+import checkers.toy as checkers
+from checkers import CheckFailure
+from course.mistakes.toy import MUTANTS
+from course.reference import load_reference, reference_source
+from course.registry import assignment
+
+import pytest
+
+
+def test_the_reference_passes():
+    checkers.check_task_1(load_reference(reference_source(assignment("toy")))["double"])
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
+def test_a_known_mistake_is_named(mutant):
+    with pytest.raises(CheckFailure, match=mutant.diagnosis.split(":")[0]):
+        checkers.check_task_1(load_reference(mutant.apply(reference_source(assignment("toy"))))["double"])
+'''
+REGISTRY_ENTRY = f"""
+[[assignments]]
+name = "{NAME}"
+title = "A throwaway assignment with one trivial task"
+
+[assignments.tasks]
+1 = {{ points = 10, check = "checkers.{NAME}:check_task_1", trains = false }}
+"""
+
+
+def toy_notebook():
+    """The toy reference notebook: a set-up cell, the task, its answer cell and its locked check cell."""
+    grader = dict(schema_version=3, task=False)
+    cells = [new_markdown_cell("# Toy\n\nOne task, to show that an assignment is a plug-in."),
+             new_code_cell("import torch\n\nfrom checkers.toy import check_task_1"),
+             new_markdown_cell("## 1. Double\n\n- return `2 * x`"),
+             new_code_cell(ANSWER, metadata={"nbgrader": dict(grader, grade=False, grade_id="task_1_double",
+                                                              locked=False, solution=True)}),
+             new_code_cell("check_task_1(double)", metadata={"nbgrader": dict(grader, grade=True,
+                           grade_id="check_task_1", locked=True, points=10, solution=False)}),
+             new_code_cell("double(torch.arange(3.0))")]
+    notebook = new_notebook(cells=cells)
+    notebook.metadata.update(accelerator="GPU", kernelspec={"display_name": "Python 3", "language": "python",
+                                                            "name": "python3"})
+    return nbformat.writes(notebook)
+
+
+def slice_files():
+    """{path relative to the checkout: text} of the toy's slice, every one of them inside a part of course/slices.py."""
+    files = {f"solutions/{NAME}/{NAME}.ipynb": toy_notebook(), f"checkers/{NAME}/__init__.py": CHECKS,
+             f"course/fixtures/{NAME}.py": FIXTURES, f"course/mistakes/{NAME}.py": MISTAKES,
+             f"tests/{NAME}/__init__.py": "", f"tests/{NAME}/test_{NAME}.py": SLICE_TEST}
+    return files
+
+
+def in_the_slice(path):
+    """Whether a path lies inside one of the slice's parts (a part's file, or below a part's folder)."""
+    for _, pattern, _ in PARTS:
+        part = Path(pattern.format(name=NAME))
+        folder = part.parent if part.suffix else part
+        if Path(path) == part or folder in Path(path).parents and folder.parts[-1] == NAME:
+            return True
+    return False
+
+
+def scratch_checkout(folder):
+    """A copy of the checkout's tracked files, with the project's .venv linked in (its packages, not rebuilt)."""
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True)
+    for name in filter(None, tracked.stdout.split("\0")):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, folder / name)
+    (folder / ".venv").symlink_to(ROOT / ".venv")
+    return folder
+
+
+def scratch_env(folder):
+    """The environment of a command in the scratch checkout: its packages before the .venv's editable install of
+    this checkout (kernels started by the command inherit it, as a student's kernel finds the installed package)."""
+    return dict(os.environ, PYTHONPATH=str(folder))
+
+
+def make(folder, *arguments, timeout=600):
+    """Run a Makefile target in folder; `-o` keeps make from rebuilding the linked .venv."""
+    run = subprocess.run(["make", "-o", ".venv/.installed", *arguments], cwd=folder, capture_output=True, text=True,
+                         timeout=timeout, env=scratch_env(folder))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return run.stdout
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """The scratch checkout with the toy slice written and registered."""
+    folder = scratch_checkout(tmp_path_factory.mktemp("checkout"))
+    for path, text in slice_files().items():
+        assert in_the_slice(path), f"{path} is outside the toy's slice"
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(text)
+    with open(folder / "course.toml", "a") as registry:
+        registry.write(REGISTRY_ENTRY)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def released(course):
+    """The scratch course after `make release` and `make fixtures` for the toy alone."""
+    make(course, "release", f"ASSIGNMENT={NAME}")
+    make(course, "fixtures", f"ASSIGNMENT={NAME}")
+    return course
+
+
+@pytest.mark.grading
+def test_release_and_fixtures_make_the_slice_whole(released):
+    assert (released / "notebooks" / NAME / f"{NAME}.ipynb").is_file()
+    assert (released / "checkers" / NAME / "fixtures" / "task_1.pt").is_file()
+    found = subprocess.run([sys.executable, "-c", "from course.registry import assignment; "
+                            "from course.slices import missing_parts; print(missing_parts(assignment('toy')))"],
+                           cwd=released, capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]"
+
+
+@pytest.mark.grading
+def test_the_course_s_own_tests_take_the_new_assignment_in(released):
+    """Its slice's tests (the check both ways) and the course-wide tests that iterate over the registry."""
+    selected = ["tests/toy", "tests/test_release.py", "tests/test_student_notebook.py", "tests/test_registry.py",
+                "tests/test_packaging.py::test_fixtures_are_current"]
+    run = subprocess.run([str(released / ".venv" / "bin" / "pytest"), "-v", "-p", "no:cacheprovider", *selected,
+                          "-k", NAME], cwd=released, capture_output=True, text=True, timeout=600,
+                         env=scratch_env(released))
+    assert run.returncode == 0, run.stdout[-4000:]
+    for test in ("test_toy.py::test_the_reference_passes", "test_toy.py::test_a_known_mistake_is_named[tripled]",
+                 "test_release_is_current[toy]", "test_every_check_cell_says_its_task_is_not_implemented[toy]",
+                 "test_fixtures_are_current[toy]", "test_every_assignment_matches_its_notebooks_and_checkers[toy]"):
+        assert f"{test} PASSED" in run.stdout, f"{test} did not run and pass:\n{run.stdout[-3000:]}"
