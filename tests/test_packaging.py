@@ -1,4 +1,4 @@
-"""Set-up files agree with each other: one repository URL, one pinned dependency list."""
+"""Set-up files agree with each other: the repository URLs, one pinned dependency list."""
 import re
 import tomllib
 from pathlib import Path

@@ -158,3 +158,51 @@ def test_a_planted_leak_is_found(dist, tmp_path, plant):
     expected = plant(copy, root)
     found = problems(copy)
     assert [line for line in found if line.startswith(expected)], (expected, found)
+
+
+# ----- The released notebooks, run against the installed wheel ------------------------------------------------
+
+PROBE = """import importlib.util, sys
+import checkers, course_lib
+assert all(module.__file__.startswith(sys.prefix) for module in (checkers, course_lib)), checkers.__file__
+assert not [name for name in ("course", "grading", "tools", "solutions", "tests") if importlib.util.find_spec(name)]
+"""
+
+
+def run_in_clean(notebook, python, workdir):
+    """Execute notebook (nbformat) in a kernel of the clean environment, cwd workdir, plus a last cell that checks
+    the package came from that environment; return the executed notebook."""
+    kernels = workdir / "kernels"
+    (kernels / "student").mkdir(parents=True)
+    (kernels / "student" / "kernel.json").write_text(json.dumps({
+        "argv": [str(python), "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "student wheel", "language": "python"}))
+    manager = KernelManager(kernel_name="student", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
+    notebook.cells.append(nbformat.v4.new_code_cell(PROBE))
+    NotebookClient(notebook, km=manager, timeout=300, allow_errors=True,
+                   resources={"metadata": {"path": str(workdir)}}).execute()
+    assert not errors(notebook.cells[-1]), errors(notebook.cells[-1])
+    return notebook
+
+
+@pytest.mark.grading
+@pytest.mark.parametrize("assignment", assignments(), ids=lambda assignment: assignment.name)
+def test_untouched_notebook_fails_only_where_its_todos_are(dist, clean_python, tmp_path, assignment):
+    notebook = nbformat.read(dist / "notebooks" / assignment.name / f"{assignment.name}.ipynb", as_version=4)
+    executed = run_in_clean(notebook, clean_python, tmp_path)
+    assert not_implemented_tasks(executed) == list(assignment.tasks)
+    assert todo_failures(executed), "the untouched notebook should fail where the TODOs are"
+
+
+@pytest.mark.grading
+@pytest.mark.parametrize("assignment", assignments(), ids=lambda assignment: assignment.name)
+def test_reference_answers_pass_every_check(dist, clean_python, tmp_path, assignment):
+    """The solutions' answer cells pasted into the student notebook (by grade_id): every cell runs, training too."""
+    notebook = nbformat.read(dist / "notebooks" / assignment.name / f"{assignment.name}.ipynb", as_version=4)
+    answered = with_answers(notebook, reference_answers(assignment.source_notebook))
+    executed = run_in_clean(nbformat.from_dict(answered), clean_python, tmp_path)
+    failed = [(index, cell.source[:60], errors(cell)[0]["evalue"][:200]) for index, cell in enumerate(executed.cells)
+              if cell.cell_type == "code" and errors(cell)]
+    assert failed == []
+    checks = [cell for cell in executed.cells if cell.metadata.get("nbgrader", {}).get("grade")]
+    assert len(checks) == len(assignment.tasks)
