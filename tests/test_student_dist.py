@@ -206,3 +206,14 @@ def test_reference_answers_pass_every_check(dist, clean_python, tmp_path, assign
     assert failed == []
     checks = [cell for cell in executed.cells if cell.metadata.get("nbgrader", {}).get("grade")]
     assert len(checks) == len(assignment.tasks)
+
+
+def test_student_repo_must_be_named_once_as_a_github_url(tmp_path):
+    from course.registry import RegistryError
+    registry_text = (Path(__file__).resolve().parent.parent / "course.toml").read_text()
+    (tmp_path / "course.toml").write_text(registry_text.replace(student_repo(), "git@example.org:course.git"))
+    with pytest.raises(RegistryError, match="student_repo must be a https://github.com/ URL"):
+        student_repo(tmp_path)
+    (tmp_path / "course.toml").write_text(registry_text.replace("[course]", "[elsewhere]"))
+    with pytest.raises(RegistryError, match="KeyError"):
+        student_repo(tmp_path)

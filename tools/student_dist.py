@@ -29,8 +29,12 @@ def clear(dest, root):
         sys.exit(f"student-dist: DEST {dest} holds the checkout; choose a folder of its own")
     dest.mkdir(parents=True, exist_ok=True)
     for path in dest.iterdir():
-        if path.name != ".git":
-            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        if path.name == ".git":
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 def copy_tree(dest, root, assignments):
