@@ -104,8 +104,12 @@ def readable(name, data):
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if name.endswith(".ipynb"):
-        return "\n".join(cell_text(cell) for cell in json.loads(text)["cells"])
+    if name.endswith(".ipynb"):  # sources and any stored output (text, text/plain, html...), unescaped
+        cells = json.loads(text)["cells"]
+        outputs = [output for cell in cells for output in cell.get("outputs", [])]
+        shown = [part for output in outputs for part in [output.get("text", ""), *output.get("data", {}).values()]]
+        return "\n".join([cell_text(cell) for cell in cells] +
+                         ["".join(part) for part in shown if isinstance(part, (str, list))])
     return text
 
 
