@@ -9,7 +9,7 @@ ASSIGNMENT ?=
 EACH_ASSIGNMENT = names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && for name in $$names; do
 export MPLBACKEND := Agg
 
-.PHONY: lab test release fixtures assets bench collect grade clean
+.PHONY: lab test release student-dist fixtures assets bench collect grade clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) tools/timed.py "set-up: .venv with the pinned dependencies" -- sh -c '\
@@ -33,6 +33,9 @@ release: $(STAMP)  ## regenerate the student notebooks from the references (nbgr
 	$(EACH_ASSIGNMENT) \
 		$(BIN)/nbgrader generate_assignment $$name --no-db --force --log-level=WARN || exit 1; \
 	done
+
+student-dist: release  ## what students receive, checked for leaks: make student-dist [DEST=build/student]
+	$(BIN)/python -m tools.student_dist --dest "$(or $(DEST),build/student)"
 
 fixtures: $(STAMP)  ## recompute the checkers' expected values from the reference notebooks
 	$(EACH_ASSIGNMENT) $(BIN)/python tools/make_fixtures.py --assignment $$name || exit 1; done

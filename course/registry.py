@@ -139,6 +139,19 @@ def limits(root=None):
     return load(root)[0].limits
 
 
+def student_repo(root=None):
+    """The URL of the student-facing repository (course.toml's [course] student_repo), which notebooks install from."""
+    path = (Path(root).resolve() if root is not None else ROOT) / REGISTRY
+    try:
+        with open(path, "rb") as file:
+            url = tomllib.load(file)["course"]["student_repo"]
+    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError) as error:
+        raise RegistryError(f"{path}: {type(error).__name__}: {error}") from None
+    if not isinstance(url, str) or not url.startswith("https://github.com/"):
+        raise RegistryError(f"{path}: [course] student_repo must be a https://github.com/ URL (has {url!r})")
+    return url
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv != ["names"]:

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from course_lib import bench
+from tools import bench_goals, bench_scaling, bench_timing, bench_training
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ("meta", "layers", "training_step", "training", "scaling", "goals")
@@ -78,8 +78,8 @@ def test_loglog_slope_matches_least_squares_by_hand():
     mean_x, mean_y = sum(log_x) / len(xs), sum(log_y) / len(xs)
     by_hand = (sum((a - mean_x) * (b - mean_y) for a, b in zip(log_x, log_y))
                / sum((a - mean_x) ** 2 for a in log_x))
-    assert bench.loglog_slope(xs, ys) == pytest.approx(by_hand)
-    assert bench.loglog_slope(xs, [5 * x**2 for x in xs]) == pytest.approx(2.0)
+    assert bench_scaling.loglog_slope(xs, ys) == pytest.approx(by_hand)
+    assert bench_scaling.loglog_slope(xs, [5 * x**2 for x in xs]) == pytest.approx(2.0)
 
 
 def tensor_bytes(*shape):
@@ -89,16 +89,16 @@ def tensor_bytes(*shape):
 def test_analytic_sizes_count_the_attention_tensors():
     batch, heads, seq_len, proj_dim, head_dim = 2, 3, 5, 4, 6
     scores = tensor_bytes(batch, heads, seq_len, seq_len)
-    assert bench.full_attention_bytes(batch, heads, seq_len) == 2 * scores
-    assert bench.full_attention_bytes(batch, heads, seq_len, backward=True) == 3 * scores
+    assert bench_scaling.full_attention_bytes(batch, heads, seq_len) == 2 * scores
+    assert bench_scaling.full_attention_bytes(batch, heads, seq_len, backward=True) == 3 * scores
     low_rank, projected = tensor_bytes(batch, heads, seq_len, proj_dim), tensor_bytes(batch, heads, proj_dim, head_dim)
-    assert bench.linformer_attention_bytes(batch, heads, seq_len, proj_dim, head_dim) == 2 * low_rank + 2 * projected
-    assert (bench.linformer_attention_bytes(batch, heads, seq_len, proj_dim, head_dim, backward=True)
+    assert bench_scaling.linformer_attention_bytes(batch, heads, seq_len, proj_dim, head_dim) == 2 * low_rank + 2 * projected
+    assert (bench_scaling.linformer_attention_bytes(batch, heads, seq_len, proj_dim, head_dim, backward=True)
             == 3 * low_rank + 4 * projected)
 
 
 def test_alternating_timing_ranks_a_slower_callable():
-    result = bench.compare_speed(lambda: time.sleep(0.02), lambda: time.sleep(0.005), "cpu", rounds=3,
+    result = bench_timing.compare_speed(lambda: time.sleep(0.02), lambda: time.sleep(0.005), "cpu", rounds=3,
                                  min_sample_seconds=0.0)
     assert result["reference_seconds"] >= 0.02 and result["other_seconds"] >= 0.005
     assert 2.0 < result["ratio"] < 4.5  # 20 ms against 5 ms; a busy machine oversleeps, most the short one
@@ -106,15 +106,15 @@ def test_alternating_timing_ranks_a_slower_callable():
 
 def test_long_calls_are_timed_once():
     # the last point took 0.3 s at L=1024: at 2048 a quadratic extrapolation gives 1.2 s
-    assert bench.timed_runs([512, 1024], [0.1, 0.3], 2048, repeats=3, long_call_seconds=1.0) == 1
-    assert bench.timed_runs([512, 1024], [0.1, 0.2], 2048, repeats=3, long_call_seconds=1.0) == 3
-    assert bench.timed_runs([], [], 64, repeats=3, long_call_seconds=1.0) == 3
-    assert bench.timed_runs([512], [9.0], 1024, repeats=3, long_call_seconds=None) == 3
+    assert bench_scaling.timed_runs([512, 1024], [0.1, 0.3], 2048, repeats=3, long_call_seconds=1.0) == 1
+    assert bench_scaling.timed_runs([512, 1024], [0.1, 0.2], 2048, repeats=3, long_call_seconds=1.0) == 3
+    assert bench_scaling.timed_runs([], [], 64, repeats=3, long_call_seconds=1.0) == 3
+    assert bench_scaling.timed_runs([512], [9.0], 1024, repeats=3, long_call_seconds=None) == 3
 
 
 def test_alternating_timing_interleaves_the_calls():
     calls = []
-    bench.alternating_seconds({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, "cpu",
+    bench_timing.alternating_seconds({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, "cpu",
                               rounds=2, warmup=0, min_sample_seconds=0.0)
     assert calls == ["a", "b", "a", "b", "a", "b"]  # one calibration call each, then A B A B
 
@@ -123,10 +123,10 @@ def test_output_difference_tells_equal_from_different():
     torch.manual_seed(0)
     layer = nn.Linear(4, 3)
     inputs = torch.randn(5, 4)
-    same = bench.output_difference(layer, layer, inputs)
+    same = bench_timing.output_difference(layer, layer, inputs)
     assert same == dict(match=True, max_abs_diff=0.0, grad_max_abs_diff=0.0)
     other = nn.Linear(4, 3)
-    different = bench.output_difference(layer, other, inputs)
+    different = bench_timing.output_difference(layer, other, inputs)
     assert not different["match"] and different["max_abs_diff"] > 0
 
 
@@ -144,24 +144,24 @@ class ConstantLogit(nn.Module):
 def test_accuracy_stop_measures_held_out_data_and_stops_at_target():
     labels = torch.tensor([1.0, 1.0, 1.0, 0.0])  # class 1 is right on 3 of 4
     inputs = torch.zeros(4, 2)
-    assert bench.held_out_accuracy(ConstantLogit(), inputs, labels, batch_size=3) == pytest.approx(0.75)
-    assert bench.AccuracyStop(ConstantLogit(), inputs, labels, target=0.75)(history=None) is True
-    stop = bench.AccuracyStop(ConstantLogit(), inputs, labels, target=0.9)
+    assert bench_training.held_out_accuracy(ConstantLogit(), inputs, labels, batch_size=3) == pytest.approx(0.75)
+    assert bench_training.AccuracyStop(ConstantLogit(), inputs, labels, target=0.75)(history=None) is True
+    stop = bench_training.AccuracyStop(ConstantLogit(), inputs, labels, target=0.9)
     assert stop(history=None) is False and stop.accuracies == [pytest.approx(0.75)]
 
 
 def test_summarize_runs_takes_median_and_worst():
     runs = [dict(seed=s, seconds=t, steps=n, reached=r) for s, t, n, r in
             [(0, 10.0, 100, True), (1, 30.0, 300, True), (2, 20.0, 200, False)]]
-    assert bench.summarize_runs(runs) == dict(median_seconds=20.0, worst_seconds=30.0, median_steps=200,
+    assert bench_training.summarize_runs(runs) == dict(median_seconds=20.0, worst_seconds=30.0, median_steps=200,
                                               worst_steps=300, all_reached=False)
 
 
 def test_table_shows_verdicts():
-    goals = [bench.Goal("s", "ratio", "1.10", "<= 1.3", True), bench.Goal("s", "time", "70 s", "<= 60 s", False),
-             bench.Goal("s", "method", "profiler")]
-    table = bench.format_table(goals, title="T")
+    goals = [bench_goals.Goal("s", "ratio", "1.10", "<= 1.3", True), bench_goals.Goal("s", "time", "70 s", "<= 60 s", False),
+             bench_goals.Goal("s", "method", "profiler")]
+    table = bench_goals.format_table(goals, title="T")
     lines = table.splitlines()
     assert lines[0] == "T" and len(lines) == 3 + len(goals)
     assert lines[3].endswith("PASS") and lines[4].endswith("MISS") and lines[5].endswith("-")
-    assert [g["verdict"] for g in bench.goals_as_dicts(goals)] == ["PASS", "MISS", "-"]
+    assert [g["verdict"] for g in bench_goals.goals_as_dicts(goals)] == ["PASS", "MISS", "-"]

@@ -48,10 +48,10 @@ def grade_id(cell):
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
 
 
-def reference_answers():
+def reference_answers(source=SOURCE):
     """{grade_id: the reference answer as a student would write it (solution markers dropped)}."""
     answers = {}
-    for cell in json.loads(SOURCE.read_text())["cells"]:
+    for cell in json.loads(Path(source).read_text())["cells"]:
         if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
             lines = [line for line in code(cell).split("\n") if "### BEGIN SOLUTION" not in line
                      and "### END SOLUTION" not in line]

@@ -1,15 +1,19 @@
-"""Set-up files agree with each other: one repository URL, one pinned dependency list."""
-import json
+"""Set-up files agree with each other: the repository URLs, one pinned dependency list."""
 import re
 import tomllib
 from pathlib import Path
 
 import pytest
-from course import registry
-from course_paths import NAME
+from course_paths import NAME, SOURCE
+from course.registry import assignments, student_repo
+from tools.student_leaks import install_problem
 from same_values import differences, figure_difference
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def project_url():
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
 
 
 def pins(text):
@@ -28,18 +32,29 @@ def test_package_keeps_a_loose_torch_range_for_colab():
     assert "==" not in torch_requirement
 
 
-def test_one_repository_url_everywhere():
-    url = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
-    for notebook in ("solutions", "notebooks"):
-        cells = json.loads((ROOT / notebook / NAME / f"{NAME}.ipynb").read_text())["cells"]
-        install = next("".join(c["source"]) for c in cells if "COURSE_REPO =" in "".join(c["source"]))
-        assert f'COURSE_REPO = "{url}"' in install and "google.colab" in install
+def test_every_notebook_installs_from_the_student_repository():
+    """Colab installs the course package from course.toml's student repository, which holds no answers."""
+    url = student_repo()
+    assert url != project_url(), "the student repository must not be this one: it holds solutions/ and grading/"
+    for assignment in assignments():
+        for notebook in (assignment.source_notebook, assignment.release_notebook):
+            assert not install_problem(notebook, url), (notebook, install_problem(notebook, url))
+
+
+def test_install_check_rejects_another_repository(tmp_path):
+    """The check above can fail: a notebook installing from this (instructor) repository is caught."""
+    text = SOURCE.read_text().replace(student_repo(), project_url())
+    (tmp_path / "moved.ipynb").write_text(text)
+    assert "not to the student repository" in install_problem(tmp_path / "moved.ipynb", student_repo())
+
+
+def test_readme_badge_names_the_repository():
+    slug = project_url().removeprefix("https://github.com/")
     readme = (ROOT / "README.md").read_text()
-    slug = url.removeprefix("https://github.com/")
     assert f"colab.research.google.com/github/{slug}/blob/main/notebooks/{NAME}/{NAME}.ipynb" in readme
 
 
-@pytest.mark.parametrize("name", [assignment.name for assignment in registry.assignments()])
+@pytest.mark.parametrize("name", [assignment.name for assignment in assignments()])
 def test_fixtures_are_current(tmp_path, name):
     """Regenerated fixtures hold the committed values to RTOL/ATOL (far below the checkers' 1e-6), on any CPU."""
     import subprocess

@@ -22,10 +22,10 @@ def errors(cell):
     return [output for output in cell.get("outputs", []) if output["output_type"] == "error"]
 
 
-def test_every_check_cell_says_its_task_is_not_implemented(executed):
-    assignment, notebook = executed
+def not_implemented_tasks(executed):
+    """The tasks whose check cells failed, each with its "Task N is not implemented yet" and nothing else."""
     checked = []
-    for cell in notebook.cells:
+    for cell in executed.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("grade"):
             task = int(re.search(r"\d+", meta["grade_id"]).group())
@@ -33,18 +33,28 @@ def test_every_check_cell_says_its_task_is_not_implemented(executed):
             assert error["ename"] == "NotImplementedYet", (task, error["ename"], error["evalue"])
             assert error["evalue"].startswith(f"Task {task} is not implemented yet"), error["evalue"]
             checked.append(task)
-    assert checked == list(assignment.tasks)
+    return checked
 
 
-def test_other_cells_fail_only_with_not_implemented_error(executed):
+def todo_failures(executed):
+    """Indices of the other code cells that failed, each with NotImplementedError only (a TODO reached)."""
     failing = []
-    for index, cell in enumerate(executed[1].cells):
+    for index, cell in enumerate(executed.cells):
         if cell.cell_type != "code" or cell.metadata.get("nbgrader", {}).get("grade"):
             continue
         for error in errors(cell):
             assert error["ename"] == "NotImplementedError", (index, cell.source[:80], error["ename"], error["evalue"])
             failing.append(index)
-    assert failing, "the untouched notebook should fail where the TODOs are"
+    return failing
+
+
+def test_every_check_cell_says_its_task_is_not_implemented(executed):
+    assignment, notebook = executed
+    assert not_implemented_tasks(notebook) == list(assignment.tasks)
+
+
+def test_other_cells_fail_only_with_not_implemented_error(executed):
+    assert todo_failures(executed[1]), "the untouched notebook should fail where the TODOs are"
 
 
 def test_cells_without_todos_run(executed):

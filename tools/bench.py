@@ -30,11 +30,12 @@ import torch.nn.functional as F  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 from checkers.transformer.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY  # noqa: E402
-from course_lib import bench, defaults  # noqa: E402
+from course_lib import defaults  # noqa: E402
 from course_lib.data import PalindromeDataset, VOCAB_SIZE  # noqa: E402
 from course_lib.device import get_device  # noqa: E402
 from course_lib.plotting import plot_scaling  # noqa: E402
 from course.reference import load_reference  # noqa: E402
+from tools import bench_goals, bench_scaling, bench_timing, bench_training  # noqa: E402
 
 STEP_RATIO_GOAL = 1.3  # reference training step / torch-native step
 TRAINING_SECONDS_GOAL = 60.0  # training seconds to 95% on the checker's data, per task
@@ -215,8 +216,8 @@ def layers_section(ref, settings, device):
     for size_name, size in settings["layer_sizes"].items():
         rows = []
         for name, other_name, ours, theirs, inputs in layer_pairs(ref, size, device):
-            check = bench.output_difference(ours, theirs, inputs)
-            speed = bench.compare_speed(bench.forward_backward(ours, inputs), bench.forward_backward(theirs, inputs),
+            check = bench_timing.output_difference(ours, theirs, inputs)
+            speed = bench_timing.compare_speed(bench_timing.forward_backward(ours, inputs), bench_timing.forward_backward(theirs, inputs),
                                         device, settings["rounds"])
             rows.append(dict(layer=name, native=other_name, **check, **speed))
         results[size_name] = dict(size=size, comparisons=rows)
@@ -235,10 +236,10 @@ def training_step_section(ref, settings, device):
     native = NativeClassifier(model, COURSE["num_heads"], COURSE["feedforward_dim"], ACTIVATION).to(device)
     inputs = random_one_hot(defaults.BATCH_SIZE, defaults.SEQ_LEN).to(device)
     labels = (torch.arange(defaults.BATCH_SIZE) % 2).float().to(device)
-    check = bench.output_difference(model, native, inputs)  # before any step changes the weights
-    steps = bench.optimizer_step(model, inputs, labels), bench.optimizer_step(native, inputs, labels)
-    speed = bench.compare_speed(*steps, device, settings["step_rounds"])
-    profiles = {"reference": bench.profile_ops(steps[0]), "native": bench.profile_ops(steps[1])}
+    check = bench_timing.output_difference(model, native, inputs)  # before any step changes the weights
+    steps = bench_timing.optimizer_step(model, inputs, labels), bench_timing.optimizer_step(native, inputs, labels)
+    speed = bench_timing.compare_speed(*steps, device, settings["step_rounds"])
+    profiles = {"reference": bench_timing.profile_ops(steps[0]), "native": bench_timing.profile_ops(steps[1])}
     return dict(size=COURSE, **check, **speed, profile=profiles)
 
 
@@ -267,18 +268,18 @@ def training_section(ref, settings, device):
     """Training time of tasks 6 and 8 until >= 95% on the checker's data, one run per seed.
 
     Returns:
-        dict task -> {"model": config, "runs": [...], median_seconds, worst_seconds, ...} (bench.summarize_runs).
+        dict task -> {"model": config, "runs": [...], median_seconds, worst_seconds, ...} (bench_training.summarize_runs).
     """
     loaders, held_out = notebook_loaders(settings["train_size"]), checker_data(defaults.SEQ_LEN)
     tasks = {"task 6": ("TransformerForSequenceClassification", defaults.CLASSIFIER),
              "task 8": ("LinformerForSequenceClassification", defaults.LINFORMER)}
     results = {}
     for task, (class_name, config) in tasks.items():
-        runs = [bench.train_to_accuracy(lambda: ref[class_name](**config), loaders, held_out, seed, TARGET_ACCURACY,
+        runs = [bench_training.train_to_accuracy(lambda: ref[class_name](**config), loaders, held_out, seed, TARGET_ACCURACY,
                                         device, defaults.TRAINING, settings["max_seconds"])
                 for seed in settings["seeds"]]
         model = dict(config, activation=config["activation"].__name__)
-        results[task] = dict(model=class_name, config=model, runs=runs, **bench.summarize_runs(runs))
+        results[task] = dict(model=class_name, config=model, runs=runs, **bench_training.summarize_runs(runs))
     return results
 
 
@@ -298,10 +299,10 @@ def attention_factory(ref, proj_dim):
 
 
 def analytic_bytes(proj_dim, seq_len, backward):
-    """Bytes of the attention tensors at the peak of one pass (course_lib.bench's formulas, one head)."""
+    """Bytes of the attention tensors at the peak of one pass (bench_scaling's formulas, one head)."""
     if proj_dim is None:
-        return bench.full_attention_bytes(SCALING_BATCH, 1, seq_len, backward)
-    return bench.linformer_attention_bytes(SCALING_BATCH, 1, seq_len, proj_dim, SCALING_WIDTH, backward)
+        return bench_scaling.full_attention_bytes(SCALING_BATCH, 1, seq_len, backward)
+    return bench_scaling.linformer_attention_bytes(SCALING_BATCH, 1, seq_len, proj_dim, SCALING_WIDTH, backward)
 
 
 def summarize_curve(curve, seq_lens, proj_dim, fit_from, backward):
@@ -313,12 +314,12 @@ def summarize_curve(curve, seq_lens, proj_dim, fit_from, backward):
     fit = [index for index, seq_len in enumerate(seq_lens) if seq_len >= fit_from]
     lengths = [seq_lens[index] for index in fit]
     analytic = [analytic_bytes(proj_dim, seq_len, backward) for seq_len in seq_lens]
-    slope = {key: bench.loglog_slope(lengths, [curve[key][index] for index in fit])
+    slope = {key: bench_scaling.loglog_slope(lengths, [curve[key][index] for index in fit])
              for key in ("peak_bytes", "seconds")}
     return dict(analytic_bytes=analytic, peak_over_analytic=[p / a for p, a in zip(curve["peak_bytes"], analytic)],
                 ideal_slope=2 if proj_dim is None else 1, memory_slope=slope["peak_bytes"], time_slope=slope["seconds"],
-                memory_slope_all=bench.loglog_slope(seq_lens, curve["peak_bytes"]),
-                time_slope_all=bench.loglog_slope(seq_lens, curve["seconds"]))
+                memory_slope_all=bench_scaling.loglog_slope(seq_lens, curve["peak_bytes"]),
+                time_slope_all=bench_scaling.loglog_slope(seq_lens, curve["seconds"]))
 
 
 def scaling_section(ref, settings, device):
@@ -330,9 +331,9 @@ def scaling_section(ref, settings, device):
     """
     seq_lens, specs = settings["seq_lens"], scaling_specs(settings["proj_dims"])
     layers = {name: attention_factory(ref, proj_dim) for name, proj_dim in specs.items()}
-    curves = bench.scaling_curves(layers, seq_lens, SCALING_BATCH, SCALING_WIDTH, device,
+    curves = bench_scaling.scaling_curves(layers, seq_lens, SCALING_BATCH, SCALING_WIDTH, device,
                                   repeats=settings["scaling_repeats"], long_call_seconds=LONG_CALL_SECONDS)
-    for pass_name, backward in bench.PASSES.items():
+    for pass_name, backward in bench_scaling.PASSES.items():
         for name, curve in curves[pass_name].items():
             curve.update(summarize_curve(curve, seq_lens, specs[name], settings["fit_from"], backward))
     time_method = (f"median of {settings['scaling_repeats']} timed run(s) after a warm-up run; "
@@ -379,7 +380,7 @@ def _ms(seconds):
 def layer_goals(layers):
     """One row per pair: outputs and input gradients allclose (the goal); the time ratio is reported beside it."""
     rounds = next(iter(layers.values()))["comparisons"][0]["rounds"]
-    goals = [bench.Goal("layers", "time measured as", f"medians of {rounds} alternating rounds (ref, native, ref, "
+    goals = [bench_goals.Goal("layers", "time measured as", f"medians of {rounds} alternating rounds (ref, native, ref, "
                                                       "...), each round >= 20 ms of back-to-back calls")]
     for size_name, result in layers.items():
         size = result["size"]
@@ -389,7 +390,7 @@ def layer_goals(layers):
             measured = (f"fwd+bwd ref/native {row['ratio']:.2f} ({_ms(row['reference_seconds'])} / "
                         f"{_ms(row['other_seconds'])}); max|diff| {row['max_abs_diff']:.0e}, "
                         f"grad {row['grad_max_abs_diff']:.0e}")
-            goals.append(bench.Goal(section, f"{row['layer']} vs {row['native']}", measured,
+            goals.append(bench_goals.Goal(section, f"{row['layer']} vs {row['native']}", measured,
                                     "allclose (time: reported)", row["match"]))
     return goals
 
@@ -398,13 +399,13 @@ def training_step_goals(step):
     """Rows for the training-step section: same outputs, the time ratio (goal), and where the time goes."""
     ours, theirs = step["profile"]["reference"], step["profile"]["native"]
     return [
-        bench.Goal("training step", "classifier vs nn.TransformerEncoderLayer: outputs, input grads",
+        bench_goals.Goal("training step", "classifier vs nn.TransformerEncoderLayer: outputs, input grads",
                    f"max|diff| {step['max_abs_diff']:.0e}, grad {step['grad_max_abs_diff']:.0e}", "allclose",
                    step["match"]),
-        bench.Goal("training step", "AdamW step of the course classifier, ref / native",
+        bench_goals.Goal("training step", "AdamW step of the course classifier, ref / native",
                    f"{step['ratio']:.2f} ({_ms(step['reference_seconds'])} / {_ms(step['other_seconds'])})",
                    f"<= {STEP_RATIO_GOAL}", step["ratio"] <= STEP_RATIO_GOAL),
-        bench.Goal("training step", "tensor ops per step, ref / native (step time per op)",
+        bench_goals.Goal("training step", "tensor ops per step, ref / native (step time per op)",
                    f"{ours['ops']} / {theirs['ops']} ({step['reference_seconds'] / ours['ops'] * 1e6:.1f} / "
                    f"{step['other_seconds'] / theirs['ops'] * 1e6:.1f} us)"),
     ]
@@ -417,11 +418,11 @@ def training_goals(training):
         worst = max(result["runs"], key=lambda run: run["seconds"])
         label = f"{task} ({result['model'].replace('ForSequenceClassification', '')}) to 95% on checker data"
         reached = "" if result["all_reached"] else ", NOT all reached"
-        goals.append(bench.Goal("training", f"{label}: median of {len(result['runs'])} seeds",
+        goals.append(bench_goals.Goal("training", f"{label}: median of {len(result['runs'])} seeds",
                                 f"{result['median_seconds']:.1f} s ({result['median_steps']:.0f} steps){reached}",
                                 f"<= {TRAINING_SECONDS_GOAL:.0f} s",
                                 result["all_reached"] and result["median_seconds"] <= TRAINING_SECONDS_GOAL))
-        goals.append(bench.Goal("training", f"{label}: worst seed",
+        goals.append(bench_goals.Goal("training", f"{label}: worst seed",
                                 f"{worst['seconds']:.1f} s (seed {worst['seed']}, {worst['steps']} steps, "
                                 f"acc {worst['accuracy']:.1%})", f"<= {TRAINING_SECONDS_GOAL:.0f} s",
                                 worst["reached"] and worst["seconds"] <= TRAINING_SECONDS_GOAL))
@@ -433,10 +434,10 @@ def curve_goals(pass_name, name, curve, fit_from):
     label, ideal = f"{PASS_LABELS[pass_name]} {name}", curve["ideal_slope"]
     within = lambda slope: abs(slope - ideal) <= SLOPE_TOLERANCE  # noqa: E731
     ratios = curve["peak_over_analytic"]
-    goals = [bench.Goal("scaling", f"{label}: {quantity} slope, L >= {fit_from} (all L: {curve[key + '_all']:.2f})",
+    goals = [bench_goals.Goal("scaling", f"{label}: {quantity} slope, L >= {fit_from} (all L: {curve[key + '_all']:.2f})",
                         f"{curve[key]:.2f}", f"{ideal} +- {SLOPE_TOLERANCE}", within(curve[key]))
              for quantity, key in (("memory", "memory_slope"), ("time", "time_slope"))]
-    goals.append(bench.Goal("scaling", f"{label}: peak / analytic attention tensors, over all L",
+    goals.append(bench_goals.Goal("scaling", f"{label}: peak / analytic attention tensors, over all L",
                             f"{min(ratios):.2f}x .. {max(ratios):.2f}x", f"within {MEMORY_RATIO_GOAL}x",
                             all(1 / MEMORY_RATIO_GOAL <= ratio <= MEMORY_RATIO_GOAL for ratio in ratios)))
     return goals
@@ -444,15 +445,15 @@ def curve_goals(pass_name, name, curve, fit_from):
 
 def scaling_goals(scaling, proj_dims):
     """Rows for the scaling section: every curve's goals and the Linformer's saving at the longest length."""
-    goals = [bench.Goal("scaling", "memory measured with", scaling["method"]),
-             bench.Goal("scaling", "time measured as", scaling["time_method"])]
+    goals = [bench_goals.Goal("scaling", "memory measured with", scaling["method"]),
+             bench_goals.Goal("scaling", "time measured as", scaling["time_method"])]
     longest, smallest = scaling["seq_lens"][-1], f"Linformer k={min(proj_dims)}"
-    for pass_name in bench.PASSES:
+    for pass_name in bench_scaling.PASSES:
         curves = scaling[pass_name]
         for name, curve in curves.items():
             goals += curve_goals(pass_name, name, curve, scaling["fit_from"])
         saving = curves["full attention"]["peak_bytes"][-1] / curves[smallest]["peak_bytes"][-1]
-        goals.append(bench.Goal("scaling", f"{PASS_LABELS[pass_name]} peak at L={longest}: full / {smallest}",
+        goals.append(bench_goals.Goal("scaling", f"{PASS_LABELS[pass_name]} peak at L={longest}: full / {smallest}",
                                 f"{saving:.0f}x ({curves['full attention']['peak_bytes'][-1] / 2**20:.0f} MiB / "
                                 f"{curves[smallest]['peak_bytes'][-1] / 2**20:.1f} MiB)",
                                 f">= {LINFORMER_SAVING_GOAL:.0f}x", saving >= LINFORMER_SAVING_GOAL))
@@ -556,10 +557,10 @@ def main(argv=None):
     report["meta"].update(section_seconds=seconds, wall_seconds=time.perf_counter() - start,
                           load_average_end=list(os.getloadavg()),
                           plots=[str(path) for path in scaling_figures(report["scaling"], out)])
-    report["goals"] = bench.goals_as_dicts(goals)
+    report["goals"] = bench_goals.goals_as_dicts(goals)
     (out / "bench.json").write_text(json.dumps(report, indent=1))
     meta = report["meta"]
-    print(bench.format_table(goals, table_title(meta)))
+    print(bench_goals.format_table(goals, table_title(meta)))
     return report
 
 

@@ -1,0 +1,220 @@
+"""What students receive (`make student-dist`): no instructor module, no leak, and notebooks that work installed.
+
+The student package is installed from its wheel into a virtual environment outside the checkout. Third-party
+packages come from this project's .venv through a path line, which adds their folder without running its .pth
+files, so the editable install of this checkout (a .pth there) stays out; the tests check that it does.
+"""
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from jupyter_client import KernelManager
+from jupyter_client.kernelspec import KernelSpecManager
+from nbclient import NotebookClient
+
+from course.registry import assignments, student_repo
+from test_grading import reference_answers, with_answers
+from test_student_notebook import errors, not_implemented_tasks, todo_failures
+from tools.student_dist import build
+from course.mistakes import known_mistakes
+from tools.student_leaks import problems
+
+INSTRUCTOR = ("course", "grading", "tools", "solutions", "tests")
+THIRD_PARTY = Path(__file__).resolve().parent.parent / ".venv" / "lib"
+# Run in the clean environment: import every module of the student package, report where they came from.
+IMPORT_ALL = """
+import importlib, importlib.util, json, pkgutil, sys
+import checkers, course_lib
+names = [info.name for package in (checkers, course_lib)
+         for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
+for name in names:
+    importlib.import_module(name)
+print(json.dumps(dict(
+    modules=sorted(sys.modules), imported=names, prefix=sys.prefix, sys_path=sys.path,
+    files={name: getattr(sys.modules[name], "__file__", None) for name in ("checkers", "course_lib")},
+    importable=[name for name in INSTRUCTOR if importlib.util.find_spec(name) is not None],
+    finders=[type(finder).__module__ for finder in sys.meta_path])))
+"""
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("student") / "repository"
+    assert build(dest) == []
+    return dest
+
+
+@pytest.fixture(scope="module")
+def clean_python(dist, tmp_path_factory):
+    """The python of a new virtual environment holding the student wheel and nothing of the checkout."""
+    venv = tmp_path_factory.mktemp("clean") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    (site,) = venv.glob("lib/python*/site-packages")
+    (third_party,) = THIRD_PARTY.glob("python*/site-packages")
+    (site / "third_party.pth").write_text(f"{third_party}\n")  # a path line: its .pth files are not run
+    (wheel,) = (dist / "dist").glob("*.whl")
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)], check=True)
+    return python
+
+
+def in_clean(python, code, tmp_path):
+    """Run code with the clean python, isolated (-I: no PYTHONPATH, no script folder), outside the checkout."""
+    done = subprocess.run([python, "-I", "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_installed_package_imports_no_instructor_module(clean_python, tmp_path):
+    report = json.loads(in_clean(clean_python, f"INSTRUCTOR = {INSTRUCTOR!r}\n" + IMPORT_ALL, tmp_path))
+    assert len(report["imported"]) > 20  # every module of checkers and course_lib, subpackages included
+    assert {name.split(".")[0] for name in report["modules"]} & set(INSTRUCTOR) == set()
+    assert report["importable"] == []
+    for file in report["files"].values():  # the wheel's copy, not the checkout's
+        assert Path(file).is_relative_to(report["prefix"]), file
+    assert not [entry for entry in report["sys_path"] if Path(entry) == Path(__file__).resolve().parent.parent]
+    assert not [name for name in report["modules"] + report["finders"] if "__editable__" in name]
+
+
+def test_dist_holds_the_student_repository_only(dist):
+    files = {str(path.relative_to(dist)) for path in dist.rglob("*") if path.is_file()}
+    assert {f"notebooks/{a.name}/{a.name}.ipynb" for a in assignments()} <= files
+    assert {"README.md", "pyproject.toml", "checkers/__init__.py", "course_lib/__init__.py"} <= files
+    assert {path.split("/")[0] for path in files} <= {"README.md", "pyproject.toml", ".gitignore", "notebooks",
+                                                      "checkers", "course_lib", "assets", "dist"}
+    readme = (dist / "README.md").read_text()
+    assert f"colab.research.google.com/github/{student_repo().removeprefix('https://github.com/')}/blob/main/" in readme
+    assert not any(word in readme for word in ("solutions", "grading", "nbgrader", "tools/", "instructor"))
+
+
+# ----- Planted leaks: the search must find each, naming the file -----------------------------------------------
+
+ANSWER_LINE = "x = self.norm1(x + self.dropout(attended))  # (B, L, D)"  # task 3's residual + norm, from the reference
+MISTAKE = ("softmax over the queries", "attention = torch.softmax(scores, dim=-2)")
+
+
+def append(path, text):
+    path.write_text(path.read_text() + text)
+
+
+def plant_answer(dest, root):
+    append(dest / "checkers" / "_core.py", f"\n# {ANSWER_LINE}\n")
+    return "checkers/_core.py: holds a reference answer"
+
+
+def plant_hidden_cases(dest, root):
+    shutil.copy(root / "grading" / "cases" / "hidden.py", dest / "checkers" / "cases.py")
+    return "checkers/cases.py: holds grading code or a hidden case"
+
+
+def plant_hidden_case_name(dest, root):
+    append(dest / "course_lib" / "data.py", '\nEXAMPLE = "hidden: 5-D batch"\n')
+    return "course_lib/data.py: holds grading code or a hidden case"
+
+
+def plant_mistake(dest, root):
+    (mutant,) = [m for m in known_mistakes(assignments()[0].name).MUTANTS if (m.task, m.name) == (1, MISTAKE[0])]
+    assert MISTAKE[1] in [new for _, new in mutant.edits]
+    append(dest / "checkers" / "transformer" / "attention.py", f'\nHINT = "{MISTAKE[1]}"\n')
+    return "checkers/transformer/attention.py: holds a known mistake"
+
+
+def plant_grading_folder(dest, root):
+    shutil.copytree(root / "grading", dest / "grading", ignore=shutil.ignore_patterns("__pycache__"))
+    return "grading/__init__.py: an instructor file"
+
+
+def plant_instructor_url(dest, root):
+    notebook = dest / "notebooks" / "transformer" / "transformer.ipynb"
+    notebook.write_text(notebook.read_text().replace(student_repo(), "https://github.com/someone/instructor-repo"))
+    return "notebooks/transformer/transformer.ipynb: its first code cell sets COURSE_REPO"
+
+
+def plant_in_wheel(dest, root):
+    (wheel,) = (dest / "dist").glob("*.whl")
+    with zipfile.ZipFile(wheel, "a") as archive:
+        archive.writestr("checkers/extra.py", f"# {ANSWER_LINE}\n")
+    return f"{wheel.name}!checkers/extra.py: holds a reference answer"
+
+
+def plant_file_missing_from_wheel(dest, root):
+    (dest / "checkers" / "later.py").write_text('"""Added after the wheel was built."""\n')
+    return "checkers/later.py: not in the wheel"
+
+
+@pytest.mark.parametrize("plant", [plant_answer, plant_hidden_cases, plant_hidden_case_name, plant_mistake,
+                                   plant_grading_folder, plant_instructor_url, plant_in_wheel,
+                                   plant_file_missing_from_wheel], ids=lambda plant: plant.__name__)
+def test_a_planted_leak_is_found(dist, tmp_path, plant):
+    root = Path(__file__).resolve().parent.parent
+    solutions = (root / "solutions" / "transformer" / "transformer.ipynb").read_text()
+    assert json.dumps(ANSWER_LINE)[1:-1] in solutions  # the planted line is the reference's own
+    copy = tmp_path / "copy"
+    shutil.copytree(dist, copy)
+    expected = plant(copy, root)
+    found = problems(copy)
+    assert [line for line in found if line.startswith(expected)], (expected, found)
+
+
+# ----- The released notebooks, run against the installed wheel ------------------------------------------------
+
+PROBE = """import importlib.util, sys
+import checkers, course_lib
+assert all(module.__file__.startswith(sys.prefix) for module in (checkers, course_lib)), checkers.__file__
+assert not [name for name in ("course", "grading", "tools", "solutions", "tests") if importlib.util.find_spec(name)]
+"""
+
+
+def run_in_clean(notebook, python, workdir):
+    """Execute notebook (nbformat) in a kernel of the clean environment, cwd workdir, plus a last cell that checks
+    the package came from that environment; return the executed notebook."""
+    kernels = workdir / "kernels"
+    (kernels / "student").mkdir(parents=True)
+    (kernels / "student" / "kernel.json").write_text(json.dumps({
+        "argv": [str(python), "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "student wheel", "language": "python"}))
+    manager = KernelManager(kernel_name="student", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
+    notebook.cells.append(nbformat.v4.new_code_cell(PROBE))
+    NotebookClient(notebook, km=manager, timeout=300, allow_errors=True,
+                   resources={"metadata": {"path": str(workdir)}}).execute()
+    assert not errors(notebook.cells[-1]), errors(notebook.cells[-1])
+    return notebook
+
+
+@pytest.mark.grading
+@pytest.mark.parametrize("assignment", assignments(), ids=lambda assignment: assignment.name)
+def test_untouched_notebook_fails_only_where_its_todos_are(dist, clean_python, tmp_path, assignment):
+    notebook = nbformat.read(dist / "notebooks" / assignment.name / f"{assignment.name}.ipynb", as_version=4)
+    executed = run_in_clean(notebook, clean_python, tmp_path)
+    assert not_implemented_tasks(executed) == list(assignment.tasks)
+    assert todo_failures(executed), "the untouched notebook should fail where the TODOs are"
+
+
+@pytest.mark.grading
+@pytest.mark.parametrize("assignment", assignments(), ids=lambda assignment: assignment.name)
+def test_reference_answers_pass_every_check(dist, clean_python, tmp_path, assignment):
+    """The solutions' answer cells pasted into the student notebook (by grade_id): every cell runs, training too."""
+    notebook = nbformat.read(dist / "notebooks" / assignment.name / f"{assignment.name}.ipynb", as_version=4)
+    answered = with_answers(notebook, reference_answers(assignment.source_notebook))
+    executed = run_in_clean(nbformat.from_dict(answered), clean_python, tmp_path)
+    failed = [(index, cell.source[:60], errors(cell)[0]["evalue"][:200]) for index, cell in enumerate(executed.cells)
+              if cell.cell_type == "code" and errors(cell)]
+    assert failed == []
+    checks = [cell for cell in executed.cells if cell.metadata.get("nbgrader", {}).get("grade")]
+    assert len(checks) == len(assignment.tasks)
+
+
+def test_student_repo_must_be_named_once_as_a_github_url(tmp_path):
+    from course.registry import RegistryError
+    registry_text = (Path(__file__).resolve().parent.parent / "course.toml").read_text()
+    (tmp_path / "course.toml").write_text(registry_text.replace(student_repo(), "git@example.org:course.git"))
+    with pytest.raises(RegistryError, match="student_repo must be a https://github.com/ URL"):
+        student_repo(tmp_path)
+    (tmp_path / "course.toml").write_text(registry_text.replace("[course]", "[elsewhere]"))
+    with pytest.raises(RegistryError, match="KeyError"):
+        student_repo(tmp_path)
