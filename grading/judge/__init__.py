@@ -12,7 +12,7 @@ from .analysis import attention_notes, first_cells
 from .expected import expected_records, reference_namespace
 from .score import Verdict, score_submission
 
-__all__ = ["Judging", "Result", "Verdict", "judge", "not_graded", "prepare_judging"]
+__all__ = ["Judging", "Result", "Verdict", "judge", "not_graded", "prepare_judging", "reference_namespace"]
 
 
 @dataclass

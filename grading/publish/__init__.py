@@ -9,6 +9,8 @@ import json
 import shutil
 import traceback
 
+from course import registry
+
 from ..run import release_program
 from ..text import encodable
 from . import gradebook
@@ -72,7 +74,8 @@ def publish(course, release, submissions, results, context, student=None, layout
     """
     problems = into_gradebook(course, release, submissions, results, student)
     problems += write_tables(course, results, student)
-    write_exports(course.root / "exports", gradebook.all_scores(course), course.submitted, layouts)
+    order = [assignment.name for assignment in registry.assignments(course.root)]
+    write_exports(course.root / "exports", gradebook.all_scores(course), course.submitted, layouts, order)
     write_report(report_path(course.root, course.assignment, student), course.assignment, results,
                  dict(context, problems=problems))
     return problems

@@ -27,9 +27,13 @@ def lms_ids(submitted):
     return found
 
 
-def rows(scores, ids, layout):
-    """(header, rows) of one layout from {student: {assignment: score}} and {student: LMS id}."""
-    assignments = sorted({name for by_assignment in scores.values() for name in by_assignment})
+def rows(scores, ids, layout, order=()):
+    """(header, rows) of one layout from {student: {assignment: score}} and {student: LMS id}.
+
+    order: assignment names in release order (the registry's); others in the gradebook follow, sorted.
+    """
+    graded = {name for by_assignment in scores.values() for name in by_assignment}
+    assignments = [name for name in order if name in graded] + sorted(graded - set(order))
     header = (CANVAS if layout == "canvas" else MOODLE) + assignments
     table = []
     for student in sorted(scores):
@@ -40,12 +44,12 @@ def rows(scores, ids, layout):
     return header, table
 
 
-def write_exports(folder, scores, submitted, layouts=LAYOUTS):
-    """Write folder/<layout>.csv for each layout; returns the paths written."""
+def write_exports(folder, scores, submitted, layouts=LAYOUTS, order=()):
+    """Write folder/<layout>.csv for each layout (assignment columns in `order` first); returns the paths written."""
     folder.mkdir(parents=True, exist_ok=True)
     ids, written = lms_ids(submitted), []
     for layout in layouts:
-        header, table = rows(scores, ids, layout)
+        header, table = rows(scores, ids, layout, order)
         with open(folder / f"{layout}.csv", "w", newline="", encoding="utf-8") as file:
             csv.writer(file).writerows([header] + table)
         written.append(folder / f"{layout}.csv")
