@@ -393,6 +393,14 @@ def graded(tmp_path_factory):
     return course, time.monotonic() - started, grade_run.stdout
 
 
+PROGRESS = re.compile(r"^\[\d+/\d+\] graded (.+): \S+ in (\d+) s; ")  # grade's line per finished submission
+
+
+def seconds_per_submission(output):
+    """{student: seconds} from the progress lines `grade` prints."""
+    return {found.group(1): float(found.group(2)) for line in output.splitlines() if (found := PROGRESS.match(line))}
+
+
 def csv_rows(path):
     with open(path, newline="") as file:
         return list(csv.DictReader(file))
@@ -467,8 +475,8 @@ def solution_lines():
 
 def hidden_test_lines():
     """Substantive lines of the hidden tests and of the grader's comparisons."""
-    files = list((ROOT / "grading" / "cases").glob("*.py")) + [ROOT / "grading" / name for name in
-                                                            ("compare.py", "expected.py", "trained.py", "score.py")]
+    files = list((ROOT / "grading" / "cases").rglob("*.py")) + [ROOT / "grading" / "judge" / name for name in
+                                                             ("compare.py", "expected.py", "trained.py", "score.py")]
     return [re.sub(r"\s+", " ", line.strip()) for path in files for line in path.read_text().splitlines()
             if len(line.strip()) > 25 and not line.strip().startswith(("#", '"""', "from ", "import "))]
 
@@ -500,8 +508,7 @@ def test_feedback_and_release_hold_no_hidden_tests_or_reference_code(graded):
 def test_grading_is_fast_enough(graded):
     """Two solutions that train and fifteen that do not, two at a time: well within the test's budget."""
     course, seconds, output = graded
-    per_submission = {line.split()[1].rstrip(":"): float(line.split()[-2])
-                      for line in output.splitlines() if line.startswith("graded ") and line.endswith(" s")}
+    per_submission = seconds_per_submission(output)
     print(f"\ngrade --jobs 2: {seconds:.0f} s for {len(per_submission)} submissions; each: {per_submission}")
     assert per_submission["full"] < 180 and per_submission["wrong3"] < 180
     assert seconds < 480

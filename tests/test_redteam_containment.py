@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from test_grading import (DEFINITION_POINTS, RELEASE, SOURCE, csv_rows, definitions_only, index_of, read,
-                          report_sections, scratch_course)
+                          report_sections, scratch_course, seconds_per_submission)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -303,8 +303,7 @@ def test_limits_are_reported_and_come_from_the_clock(redteam):
     for student, (_, words, _) in cases.items():
         if words:
             assert words in sections.get(student, ""), f"{student}: {sections.get(student)}"
-    seconds = {line.split()[1].rstrip(":"): float(line.split()[-2])
-               for line in output.splitlines() if line.startswith("graded ") and line.endswith(" s")}
+    seconds = seconds_per_submission(output)
     print(f"\nseconds per submission (grade --jobs 2, shared machine): {seconds}")
     for student in ("fakeend", "traincomment"):  # 20 s + 10 s grace + a restart, not 300 s or MAX_TOTAL
         assert seconds[student] < 150, seconds

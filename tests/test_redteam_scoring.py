@@ -41,7 +41,7 @@ from palindrome_models import mirror_logits
 from redteam_builders import (XSS, attack_submissions, central_record, inner_zip, latin1_placeholder,
                               patch_central, write_latin1_names)
 from test_grading import (RELEASE, SOURCE, csv_rows, definitions_only, report_sections, scratch_course,  # noqa: E402
-                          visible_text)
+                          seconds_per_submission, visible_text)
 
 
 @pytest.fixture(scope="module")
@@ -445,8 +445,7 @@ def test_huge_outputs_are_cut_and_odd_text_does_not_stop_the_run(attacked):
     assert "too large to show whole" in report_sections((course / f"grading_report_{NAME}.md").read_text())["huge"]
     noise = (course / "feedback" / "noise" / NAME / f"{NAME}.html").read_text()
     assert "\ufffd" in noise or "&#65533;" in noise  # the lone surrogates, replaced
-    per_submission = {line.split()[1].rstrip(":"): float(line.split()[-2])
-                      for line in output.splitlines() if line.startswith("graded ") and line.endswith(" s")}
+    per_submission = seconds_per_submission(output)
     print(f"\nred team, grade --jobs 2: {seconds:.0f} s for {len(per_submission)} submissions; each: {per_submission}")
 
 

@@ -3,7 +3,8 @@
 Every student's notebook lands in submitted/<student_id>/<assignment>/<assignment>.ipynb, whatever its
 file name was, with timestamp.txt (the zip entry's time, i.e. the LMS's clock) and collected.json
 (where it came from, the LMS's id of the student for the grade exports, and anything odd, for the grading
-report). See grading/collect/naming.py for how student ids are read from the names. Notebooks inside a student's own zip are found too.
+report). See grading/collect/naming.py for how student ids are read from the names. Notebooks inside a
+student's own zip are found too.
 
 Each entry is handled on its own: an encrypted, oversized (declared or actual size), corrupt (bad
 CRC, a damaged inner zip) or undated entry is skipped or noted with the reason, and the collection

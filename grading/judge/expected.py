@@ -31,7 +31,8 @@ def expected_records(cases, reference, names):
         names: {task: [argument names of the check call]}, e.g. {2: ["MultiheadAttention"], ...}.
     """
     with cpu_threads(1):  # repeatable on one machine: multi-threaded float64 sin differed in the last bits
-        return {task: [_record(recipe, reference, names[task]) for recipe in recipes] for task, recipes in cases.items()}
+        return {task: [_record(recipe, reference, names[task]) for recipe in recipes]
+                for task, recipes in cases.items()}
 
 
 def _record(recipe, reference, names):

@@ -1,4 +1,4 @@
-"""Judge a trained sequence classifier (a task whose case has a "trained" spec) from its weights, in the reference architecture, on the grader's data.
+"""Judge a trained sequence classifier (a case with a "trained" spec) from its weights, on the grader's data.
 
 The probe records the model's weights by role and the settings its weights cannot tell (heads and
 activation of each block), as data. Here, in the grader's process, those settings are validated
