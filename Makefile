@@ -49,10 +49,13 @@ bench: $(STAMP)  ## measured performance: layers vs torch-native, time to 95%, a
 collect: $(STAMP)  ## unpack one assignment's LMS download: make collect ZIP=path/to/submissions.zip [ASSIGNMENT=name]
 	$(BIN)/python -m grading.collect "$(ZIP)" $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)")
 
-grade: $(STAMP)  ## autograde submitted/ in bubblewrap, each assignment in turn (JOBS=N at once; SANDBOX=none: unisolated)
+# make grade: STUDENT=id regrades that one submission (the others' results stay); JOBS=N grades N at once;
+# SANDBOX=none runs student code unisolated; EXPORTS=canvas,moodle (default) names the LMS layouts in exports/.
+EXPORTS ?= canvas,moodle
+grade: $(STAMP)  ## autograde submitted/ in bubblewrap, each assignment in turn (ASSIGNMENT=, STUDENT=, JOBS=, EXPORTS=)
 	$(EACH_ASSIGNMENT) \
 		$(BIN)/python -m grading.grade --assignment $$name --jobs "$(or $(JOBS),1)" \
-			--sandbox "$(or $(SANDBOX),auto)" || exit 1; \
+			--sandbox "$(or $(SANDBOX),auto)" --exports "$(EXPORTS)" $(if $(STUDENT),--student "$(STUDENT)") || exit 1; \
 	done
 
 clean:

@@ -1,7 +1,7 @@
 """Student text made safe to store and to show: encodable, bounded, and escaped for Markdown and HTML.
 
 Everything a notebook prints, names or raises is untrusted text. Before it reaches nbgrader, the
-feedback HTML, the formgrader or grading_report.md it is made encodable (a lone surrogate such as
+feedback HTML, the formgrader or a grading report it is made encodable (a lone surrogate such as
 "\\ud800" becomes U+FFFD, control characters are dropped) and, where Markdown renders it, escaped so
 that no tag, link, code span or table cell boundary of the student's survives.
 """

@@ -26,11 +26,11 @@ sys.path.insert(0, str(ROOT))  # the grading package lives in the checkout, not 
 
 from grading.cases import build_cases  # noqa: E402
 from grading.collect import collect  # noqa: E402
-from grading import sandbox  # noqa: E402
-from grading.expected import expected_records, reference_namespace  # noqa: E402
-from grading.notebook import check_cells, read, release_layout  # noqa: E402
-from grading.recipes import run  # noqa: E402
-from grading.score import score_submission  # noqa: E402
+from grading.run import sandbox  # noqa: E402
+from grading.judge.expected import expected_records, reference_namespace  # noqa: E402
+from grading.run.notebook import check_cells, read, release_layout  # noqa: E402
+from grading.run.recipes import run  # noqa: E402
+from grading.judge.score import score_submission  # noqa: E402
 from course_paths import DEFINITION_TASKS, NAME, POINTS, RELEASE, SOURCE, TRANSFORMER, course_folder  # noqa: E402
 from palindrome_models import mirror_logits  # noqa: E402
 from course.mistakes.transformer import MUTANTS  # noqa: E402  (tools/ is on sys.path through conftest.py)
@@ -346,7 +346,7 @@ def test_recipes_hold_no_expected_values(graded_cases):
 def test_trained_task_is_judged_from_weights_not_from_forward(graded_cases):
     """A hand-written palindrome test put in place of the trained network's forward does not earn task 6."""
     from course_lib import defaults
-    from grading.trained import judge_trained
+    from grading.judge.trained import judge_trained
     cases, expected, _, _, reference = graded_cases
     base = reference["TransformerForSequenceClassification"]
 
@@ -361,7 +361,7 @@ def test_trained_task_is_judged_from_weights_not_from_forward(graded_cases):
 
 
 def test_collect_reads_student_ids_from_lms_names(tmp_path):
-    """Per-student folders, LMS prefixes, Colab names and stray files, as grading/naming.py documents."""
+    """Per-student folders, LMS prefixes, Colab names and stray files, as grading/collect/naming.py documents."""
     with zipfile.ZipFile(tmp_path / "download.zip", "w") as archive:
         for name in ("alice_transformer.ipynb", "bob-12345_transformer (1).ipynb", "carol/Copy of transformer.ipynb",
                      "dave/old attempt.ipynb", "dave/transformer.ipynb", "Eve Smith_42_assignsubmission_file_/x.ipynb",
@@ -391,6 +391,14 @@ def graded(tmp_path_factory):
                                 *unsandboxed], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert grade_run.returncode == 0, grade_run.stdout + grade_run.stderr
     return course, time.monotonic() - started, grade_run.stdout
+
+
+PROGRESS = re.compile(r"^\[\d+/\d+\] graded (.+): \S+ in (\d+) s; ")  # grade's line per finished submission
+
+
+def seconds_per_submission(output):
+    """{student: seconds} from the progress lines `grade` prints."""
+    return {found.group(1): float(found.group(2)) for line in output.splitlines() if (found := PROGRESS.match(line))}
 
 
 def csv_rows(path):
@@ -430,7 +438,7 @@ def test_nbgrader_export_and_gradebook_hold_the_same_scores(graded):
 
 
 def report_sections(text):
-    """{student: their notes} from grading_report.md's 'Needs attention' part."""
+    """{student: their notes} from grading_report_<assignment>.md's 'Needs attention' part."""
     part = text.split("## Needs attention", 1)[1].split("## Why tasks failed", 1)[0]
     return {chunk.split(" (", 1)[0].strip(): chunk for chunk in part.split("### ")[1:]}
 
@@ -439,7 +447,7 @@ def report_sections(text):
 def test_report_says_why_each_odd_submission_needed_attention(graded):
     """Every submission that needed attention is listed with the reason; clean ones are not."""
     course, _, _ = graded
-    text = (course / "grading_report.md").read_text()
+    text = (course / f"grading_report_{NAME}.md").read_text()
     sections = report_sections(text)
     missing = {student: words for student, words in REPORTED.items() if words not in sections.get(student, "")}
     assert not missing, f"not reported: {missing}"
@@ -467,8 +475,8 @@ def solution_lines():
 
 def hidden_test_lines():
     """Substantive lines of the hidden tests and of the grader's comparisons."""
-    files = list((ROOT / "grading" / "cases").glob("*.py")) + [ROOT / "grading" / name for name in
-                                                            ("compare.py", "expected.py", "trained.py", "score.py")]
+    files = list((ROOT / "grading" / "cases").rglob("*.py")) + [ROOT / "grading" / "judge" / name for name in
+                                                             ("compare.py", "expected.py", "trained.py", "score.py")]
     return [re.sub(r"\s+", " ", line.strip()) for path in files for line in path.read_text().splitlines()
             if len(line.strip()) > 25 and not line.strip().startswith(("#", '"""', "from ", "import "))]
 
@@ -500,8 +508,7 @@ def test_feedback_and_release_hold_no_hidden_tests_or_reference_code(graded):
 def test_grading_is_fast_enough(graded):
     """Two solutions that train and fifteen that do not, two at a time: well within the test's budget."""
     course, seconds, output = graded
-    per_submission = {line.split()[1].rstrip(":"): float(line.split()[-2])
-                      for line in output.splitlines() if line.startswith("graded ") and line.endswith(" s")}
+    per_submission = seconds_per_submission(output)
     print(f"\ngrade --jobs 2: {seconds:.0f} s for {len(per_submission)} submissions; each: {per_submission}")
     assert per_submission["full"] < 180 and per_submission["wrong3"] < 180
     assert seconds < 480

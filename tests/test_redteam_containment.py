@@ -26,15 +26,15 @@ from pathlib import Path
 import pytest
 
 from test_grading import (DEFINITION_POINTS, RELEASE, SOURCE, csv_rows, definitions_only, index_of, read,
-                          report_sections, scratch_course)
+                          report_sections, scratch_course, seconds_per_submission)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from course_paths import NAME  # noqa: E402
-from grading import sandbox, supervise  # noqa: E402
+from grading.run import sandbox, supervise  # noqa: E402
 from grading.course import Course  # noqa: E402
-from grading.program import ProgramCell  # noqa: E402
+from grading.run.program import ProgramCell  # noqa: E402
 
 BWRAP = sandbox.bwrap_version()
 CGROUP = sandbox.choose("auto").cgroup[0] if BWRAP else None  # without one, memory is capped by RLIMIT_AS
@@ -299,12 +299,11 @@ def test_limits_are_reported_and_come_from_the_clock(redteam):
     """Fake events, a `# train(` comment, a silenced progress pipe, 6 GiB of memory, 3 GiB of disk: each stopped
     and named; FIFOs where the probe and the grader write and read block nothing."""
     course, cases, output, _, _ = redteam
-    sections = report_sections((course / "grading_report.md").read_text())
+    sections = report_sections((course / f"grading_report_{NAME}.md").read_text())
     for student, (_, words, _) in cases.items():
         if words:
             assert words in sections.get(student, ""), f"{student}: {sections.get(student)}"
-    seconds = {line.split()[1].rstrip(":"): float(line.split()[-2])
-               for line in output.splitlines() if line.startswith("graded ") and line.endswith(" s")}
+    seconds = seconds_per_submission(output)
     print(f"\nseconds per submission (grade --jobs 2, shared machine): {seconds}")
     for student in ("fakeend", "traincomment"):  # 20 s + 10 s grace + a restart, not 300 s or MAX_TOTAL
         assert seconds[student] < 150, seconds
@@ -398,7 +397,7 @@ def test_records_that_would_blow_up_in_the_graders_memory_are_refused(tmp_path, 
 def test_a_huge_line_in_an_error_keeps_the_cells_output_under_the_graders_cap():
     """The probe cuts a traceback's source line, so a 3 MB one-liner that fails still has its error shown."""
     path = list(sys.path)
-    from grading import probe  # it puts grading/ first on sys.path for its own imports: taken back at once
+    from grading.run import probe  # it puts grading/run/ first on sys.path for its own imports: taken back at once
     sys.path[:] = path
     error = SyntaxError("invalid syntax", ("<ipython-input-1>", 1, 1, "y = (" + "1 + " * 750_000))
     assert len(json.dumps(probe.describe_error(error))) < supervise.MAX_CELL // 100
@@ -430,7 +429,7 @@ def test_training_limit_only_for_cells_that_call_train(source, seconds):
 
 def test_grading_without_a_sandbox_needs_the_flag_and_says_so():
     """Without bubblewrap, grade refuses and says how to install it; --sandbox none warns loudly."""
-    script = "from grading import sandbox\ntry:\n    sandbox.choose('auto')\nexcept sandbox.SandboxUnavailable as e:" \
+    script = "from grading.run import sandbox\ntry:\n    sandbox.choose('auto')\nexcept sandbox.SandboxUnavailable as e:" \
              "\n    print(e)"
     refused = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                              env=dict(os.environ, PATH="/nonexistent"))
@@ -479,7 +478,7 @@ def test_two_grading_runs_at_once_never_share_a_sandbox_uid(tmp_path, monkeypatc
     """Two runs (two assignments, two checkouts) lease disjoint slots; a slot frees when its run ends, even killed."""
     monkeypatch.setattr(sandbox, "LOCKS", tmp_path / "locks")
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]); "
-                               "from grading import sandbox; from pathlib import Path; "
+                               "from grading.run import sandbox; from pathlib import Path; "
                                "sandbox.LOCKS = Path(sys.argv[2]); held = sandbox.lease_slots(2); "
                                "print(*held[0], flush=True); time.sleep(60)", str(ROOT), str(tmp_path / "locks")],
                               stdout=subprocess.PIPE, text=True)

@@ -29,19 +29,19 @@ from course_lib import defaults  # noqa: E402
 from course_lib.data import VOCAB_SIZE  # noqa: E402
 from grading.cases import build_cases
 from grading.collect import collect
-from grading.expected import expected_records, reference_namespace
-from grading.notebook import UnreadableNotebook, check_cells, read, release_layout
-from grading.recipes import predict, run
-from grading.render import RENDER_LIMIT, render
-from grading.score import Verdict, score_submission
+from grading.judge.expected import expected_records, reference_namespace
+from grading.run.notebook import UnreadableNotebook, check_cells, read, release_layout
+from grading.run.recipes import predict, run
+from grading.publish.render import RENDER_LIMIT, render
+from grading.judge.score import Verdict, score_submission
 from grading.text import encodable, markdown
-from grading.trained import judge_trained, reference_model
+from grading.judge.trained import judge_trained, reference_model
 from course_paths import NAME, TRANSFORMER, course_folder
 from palindrome_models import mirror_logits
 from redteam_builders import (XSS, attack_submissions, central_record, inner_zip, latin1_placeholder,
                               patch_central, write_latin1_names)
 from test_grading import (RELEASE, SOURCE, csv_rows, definitions_only, report_sections, scratch_course,  # noqa: E402
-                          visible_text)
+                          seconds_per_submission, visible_text)
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +117,7 @@ def test_honest_models_of_any_valid_config_load_exactly(task, name, config, judg
     model = judged[2][name](**config)
     cases, _, reference = judged
     record = run(cases[task][0], [model], {name: judged[2][name]})
-    rebuilt = reference_model(task, reference, record)
+    rebuilt = reference_model(task, reference, record, judged[1][task][0])
     tokens = torch.randint(VOCAB_SIZE, (64, defaults.SEQ_LEN))
     mine = predict(Task(task), model, tokens, VOCAB_SIZE)
     theirs = predict(Task(task), rebuilt, tokens, VOCAB_SIZE)
@@ -231,8 +231,8 @@ def test_markdown_escaping_neutralises_tags_links_code_and_pipes():
 
 def test_rendered_notebook_is_bounded_and_encodable():
     """100k added cells and a 95 MB cell: the rendered notebook stays small and says what it left out."""
-    from grading.notebook import release_layout
-    from grading.program import ProgramCell, build_program
+    from grading.run.notebook import release_layout
+    from grading.run.program import ProgramCell, build_program
     release = read(RELEASE)
     program, _ = build_program(release, release_layout(release), lambda source: 60.0)
     program += [ProgramCell("extra", "print(1)", 1.0, -1, 1000 + i) for i in range(100_000)]
@@ -397,7 +397,7 @@ def test_what_could_not_be_judged_is_flagged_for_manual_grading(attacked):
     assert ("liar", 1) in flagged and ("forged", 2) in flagged and ("stripped", 1) in flagged
     assert all(("malformed", task) in flagged and ("bomb", task) in flagged for task in range(1, 9))
     assert not [key for key in flagged if key[0] in HONEST + ("handheads", "handvalid", "emptyenc", "noise", "xss")]
-    report = (course / "grading_report.md").read_text()
+    report = (course / f"grading_report_{NAME}.md").read_text()
     plain = report.replace("\\", "")
     assert "## Flagged for manual grading" in report and "GRADER ERROR" in plain
     assert "tensor subclass" in plain and "records of its tests could not be read" in plain
@@ -407,7 +407,7 @@ def test_what_could_not_be_judged_is_flagged_for_manual_grading(attacked):
 @pytest.mark.grading
 def test_trained_attacks_say_why_they_scored_zero(attacked):
     course, _, _ = attacked
-    plain = (course / "grading_report.md").read_text().replace("\\", "")
+    plain = (course / f"grading_report_{NAME}.md").read_text().replace("\\", "")
     lines = {student: next(line for line in plain.splitlines() if line.startswith(f"- **{student}**"))
              for student in ("handheads", "handvalid")}
     assert "`num_heads` = '2' is not valid" in lines["handheads"].replace("&#x27;", "'")
@@ -431,7 +431,7 @@ def test_no_student_text_is_shown_unescaped(attacked):
         for cell in json.loads(path.read_text())["cells"]:
             if cell["cell_type"] == "markdown":
                 assert "<img" not in "".join(cell["source"]), path
-    report = (course / "grading_report.md").read_text()
+    report = (course / f"grading_report_{NAME}.md").read_text()
     assert "<img" not in report and "&lt;img src=x onerror=alert(1)&gt;" in report
     xss_page = (course / "feedback" / "xss" / NAME / f"{NAME}.html").read_text()
     assert "&lt;img src=x onerror=alert(1)&gt;" in xss_page
@@ -442,11 +442,10 @@ def test_huge_outputs_are_cut_and_odd_text_does_not_stop_the_run(attacked):
     course, seconds, output = attacked
     huge = course / "feedback" / "huge" / NAME / f"{NAME}.html"
     assert huge.stat().st_size < 6_000_000 and "not shown here" in huge.read_text()
-    assert "too large to show whole" in report_sections((course / "grading_report.md").read_text())["huge"]
+    assert "too large to show whole" in report_sections((course / f"grading_report_{NAME}.md").read_text())["huge"]
     noise = (course / "feedback" / "noise" / NAME / f"{NAME}.html").read_text()
     assert "\ufffd" in noise or "&#65533;" in noise  # the lone surrogates, replaced
-    per_submission = {line.split()[1].rstrip(":"): float(line.split()[-2])
-                      for line in output.splitlines() if line.startswith("graded ") and line.endswith(" s")}
+    per_submission = seconds_per_submission(output)
     print(f"\nred team, grade --jobs 2: {seconds:.0f} s for {len(per_submission)} submissions; each: {per_submission}")
 
 
@@ -454,21 +453,23 @@ def test_huge_outputs_are_cut_and_odd_text_does_not_stop_the_run(attacked):
 def test_a_notebook_nbgrader_cannot_take_stays_with_its_student(tmp_path):
     """nbgrader fails on one rendered notebook: that student gets a minimal one, flagged; the other is untouched."""
     from grading.course import Course
-    from grading.grade import Result, not_graded, prepare, publish, write_rendered
-    from grading.submissions import Submission
+    from grading.grade import Grading
+    from grading.judge import Result, not_graded
+    from grading.publish import publish, write_rendered
+    from grading.collect import Submission
     course = Course(scratch_course(tmp_path / "course"))
-    shared = prepare(course, "none")
+    grading = Grading(course, "none")
     results, submissions = [], []
     for student in ("steady", "broken"):
         folder = course.submitted / student / NAME
         folder.mkdir(parents=True)
         submissions.append(Submission(student, folder))
-        verdicts = not_graded(shared, "a test")
+        verdicts = not_graded(grading.judging, "a test")
         verdicts[4].score = 1.0
         results.append(Result(student, verdicts, []))
-        write_rendered(shared, submissions[-1], render(shared.release, [], {}, verdicts, []))
+        write_rendered(course, submissions[-1], render(grading.release.notebook, [], {}, verdicts, []))
     (course.build / "rendered" / "broken" / NAME / f"{NAME}.ipynb").write_text("{not json")
-    problems = publish(shared, submissions, results)
+    problems = publish(course, grading.release, submissions, results, {"jobs": 1, "sandbox": "none", "seconds": 0})
     assert not problems
     totals = {row["student_id"]: float(row["score"]) for row in csv_rows(course.root / "grades.csv")}
     assert totals == {"steady": 1.0, "broken": 1.0}

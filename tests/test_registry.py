@@ -88,8 +88,9 @@ def test_every_assignment_matches_its_notebooks_and_checkers(name):
 
 @pytest.mark.parametrize("edit, problem", [
     (lambda text: text.replace("5 = { points = 2", "5 = { points = 3"), "check_task_5 is not locked with 3"),
-    (lambda text: text.replace('"checkers.transformer:check_task_7"', '"checkers.transformer:check_task_9"'), "cannot be imported"),
-    (lambda text: text.replace('"checkers.transformer:check_task_7"', '"grading.score:score_submission"'),
+    (lambda text: text.replace('"checkers.transformer:check_task_7"', '"checkers.transformer:check_task_9"'),
+     "cannot be imported"),
+    (lambda text: text.replace('"checkers.transformer:check_task_7"', '"grading.judge.score:score_submission"'),
      "not in the student package"),
     (lambda text: text.replace('name = "transformer"', 'name = "decoder"'), "is missing"),
     (lambda text: text.replace('8 = { points = 1, check = "checkers.transformer:check_task_8", trains = true }\n', ""),
@@ -143,7 +144,7 @@ def test_nbgrader_config_limits_are_the_registry_s(tmp_path):
 
 def test_training_tasks_are_the_ones_the_grader_judges_by_weights():
     """grading/cases/trained.py judges a trained model for exactly the tasks the registry says train."""
-    from grading.cases.trained import TRAINED
+    from grading.cases.transformer.trained import TRAINED
 
     assert set(TRAINED) == set(registry.assignment("transformer").training_tasks)
 

@@ -1,21 +1,34 @@
-"""Every task's test cases (recipes), and what each must produce, computed from the reference.
+"""Each assignment's test cases, found by its name: grading/cases/<assignment>/ (parts.py: builders all share).
 
-`build_cases` is instructor-side: it needs the reference namespace (course.reference.load_reference,
-derived from solutions/), which never reaches a student or a probe. The recipes it returns hold
-inputs and weights only; `expected.py` runs them on the reference to get the values to compare with.
+An assignment's cases package defines `build_cases(reference, assignment)` ({task: [recipe, ...]}) and
+`evaluation_data(spec)` (the grader's own data for a trained task's spec). Adding an assignment adds its folder
+here and nothing else in grading/. `build_cases` is instructor-side: it needs the reference namespace, which
+never reaches a student or a probe; the recipes it returns hold inputs and weights only.
 """
+import importlib
 
-from .hidden import hidden_cases
-from .trained import TRAINED, trained_case
-from .visible import VISIBLE
+
+class NoCases(LookupError):
+    """The assignment has no cases package under grading/cases/."""
+
+
+def cases_of(name):
+    """The cases package of the assignment called name (grading.cases.<name>); raises NoCases."""
+    module = f"{__name__}.{name}"
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if error.name != module:
+            raise
+        raise NoCases(f"assignment {name!r} has no test cases: add grading/cases/{name}/ "
+                      "(build_cases and evaluation_data)") from None
 
 
 def build_cases(reference, assignment):
-    """{task: [recipe, ...]} for every task of the registry's assignment: visible checks' cases, then hidden ones."""
-    cases = {}
-    for task in assignment.tasks:
-        if assignment.tasks[task].trains:
-            cases[task] = [trained_case(task)]
-        else:
-            cases[task] = VISIBLE[task]() + hidden_cases(task, reference)
-    return cases
+    """{task: [recipe, ...]} for every task of the registry's assignment, from its own cases package."""
+    return cases_of(assignment.name).build_cases(reference, assignment)
+
+
+def evaluation_data(spec):
+    """The grader's own data a trained task's model is judged on (never sent to a probe)."""
+    return cases_of(spec["assignment"]).evaluation_data(spec)

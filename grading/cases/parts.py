@@ -1,10 +1,10 @@
-"""Small builders for recipes (see grading/recipes.py), so the case lists read like a table."""
+"""Small builders for recipes (see grading/run/recipes.py), so the case lists read like a table."""
 import torch
 
 from checkers._core import Task
 from checkers._modules import build
 
-from ..recipes import SLOTS, decode
+from ..run.recipes import SLOTS, decode
 
 
 def recipe(task, name, visible, obj=0, **parts):

@@ -6,7 +6,7 @@ reference like every other case's, not read from the fixture.
 """
 from checkers._core import load_fixture
 
-from .parts import called, module, recipe
+from ..parts import called, module, recipe
 
 CHECK_ATOL = 1e-6
 CLASSIFIER_ATOL = 1e-5  # the checkers allow a float32 `pe` table inside the classifiers

@@ -58,7 +58,8 @@ def graded_students(course, students):
             if not (course.autograded / student / course.assignment / f"{course.assignment}.ipynb").is_file():
                 continue
             try:
-                gradebook.find_grade("check_task_1", course.assignment, course.assignment, student)
+                first = min(course.registered.tasks)
+                gradebook.find_grade(f"check_task_{first}", course.assignment, course.assignment, student)
             except MissingEntry:
                 continue
             found.add(student)
@@ -99,6 +100,16 @@ def task_scores(course, students):
     return rows
 
 
+def all_scores(course):
+    """{student: {assignment: score}} of every assignment the gradebook holds (what the LMS exports show)."""
+    scores = {}
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gradebook:
+        for assignment in gradebook.assignments:
+            for submission in assignment.submissions:
+                scores.setdefault(submission.student.id, {})[assignment.name] = submission.score
+    return scores
+
+
 def feedback(course, student=None):
     """Feedback HTML for every autograded notebook (or one student's); (ok, output tail)."""
     only = [f"--student={student}"] if student else []
@@ -110,4 +121,5 @@ def feedback_page(course, student):
 
 
 def export(course, path):
+    """nbgrader's own CSV of every assignment in the gradebook (one row per student and assignment)."""
     nbgrader(course, "export", f"--to={path}")

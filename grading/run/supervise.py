@@ -49,11 +49,11 @@ class Job:
     program: list  # [ProgramCell]
     scratch: Path
     runtime: Path
-    box: sandbox.Sandbox  # see grading/sandbox.py
+    box: sandbox.Sandbox  # see grading/run/sandbox.py
     slot: int = 0
     threads: int = 1
     deadline: float = 0.0
-    cap: object = None  # the memory cgroup (grading/cgroups.py), when there is one
+    cap: object = None  # the memory cgroup (grading/run/cgroups.py), when there is one
     used: int = 0  # most bytes the scratch folder held after an attempt
 
     def recorded_tasks(self):

@@ -1,10 +1,10 @@
 """Run one submission inside the sandbox and record what the student's objects produce.
 
-Usage (by grading/supervise.py, never by hand): python -I probe.py SCRATCH
+Usage (by grading/run/supervise.py, never by hand): python -I probe.py SCRATCH
 
 Runs as an unprivileged user without network, in SCRATCH/work, on the student's code, with the
 given and check cells of the pristine release. It never sees an expected value: it reads
-cases.pt beside this file and SCRATCH/input/{program.json, resume.json}, writes the start and end of
+cases.pt and checks.json beside this file and SCRATCH/input/{program.json, resume.json}, writes the start and end of
 each cell to the pipe the grader passes as file descriptor GRADING_PROGRESS_FD, and writes SCRATCH/out/:
 cell_<i>.json (each cell's output) and task_<n>.pt (records of the task's cases, written at its check
 cell). The grader trusts none of it except as data to compare, and keeps the time itself.
@@ -28,7 +28,6 @@ TEXT_LIMIT = 20_000
 LINE_LIMIT = 2000  # characters of a source line in a traceback: a cell's output stays far below the grader's 1 MB
 WATCHED = {"torch": ("allclose", "equal", "isclose", "save", "load"), "torch.testing": ("assert_close",),
            "torch.Tensor": ("clone", "detach", "__eq__"), "torch.nn.Module": ("__call__",),
-           "checkers.transformer": tuple(f"check_task_{n}" for n in range(1, 9)),
            "checkers._compare": ("expect_close", "matches", "expect_tensor", "expect_finite"),
            "checkers._core": ("check_function", "load_fixture"), "checkers._core.Task": ("call",),
            "recipes": ("run", "call", "snapshot", "gradients")}  # what records a case: a forged record starts there
@@ -62,17 +61,27 @@ def resolve(dotted):
         return getattr(importlib.import_module(module), name, None)
 
 
-def watched_objects():
-    """{'torch.allclose': object, ...} for the functions a tampering notebook would replace."""
-    return {f"{owner}.{name}": getattr(resolve(owner), name, None)
-            for owner, names in WATCHED.items() for name in names}
+def check_functions():
+    """{'checkers.check_task_1': 'check_task_1', ...}: the assignment's check functions, from checks.json beside this
+    file (the registry's "module:function" strings, written by grading/run/runtime.py)."""
+    with open(os.path.join(HERE, "checks.json")) as file:
+        return {check.replace(":", "."): check.split(":", 1)[1] for check in json.load(file)}
 
 
-def tampered(originals, namespace):
+def watched_objects(checks):
+    """{'torch.allclose': object, ...} for the functions a tampering notebook would replace, the checks included."""
+    found = {f"{owner}.{name}": getattr(resolve(owner), name, None)
+             for owner, names in WATCHED.items() for name in names}
+    for qualified in checks:
+        owner, _, name = qualified.rpartition(".")
+        found[qualified] = getattr(resolve(owner), name, None)
+    return found
+
+
+def tampered(originals, namespace, checks):
     """Watched functions replaced since start, and check functions rebound in the notebook."""
-    current = watched_objects()
+    current = watched_objects(checks)
     changed = [name for name, value in originals.items() if current.get(name) is not value]
-    checks = {f"checkers.transformer.check_task_{n}": f"check_task_{n}" for n in range(1, 9)}
     changed += [f"{local} (in the notebook)" for qualified, local in checks.items()
                 if local in namespace and namespace[local] is not originals[qualified]]
     return changed
@@ -89,7 +98,8 @@ class Probe:
         self.cases = torch.load(os.path.join(HERE, "cases.pt"), weights_only=True)
         self.progress = os.fdopen(int(os.environ["GRADING_PROGRESS_FD"]), "w", buffering=1)
         self.shell = make_shell()
-        self.originals = watched_objects()
+        self.checks = check_functions()
+        self.originals = watched_objects(self.checks)
 
     def event(self, kind, index=-1, limit=0):
         self.progress.write(_dumps({"event": kind, "cell": index, "limit": limit, "time": time.time()}) + "\n")
@@ -103,7 +113,7 @@ class Probe:
             started = time.perf_counter()
             output = self.check(cell) if cell["kind"] == "check" else execute(self.shell, cell["source"], cell["limit"])
             output["seconds"] = round(time.perf_counter() - started, 3)
-            output["tampered"] = tampered(self.originals, self.shell.user_ns)
+            output["tampered"] = tampered(self.originals, self.shell.user_ns, self.checks)
             write_json(os.path.join(self.out, f"cell_{index}.json"), output)
             self.event("end", index)
         self.event("done")

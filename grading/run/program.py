@@ -71,7 +71,7 @@ def build_program(notebook, layout, limit_for):
 
     Args:
         notebook: the submission as a dict.
-        layout: grading.notebook.release_layout of the release notebook.
+        layout: grading.run.notebook.release_layout of the release notebook.
         limit_for: source -> seconds a cell may run (from nbgrader_config.py).
     """
     student_cells = classify(notebook, layout)

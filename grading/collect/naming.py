@@ -11,6 +11,7 @@ Convention (lenient on purpose; LMS downloads differ):
 - two different source names never share an id: `collect` gives the second a suffix ("alice-smith-2")
   and says so (see unique_ids).
 Of several notebooks from one student, the newest whose name mentions the assignment is graded.
+The LMS's own number for the student, when the name carries one, is kept for the grade exports (lms_id).
 """
 import re
 import unicodedata
@@ -22,6 +23,8 @@ IGNORED_PARTS = ("__MACOSX", ".ipynb_checkpoints")
 
 
 MAX_ID = 64
+CANVAS_NAME = re.compile(r"^[^_]+_(?:late_)?(\d+)_\d+_")  # lastfirst_[late_]<user id>_<submission id>_<file>
+MOODLE_FOLDER = re.compile(r"_(\d+)_(?:assignsubmission|onlinetext)")  # Full Name_<participant>_assignsubmission_…
 
 
 def clean_id(text):
@@ -47,6 +50,15 @@ def source_of(name, assignment):
         return path.parts[0]
     stem = path.stem
     return stem.split("_", 1)[0] if "_" in stem else (stem if stem.lower() != assignment.lower() else "")
+
+
+def lms_id(name):
+    """The LMS's number for the sender in a zip member's name ('' if none): Canvas's user id of a top-level file
+    ('smithalice_late_1234_5678_transformer.ipynb' -> '1234'), Moodle's participant number of a top folder
+    ('Alice Smith_123_assignsubmission_file_/transformer.ipynb' -> '123')."""
+    path = PurePosixPath(unicodedata.normalize("NFC", name).replace("\\", "/"))
+    found = MOODLE_FOLDER.search(path.parts[0]) if len(path.parts) > 1 else CANVAS_NAME.match(path.name)
+    return found.group(1) if found else ""
 
 
 def unique_ids(sources):

@@ -1,8 +1,9 @@
-"""The read-only folder every probe runs from: probe.py, recipes.py, the cases, checkers/ and course_lib/.
+"""The read-only folder every probe runs from: probe.py, recipes.py, the cases, the checks, checkers/, course_lib/.
 
 Only the student bundle (checkers, course_lib), the probe's own code and the cases' inputs go in:
 no reference, no expected value, no gradebook. Built once per grading run.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -10,21 +11,28 @@ import sys
 
 import torch
 
-from .course import CODE_ROOT
+from ..course import CODE_ROOT
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 
-def prepare_runtime(folder, cases):
-    """Fill folder (emptied first) and make it readable by every probe user."""
+def prepare_runtime(folder, cases, checks):
+    """Fill folder (emptied first) and make it readable by every probe user.
+
+    Args:
+        cases: {task: [recipe, ...]}, saved as cases.pt.
+        checks: the assignment's check functions as the registry names them ("module:function"), for checks.json:
+            the probe watches them for tampering.
+    """
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     for package in ("checkers", "course_lib"):
         shutil.copytree(CODE_ROOT / package, folder / package, ignore=IGNORE)
-    for module in ("probe.py", "recipes.py"):
-        shutil.copy(CODE_ROOT / "grading" / module, folder / module)
+    for module in ("probe.py", "recipes.py"):  # plain top-level modules there, run with `python -I`
+        shutil.copy(CODE_ROOT / "grading" / "run" / module, folder / module)
     torch.save(cases, folder / "cases.pt")
+    (folder / "checks.json").write_text(json.dumps(sorted(checks)))
     build_font_cache(folder / "mpl")
     for path, folders, files in os.walk(folder):
         os.chmod(path, 0o755)

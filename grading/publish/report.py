@@ -1,4 +1,4 @@
-"""grades_by_task.csv and grading_report.md: the per-task scores and what needed attention, and why.
+"""grades_by_task.csv and grading_report_<assignment>.md: the per-task scores and what needed attention, and why.
 
 Every student-controlled string (ids, notes quoting stderr or file names, verdicts quoting errors) is
 escaped with grading.text.markdown: the report shows it as text, never as a tag, link or table cell.
@@ -6,16 +6,34 @@ escaped with grading.text.markdown: the report shows it as text, never as a tag,
 import csv
 from datetime import datetime
 
-from .text import encodable, markdown
+from ..text import encodable, markdown
 
 
-def write_task_scores(path, assignment, rows):
-    """One row per student and task: student_id, assignment, task, score, max_score."""
+HEADER = ["student_id", "assignment", "task", "score", "max_score"]
+
+
+def write_task_scores(path, assignment, rows, students=None):
+    """Merge one assignment's rows into grades_by_task.csv: student_id, assignment, task, score, max_score.
+
+    Rows of other assignments stay as they were; of this one, those of `students` (None: every student) are
+    replaced by `rows`, so a regrade or the next assignment's run loses nothing.
+    """
+    kept = []
+    if path.is_file():
+        with open(path, newline="", encoding="utf-8") as file:
+            kept = [[row[key] for key in HEADER] for row in csv.DictReader(file)
+                    if row["assignment"] != assignment or (students is not None and row["student_id"] not in students)]
+    new = [[encodable(student), assignment, str(task), f"{score:g}", f"{max_score:g}"]
+           for student, task, score, max_score in rows]
     with open(path, "w", newline="", encoding="utf-8") as file:
         writer = csv.writer(file)
-        writer.writerow(["student_id", "assignment", "task", "score", "max_score"])
-        for student, task, score, max_score in rows:
-            writer.writerow([encodable(student), assignment, task, f"{score:g}", f"{max_score:g}"])
+        writer.writerow(HEADER)
+        writer.writerows(sorted(kept + new, key=lambda row: (row[1], row[0], int(row[2]))))
+
+
+def report_path(root, assignment, student=None):
+    """grading_report_<assignment>.md, or grading_report_<assignment>_<student>.md for one student's regrade."""
+    return root / f"grading_report_{assignment}{'_' + student if student else ''}.md"
 
 
 def summary_table(results):

@@ -7,7 +7,7 @@ test source and no reference code: only release cells, the student's cells and t
 """
 import copy
 
-from .text import clean_tree, markdown, shorten
+from ..text import clean_tree, markdown, shorten
 
 STREAM_LIMIT = 4000  # characters kept of a cell's stdout or stderr (the end, where errors and results are)
 SOURCE_LIMIT = 20_000  # characters shown of one cell's code

@@ -1,8 +1,7 @@
 """What in a probe's outputs deserves the instructor's attention (none of it changes a score)."""
 import re
 
-from .cases import TRAINED
-from .program import cell_label
+from ..run.program import cell_label
 
 PASS_LINE = re.compile(r"✓ Task \d+ passed")
 ANY_PASS = re.compile(r"✓.*passed")
@@ -52,13 +51,13 @@ BORDERLINE = 85.0  # below this, the weights are far from what the model's own c
 def disagreement_kind(task, verdict):
     """Why a task the notebook's own check passed failed in the grader: 'accuracy', 'forward', 'unjudged',
     'hidden' or 'tampered'."""
-    if task in TRAINED:
+    if verdict.trained:
         measured = ACCURACY.search(verdict.message)
         if "cannot be judged" in verdict.message:
             return "unjudged"
         if measured:
             return "accuracy" if float(measured.group(1)) >= BORDERLINE else "forward"
-    return "tampered" if verdict.visible_failed or task in TRAINED else "hidden"
+    return "tampered" if verdict.visible_failed or verdict.trained else "hidden"
 
 
 DISAGREEMENTS = {

@@ -5,7 +5,6 @@ records (data read with torch.load(weights_only=True)) with the reference's.
 """
 from dataclasses import dataclass
 
-from .cases import TRAINED
 from .compare import compare_case
 from .trained import judge_trained
 
@@ -21,6 +20,7 @@ class Verdict:
     visible_failed: bool = False  # a case the notebook's own check runs failed too
     note: str = ""  # for the instructor's report only
     flag: str = ""  # why the grader could not judge it: set, nbgrader marks the task for manual grading
+    trained: bool = False  # judged as a trained model (its case has a "trained" spec)
 
 
 def strip_task(message, task):
@@ -42,16 +42,17 @@ def case_problem(task, recipe, got, expected, context):
     if got.get("subclasses"):
         names = ", ".join(str(name) for name in got["subclasses"][:3])
         return SUBCLASS.format(names=names), "", f"a tensor subclass ({names}) was returned: possible tampering"
-    if task in TRAINED:
+    if "trained" in recipe:
         return judge_trained(task, got, expected, context["reference"]), "", ""
     return compare_case(recipe, got, expected), "", ""
 
 
 def score_task(task, points, recipes, expected, records, context):
     """The verdict of one task from its records (None: the probe never reached the check cell)."""
+    trained = any("trained" in recipe for recipe in recipes)
     if records is None:
         return Verdict(task, points, 0.0, f"Task {task} was not graded: the notebook never reached its check cell.",
-                       True)
+                       True, trained=trained)
     for index, recipe in enumerate(recipes):
         got = records[index] if index < len(records) else None
         try:
@@ -62,10 +63,10 @@ def score_task(task, points, recipes, expected, records, context):
         if problem:
             message = problem if problem.startswith(f"Task {task} ") else \
                 f"Task {task}: {recipe['name']}: {strip_task(problem, task)}"
-            return Verdict(task, points, 0.0, message, recipe["visible"], note, flag)
+            return Verdict(task, points, 0.0, message, recipe["visible"], note, flag, trained)
     hidden = sum(not recipe["visible"] for recipe in recipes)
     return Verdict(task, points, points, f"✓ Task {task} passed the grader: {len(recipes)} tests, {hidden} of them "
-                   "hidden.")
+                   "hidden.", trained=trained)
 
 
 def score_submission(cases, expected, records, points, reference):

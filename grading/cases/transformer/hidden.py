@@ -7,7 +7,7 @@ the reference's modules.
 """
 import torch
 
-from .parts import called, module, one_hot, randn, random_mask, random_weights, recipe
+from ..parts import called, module, one_hot, randn, random_mask, random_weights, recipe
 
 SEED = 424242  # never a seed of the notebook, the checkers or make_fixtures
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)

@@ -2,8 +2,9 @@
 
 Every student's notebook lands in submitted/<student_id>/<assignment>/<assignment>.ipynb, whatever its
 file name was, with timestamp.txt (the zip entry's time, i.e. the LMS's clock) and collected.json
-(where it came from, and anything odd, for the grading report). See grading/naming.py for how
-student ids are read from the names. Notebooks inside a student's own zip are found too.
+(where it came from, the LMS's id of the student for the grade exports, and anything odd, for the grading
+report). See grading/collect/naming.py for how student ids are read from the names. Notebooks inside a
+student's own zip are found too.
 
 Each entry is handled on its own: an encrypted, oversized (declared or actual size), corrupt (bad
 CRC, a damaged inner zip) or undated entry is skipped or noted with the reason, and the collection
@@ -22,8 +23,8 @@ from pathlib import Path
 
 from course import registry
 
-from .naming import file_name, is_notebook, pick, source_of, unique_ids
-from .text import encodable, markdown
+from .naming import file_name, is_notebook, lms_id, pick, source_of, unique_ids
+from ..text import encodable, markdown
 
 MAX_NOTEBOOK = 100 << 20  # bytes; a larger "notebook" is skipped, not unpacked
 MAX_INNER_ZIP = 200 << 20  # bytes of a student's own zip, read into memory to look inside
@@ -157,8 +158,9 @@ def place(folder, entries, assignment):
         notes += [f"also sent `{entry.name}`: not graded" for entry in readable if entry is not chosen]
     if folder.exists():
         notes.insert(0, "replaced an earlier submission")
-    (staging / "collected.json").write_text(json.dumps({"source": chosen.name if chosen else None, "notes": notes},
-                                                       indent=1))
+    record = {"source": chosen.name if chosen else None, "notes": notes,
+              "lms_id": next((lms_id(entry.name) for entry in entries if lms_id(entry.name)), "")}
+    (staging / "collected.json").write_text(json.dumps(record, indent=1))
     shutil.rmtree(folder, ignore_errors=True)
     staging.rename(folder)
     return notes
@@ -233,7 +235,7 @@ def main(argv=None):
     for student, notes in collected.items():
         out(f"{student}: submitted/{student}/{assignment}/{assignment}.ipynb" + "".join(f"; {n}" for n in notes))
     for name in unknown:
-        out(f"skipped {name}: its name does not say which student sent it (see grading/naming.py)")
+        out(f"skipped {name}: its name does not say which student sent it (see grading/collect/naming.py)")
     for name, reason in skipped:
         out(f"skipped {name}: {reason}")
     write_collect_report(Path(args.course) / "collect_report.md", collected, unknown, skipped)

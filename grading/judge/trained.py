@@ -1,4 +1,4 @@
-"""Judge a trained model (tasks 6 and 8) from its weights, in the reference architecture, on the grader's data.
+"""Judge a trained sequence classifier (a case with a "trained" spec) from its weights, on the grader's data.
 
 The probe records the model's weights by role and the settings its weights cannot tell (heads and
 activation of each block), as data. Here, in the grader's process, those settings are validated
@@ -12,13 +12,11 @@ import torch.nn as nn
 
 from checkers._core import Task
 from checkers._modules import build
-from checkers.transformer.trained import TARGET_ACCURACY  # one target for the notebook's check and the grader
 from course_lib.data import VOCAB_SIZE
 from course_lib.defaults import SEQ_LEN
 from course_lib.metrics import predictions
 
-from .cases import TRAINED
-from .recipes import SLOTS, predict
+from ..run.recipes import SLOTS, predict
 
 ACTIVATIONS = ("ReLU", "GELU", "SiLU", "Tanh", "LeakyReLU", "ELU", "SELU", "CELU", "Mish", "Softplus", "Sigmoid",
                "Hardswish", "Hardtanh", "ReLU6", "Softsign", "Tanhshrink", "LogSigmoid", "PReLU", "RReLU")
@@ -120,11 +118,16 @@ def load_strictly(model, slots_of, weights):
             slot.copy_(value.reshape(slot.shape))
 
 
-def reference_model(task, reference, record):
-    """The reference architecture loaded with the student's trained weights; raises InvalidModel."""
-    class_name, slots = TRAINED[task]
+def reference_model(task, reference, record, spec):
+    """The reference architecture loaded with the student's trained weights; raises InvalidModel.
+
+    Args:
+        spec: the task's trusted spec from its case ("class_name", "slots"), never the probe's record.
+    """
+    class_name, slots = spec["class_name"], spec["slots"]
     weights = record.get("weights")
-    config = infer_config(weights if isinstance(weights, dict) else {}, record.get("config"), task == 8)
+    config = infer_config(weights if isinstance(weights, dict) else {}, record.get("config"),
+                          slots.startswith("linformer"))
     try:
         model = build(Task(task), reference[class_name], class_name, dtype=torch.float32, **config)
     except Exception as error:  # noqa: BLE001 -- the reference refused these sizes
@@ -135,7 +138,7 @@ def reference_model(task, reference, record):
 
 def reference_accuracy(task, reference, record, data):
     """Accuracy of the reference loaded with the student's weights; raises InvalidModel."""
-    model = reference_model(task, reference, record)
+    model = reference_model(task, reference, record, data)
     return accuracy(predict(Task(task), model, data["tokens"], VOCAB_SIZE), data["labels"])
 
 
@@ -144,10 +147,11 @@ def judge_trained(task, record, data, reference):
 
     Args:
         record: what the probe recorded ("facts", "weights", "config").
-        data: the grader's evaluation set {"tokens", "labels"}.
+        data: the grader's expected record: the task's spec ("class_name", "slots", "target") and its
+            evaluation set ("tokens", "labels").
         reference: the reference namespace.
     """
-    facts, class_name = record.get("facts", {}), TRAINED[task][0]
+    facts, class_name, target = record.get("facts", {}), data["class_name"], data["target"]
     if not isinstance(facts, dict) or not facts.get("module"):
         return "the trained model is not an nn.Module"
     if not facts.get("instance"):
@@ -157,8 +161,7 @@ def judge_trained(task, record, data, reference):
     except InvalidModel as error:
         return (f"the trained model cannot be judged: {error}; the grader measures accuracy with the reference "
                 f"{class_name} loaded with your weights")
-    if mine < TARGET_ACCURACY:
-        return (f"accuracy {mine:.1%} (the reference {class_name} loaded with your weights); "
-                f"at least {TARGET_ACCURACY:.0%} "
+    if mine < target:
+        return (f"accuracy {mine:.1%} (the reference {class_name} loaded with your weights); at least {target:.0%} "
                 "is needed")
     return None

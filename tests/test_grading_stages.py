@@ -1,0 +1,211 @@
+"""grading/'s stages and its multi-assignment bookkeeping: layout, collect for any assignment, merged CSVs,
+two assignments in one gradebook, a one-student regrade, progress lines and the LMS exports.
+
+The end-to-end part (marked `grading`) drives nbgrader through grading.publish with verdicts set by hand, so it
+needs no probe and no training: two assignments, then a regrade of one student.
+"""
+import ast
+import csv
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from course_paths import NAME, ROOT, course_folder
+from test_grading import csv_rows, scratch_course
+
+sys.path.insert(0, str(ROOT))
+
+from grading.publish.exports import rows, write_exports  # noqa: E402
+from grading.publish.report import write_task_scores  # noqa: E402
+from grading.schedule import Progress  # noqa: E402
+
+STAGES = ("collect", "run", "judge", "publish", "cases")
+SHARED = ("course", "text", "schedule")
+
+
+def relative_imports(path):
+    """[(module, names)] of the `from .x import y` statements of a module."""
+    tree = ast.parse(path.read_text())
+    return [(node.module or "", [alias.name for alias in node.names]) for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level == 1]
+
+
+def test_grade_imports_only_the_stages_entry_points():
+    """grade.py takes from each stage only what its __init__ exports, never a module inside a stage."""
+    imports = relative_imports(ROOT / "grading" / "grade.py")
+    assert {module for module, _ in imports} >= {"collect", "run", "judge", "publish", "cases"}
+    for module, names in imports:
+        assert module in STAGES + SHARED, f"grade.py imports grading.{module}: not a stage nor a shared module"
+        if module in STAGES and module != "cases":
+            exported = __import__(f"grading.{module}", fromlist=["__all__"]).__all__
+            assert set(names) <= set(exported), f"grade.py takes {set(names) - set(exported)} from {module}"
+
+
+def test_every_stage_is_a_folder_with_its_entry_points_documented():
+    """One folder per stage; its __init__ names its entry point and exports it; no module is left at the top."""
+    top = {path.stem for path in (ROOT / "grading").glob("*.py")}
+    assert top == {"__init__", "grade"} | set(SHARED), top
+    for stage in STAGES:
+        init = (ROOT / "grading" / stage / "__init__.py").read_text()
+        assert "Entry point" in init or stage == "cases", stage
+    assert (ROOT / "grading" / "cases" / NAME / "__init__.py").is_file()
+
+
+def test_cases_are_found_by_assignment_name():
+    """build_cases looks for grading/cases/<name>/: an assignment without one is refused with what to add."""
+    from grading.cases import NoCases, cases_of
+    assert cases_of(NAME).build_cases
+    with pytest.raises(NoCases, match="grading/cases/decoder/"):
+        cases_of("decoder")
+
+
+def test_collect_command_files_another_assignment_and_keeps_lms_ids(tmp_path):
+    """`python -m grading.collect --assignment decoder` reads decoder's names; Canvas's and Moodle's numbers stay."""
+    second = ('\n[[assignments]]\nname = "decoder"\ntitle = "x"\n[assignments.tasks]\n'
+              '1 = { points = 10, check = "checkers:check_task_1", trains = false }\n')
+    root = course_folder(tmp_path / "course")
+    (root / "course.toml").write_text((root / "course.toml").read_text() + second)
+    with zipfile.ZipFile(tmp_path / "download.zip", "w") as archive:
+        archive.writestr("smithalice_late_1234_5678_decoder.ipynb", "{}")
+        archive.writestr("Bob Jones_77_assignsubmission_file_/Copy of decoder.ipynb", "{}")
+        archive.writestr("decoder.ipynb", "{}")
+    done = subprocess.run([sys.executable, "-m", "grading.collect", str(tmp_path / "download.zip"), "--course",
+                           str(root), "--assignment", "decoder"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lms = {student: json.loads((root / "submitted" / student / "decoder" / "collected.json").read_text())["lms_id"]
+           for student in ("smithalice", "Bob-Jones_77")}
+    assert lms == {"smithalice": "1234", "Bob-Jones_77": "77"}
+    assert (root / "submitted" / "smithalice" / "decoder" / "decoder.ipynb").is_file()
+    assert not (root / "submitted" / "decoder").exists()
+
+
+def test_task_scores_merge_by_assignment_and_student(tmp_path):
+    """A run replaces its own assignment's rows (a regrade: only its student's); other assignments' rows stay."""
+    path = tmp_path / "grades_by_task.csv"
+    write_task_scores(path, "first", [("a", 1, 1.0, 1.0), ("b", 1, 0.0, 1.0)])
+    write_task_scores(path, "second", [("a", 1, 2.0, 2.0)])
+    write_task_scores(path, "first", [("a", 1, 0.0, 1.0)], students={"a"})
+    got = [(row["assignment"], row["student_id"], row["score"]) for row in csv_rows(path)]
+    assert got == [("first", "a", "0"), ("first", "b", "0"), ("second", "a", "2")]
+    write_task_scores(path, "first", [("c", 1, 1.0, 1.0)])
+    assert [(row["assignment"], row["student_id"]) for row in csv_rows(path)] == [("first", "c"), ("second", "a")]
+
+
+class Graded:
+    def __init__(self, student, score, error=""):
+        self.student, self.score, self.max_score, self.seconds, self.error = student, score, 10, 3.0, error
+
+
+def test_progress_lines_count_done_failed_and_time_left():
+    """One line per finished submission: done / total, failures so far, the time left from the pace so far."""
+    lines, now = [], iter([0.0, 10.0, 20.0, 30.0])
+    progress = Progress(3, clock=lambda: next(now), out=lambda text, flush: lines.append(text))
+    progress.finished(Graded("alice", 10))
+    progress.finished(Graded("bob", 0, error="no notebook was submitted"))
+    progress.finished(Graded("carol", 7))
+    assert lines[0].startswith("[1/3] graded alice: 10/10") and "0 failed so far; about 20 s left" in lines[0]
+    assert lines[1].startswith("[2/3] graded bob") and "1 failed so far; about 10 s left" in lines[1]
+    assert lines[2].startswith("[3/3]") and "1 failed so far; about 0 s left" in lines[2]
+
+
+SCORES = {"alice": {"transformer": 9.0, "decoder": 4.5}, "bob": {"transformer": 3.0}}
+
+
+def test_canvas_layout_names_students_by_lms_id_with_one_column_per_assignment():
+    """Canvas's import columns, then the assignments in release order; a student without an LMS id keeps theirs."""
+    header, table = rows(SCORES, {"alice": "1234"}, "canvas", order=["transformer", "decoder"])
+    assert header == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "transformer", "decoder"]
+    assert table == [["alice", "1234", "", "", "", "9", "4.5"], ["bob", "bob", "", "", "", "3", ""]]
+
+
+def test_moodle_layout_has_an_identifier_column_and_one_column_per_assignment(tmp_path):
+    """`ID number` from collected.json's lms_id, the course's id, then one column per assignment (sorted: no order)."""
+    submitted = tmp_path / "submitted"
+    (submitted / "alice" / "decoder").mkdir(parents=True)
+    (submitted / "alice" / "decoder" / "collected.json").write_text(json.dumps({"notes": [], "lms_id": "77"}))
+    write_exports(tmp_path / "exports", SCORES, submitted, ["moodle"])
+    with open(tmp_path / "exports" / "moodle.csv", newline="") as file:
+        got = list(csv.reader(file))
+    assert got == [["ID number", "Student", "decoder", "transformer"], ["77", "alice", "4.5", "9"],
+                   ["bob", "bob", "", "3"]]
+    assert not (tmp_path / "exports" / "canvas.csv").exists()
+
+
+def two_assignment_course(folder):
+    """A scratch course with transformer and `sequel` (a copy of it, registered after it)."""
+    scratch_course(folder)
+    for kind in ("solutions", "notebooks"):
+        (folder / kind / "sequel").mkdir()
+        shutil.copy(folder / kind / NAME / f"{NAME}.ipynb", folder / kind / "sequel" / "sequel.ipynb")
+    registry = (folder / "course.toml").read_text()
+    tasks = registry[registry.index("[assignments.tasks]"):]
+    (folder / "course.toml").write_text(registry + '\n[[assignments]]\nname = "sequel"\ntitle = "x"\n' + tasks)
+    return folder
+
+
+def publish_scores(root, assignment, scores, student=None):
+    """grading.publish for an assignment with hand-set scores {student: {task: score}} (no probe runs)."""
+    from grading.collect import Submission
+    from grading.course import Course
+    from grading.judge import Judging, Result, not_graded
+    from grading.publish import publish, write_rendered
+    from grading.publish.render import render
+    from grading.run import prepare_release
+    course = Course(root, assignment)
+    release = prepare_release(course, {})
+    judging = Judging(None, {}, {}, {task: cell.points for task, cell in release.checks.items()})
+    submissions, results = [], []
+    for name, by_task in scores.items():
+        folder = course.submitted / name / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        submissions.append(Submission(name, folder))
+        verdicts = not_graded(judging, "a test")
+        for task, score in by_task.items():
+            verdicts[task].score = score
+        results.append(Result(name, verdicts, []))
+        write_rendered(course, submissions[-1], render(release.notebook, [], {}, verdicts, []))
+    return publish(course, release, submissions, results, {"jobs": 1, "sandbox": "none", "seconds": 0}, student)
+
+
+def snapshot(root):
+    """What a regrade must leave alone for bob: his rows, his feedback pages, the transformer report."""
+    feedback = {path.relative_to(root): path.read_bytes() for path in sorted((root / "feedback" / "bob").rglob("*"))
+                if path.is_file()}
+    rows_of = {(row["student_id"], row["assignment"], row["task"]): row["score"]
+               for row in csv_rows(root / "grades_by_task.csv")}
+    totals = {(row["student_id"], row["assignment"]): row["score"] for row in csv_rows(root / "grades.csv")}
+    return feedback, rows_of, totals
+
+
+@pytest.mark.grading
+def test_two_assignments_share_one_gradebook_and_a_regrade_touches_one_student(tmp_path):
+    """transformer then sequel: every file keeps both; then alice's transformer regrade changes only alice's."""
+    from grading.course import Course
+    from grading.publish import gradebook
+    root = two_assignment_course(tmp_path / "course")
+    assert not publish_scores(root, NAME, {"alice": {1: 1.0}, "bob": {2: 1.0, 5: 2.0}})
+    assert not publish_scores(root, "sequel", {"alice": {3: 1.0}, "bob": {4: 1.0}})
+    scores = gradebook.all_scores(Course(root, NAME))
+    assert scores == {"alice": {NAME: 1.0, "sequel": 1.0}, "bob": {NAME: 3.0, "sequel": 1.0}}
+    feedback, rows_before, totals = snapshot(root)
+    assert {(student, assignment) for student, assignment in totals} == {
+        (student, assignment) for student in ("alice", "bob") for assignment in (NAME, "sequel")}
+    assert {assignment for _, assignment, _ in rows_before} == {NAME, "sequel"}
+    assert (root / f"grading_report_{NAME}.md").is_file() and (root / "grading_report_sequel.md").is_file()
+    report = (root / f"grading_report_{NAME}.md").read_bytes()
+    assert not publish_scores(root, NAME, {"alice": {1: 1.0, 7: 2.0}}, student="alice")
+    feedback_after, rows_after, totals_after = snapshot(root)
+    assert feedback_after == feedback and (root / f"grading_report_{NAME}.md").read_bytes() == report
+    assert {key: value for key, value in rows_after.items() if key[0] == "bob"} == \
+        {key: value for key, value in rows_before.items() if key[0] == "bob"}
+    assert rows_after[("alice", NAME, "7")] == "2" and totals_after[("alice", NAME)] == "3.0"
+    assert {key: value for key, value in totals_after.items() if key != ("alice", NAME)} == \
+        {key: value for key, value in totals.items() if key != ("alice", NAME)}
+    assert (root / f"grading_report_{NAME}_alice.md").is_file()
+    with open(root / "exports" / "canvas.csv", newline="") as file:
+        canvas = list(csv.reader(file))
+    assert canvas[0][-2:] == [NAME, "sequel"] and canvas[1][0] == "alice" and canvas[1][-2:] == ["3", "1"]
