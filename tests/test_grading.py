@@ -1,7 +1,7 @@
 """The instructor pipeline (grading/): collect, autograde in a sandbox, reconcile with nbgrader, report.
 
 The end-to-end test builds every kind of submission from the reference and release notebooks (the
-full solution, planted mistakes from tools/mistakes.py, broken, tampering and oddly saved notebooks),
+full solution, planted mistakes from course/mistakes/transformer.py, broken, tampering and oddly saved notebooks),
 zips them like an LMS download, runs `python -m grading.collect` and `python -m grading.grade --jobs 2`
 on a scratch copy of the course, and checks every task's score, the report, and that no feedback file
 holds hidden-test or reference code. Select it alone with `pytest -m grading tests/test_grading.py`.

@@ -15,6 +15,7 @@ from nbformat.v4 import new_code_cell
 from course_paths import ROOT
 
 from course import registry  # noqa: E402  (the checkout is on sys.path through course_paths)
+from course.slices import PARTS, missing_parts  # noqa: E402
 from grading.collect import collect  # noqa: E402
 from grading.course import load_config  # noqa: E402
 
@@ -205,3 +206,25 @@ def test_collect_files_notebooks_under_the_named_assignment(tmp_path):
     collected, unknown, _ = collect(tmp_path / "download.zip", root, "decoder")
     assert sorted(collected) == ["alice", "transformer"] and unknown == ["decoder.ipynb"]
     assert (root / "submitted" / "alice" / "decoder" / "decoder.ipynb").is_file()
+
+
+@pytest.mark.parametrize("name", [assignment.name for assignment in registry.assignments()])
+def test_every_assignment_has_its_whole_slice(name):
+    """README, "Add an assignment": notebook, checks, fixtures, known mistakes, hidden cases, tests (course/slices.py)."""
+    assert missing_parts(registry.assignment(name)) == []
+
+
+def test_a_missing_part_of_a_slice_is_named(tmp_path):
+    """A registered assignment with nothing but its entry lacks every part, each named with where it goes."""
+    shutil.copy(ROOT / "course.toml", tmp_path)
+    with open(tmp_path / "course.toml", "a") as file:
+        file.write('\n[[assignments]]\nname = "decoder"\ntitle = "t"\n\n[assignments.tasks]\n'
+                   '1 = { points = 10, check = "checkers:check_task_1", trains = false }\n')
+    (tmp_path / "checkers" / "decoder").mkdir(parents=True)
+    (tmp_path / "checkers" / "decoder" / "__init__.py").write_text("def check_task_2(x):\n    pass\n")
+    missing = missing_parts(registry.assignment("decoder", tmp_path))
+    for _, pattern, _ in PARTS:
+        if pattern != "checkers/{name}/__init__.py":
+            assert any(pattern.format(name="decoder") in line for line in missing), (pattern, missing)
+    assert any("checkers/decoder/__init__.py defines no check_task_1" in line for line in missing), missing
+    assert any("checks outside checkers.decoder" in line for line in missing), missing

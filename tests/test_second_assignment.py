@@ -5,6 +5,7 @@ The throwaway assignment `toy` (one task: `double(x)` returns 2x) exists only he
 scratch copy of the checkout, registers it, and runs the course's own commands on it. Select it alone with
 `pytest -m grading tests/test_second_assignment.py`.
 """
+import csv
 import json
 import os
 import shutil
@@ -79,6 +80,25 @@ def test_a_known_mistake_is_named(mutant):
     with pytest.raises(CheckFailure, match=mutant.diagnosis.split(":")[0]):
         checkers.check_task_1(load_reference(mutant.apply(reference_source(assignment("toy"))))["double"])
 '''
+CASES = '''"""The toy assignment's grading cases: the visible check's case and hidden ones of other shapes."""
+import torch
+
+from checkers._core import load_fixture
+
+from ..parts import called, recipe
+
+
+def build_cases(reference, assignment):
+    generator = torch.Generator().manual_seed(5)
+    visible = recipe(1, "check: random", True, call=called(load_fixture("checkers.toy", 1)["random"]["x"]))
+    hidden = [recipe(1, f"hidden: shape {shape}", False, call=called(torch.randn(shape, generator=generator)))
+              for shape in ((7,), (2, 3, 5))]
+    return {1: [visible, *hidden]}
+
+
+def evaluation_data(spec):
+    raise LookupError("the toy assignment trains nothing")
+'''
 REGISTRY_ENTRY = f"""
 [[assignments]]
 name = "{NAME}"
@@ -110,6 +130,7 @@ def slice_files():
     """{path relative to the checkout: text} of the toy's slice, every one of them inside a part of course/slices.py."""
     files = {f"solutions/{NAME}/{NAME}.ipynb": toy_notebook(), f"checkers/{NAME}/__init__.py": CHECKS,
              f"course/fixtures/{NAME}.py": FIXTURES, f"course/mistakes/{NAME}.py": MISTAKES,
+             f"grading/cases/{NAME}/__init__.py": CASES,
              f"tests/{NAME}/__init__.py": "", f"tests/{NAME}/test_{NAME}.py": SLICE_TEST}
     return files
 
@@ -125,12 +146,11 @@ def in_the_slice(path):
 
 
 def scratch_checkout(folder):
-    """A copy of the checkout's tracked files, with the project's .venv linked in (its packages, not rebuilt)."""
+    """A copy of the checkout's tracked files (its commands use this checkout's .venv: see make)."""
     tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True)
     for name in filter(None, tracked.stdout.split("\0")):
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, folder / name)
-    (folder / ".venv").symlink_to(ROOT / ".venv")
     return folder
 
 
@@ -141,9 +161,11 @@ def scratch_env(folder):
 
 
 def make(folder, *arguments, timeout=600):
-    """Run a Makefile target in folder; `-o` keeps make from rebuilding the linked .venv."""
-    run = subprocess.run(["make", "-o", ".venv/.installed", *arguments], cwd=folder, capture_output=True, text=True,
-                         timeout=timeout, env=scratch_env(folder))
+    """Run a Makefile target in folder with this checkout's .venv (the sandbox binds a real folder, not a link);
+    `-o` keeps make from rebuilding it."""
+    venv = ROOT / ".venv"
+    run = subprocess.run(["make", f"VENV={venv}", "-o", f"{venv}/.installed", *arguments], cwd=folder,
+                         capture_output=True, text=True, timeout=timeout, env=scratch_env(folder))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return run.stdout
 
@@ -184,7 +206,7 @@ def test_the_course_s_own_tests_take_the_new_assignment_in(released):
     """Its slice's tests (the check both ways) and the course-wide tests that iterate over the registry."""
     selected = ["tests/toy", "tests/test_release.py", "tests/test_student_notebook.py", "tests/test_registry.py",
                 "tests/test_packaging.py::test_fixtures_are_current"]
-    run = subprocess.run([str(released / ".venv" / "bin" / "pytest"), "-v", "-p", "no:cacheprovider", *selected,
+    run = subprocess.run([str(ROOT / ".venv" / "bin" / "pytest"), "-v", "-p", "no:cacheprovider", *selected,
                           "-k", NAME], cwd=released, capture_output=True, text=True, timeout=600,
                          env=scratch_env(released))
     assert run.returncode == 0, run.stdout[-4000:]
@@ -192,3 +214,70 @@ def test_the_course_s_own_tests_take_the_new_assignment_in(released):
                  "test_release_is_current[toy]", "test_every_check_cell_says_its_task_is_not_implemented[toy]",
                  "test_fixtures_are_current[toy]", "test_every_assignment_matches_its_notebooks_and_checkers[toy]"):
         assert f"{test} PASSED" in run.stdout, f"{test} did not run and pass:\n{run.stdout[-3000:]}"
+
+
+def submission(released, answer):
+    """The released toy notebook with the answer cell holding answer, as a student would save it."""
+    notebook = json.loads((released / "notebooks" / NAME / f"{NAME}.ipynb").read_text())
+    for cell in notebook["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == "task_1_double":
+            cell["source"] = answer
+    return json.dumps(notebook)
+
+
+@pytest.fixture(scope="module")
+def graded(released):
+    """The scratch course after `make collect` and `make grade` of a two-student LMS download, for the toy only."""
+    with zipfile.ZipFile(released / "download.zip", "w") as archive:
+        archive.writestr(f"ada_{NAME}.ipynb", submission(released, "def double(x):\n    return x + x"))
+        archive.writestr(f"ben_{NAME}.ipynb", submission(released, "def double(x):\n    return 3 * x"))
+    make(released, "collect", "ZIP=download.zip", f"ASSIGNMENT={NAME}")
+    sandbox = [] if shutil.which("bwrap") else ["SANDBOX=none"]  # our own two notebooks: trusted
+    output = make(released, "grade", f"ASSIGNMENT={NAME}", *sandbox)
+    return released, output
+
+
+def rows(path):
+    with open(path, newline="") as file:
+        return list(csv.DictReader(file))
+
+
+@pytest.mark.grading
+def test_collect_and_grade_score_the_new_assignment(graded):
+    course, output = graded
+    assert (course / "submitted" / "ada" / NAME / f"{NAME}.ipynb").is_file()
+    scores = {row["student_id"]: float(row["score"]) for row in rows(course / "grades.csv")
+              if row["assignment"] == NAME}
+    assert scores == {"ada": 10.0, "ben": 0.0}, output[-2000:]
+    by_task = {(row["student_id"], row["task"]): row["score"] for row in rows(course / "grades_by_task.csv")
+               if row["assignment"] == NAME}
+    assert by_task == {("ada", "1"): "10", ("ben", "1"): "0"}
+    assert "Task 1: check: random: the output differs" in (course / "feedback" / "ben" / NAME / f"{NAME}.html").read_text()
+    canvas = {row["Student"]: row[NAME] for row in rows(course / "exports" / "canvas.csv")}
+    assert canvas == {"ada": "10", "ben": "0"}
+
+
+GRADING_OUTPUTS = ("submitted", "autograded", "feedback", "exports", "build", "grades.csv", "grades_by_task.csv",
+                   "gradebook.db", f"grading_report_{NAME}.md", "collect_report.md", "download.zip")
+
+
+def changed_files(course):
+    """Files of the scratch course that are new or differ from this checkout's, grading's own outputs aside."""
+    changed = []
+    for path in course.rglob("*"):
+        relative = path.relative_to(course)
+        if path.is_dir() or relative.parts[0] in GRADING_OUTPUTS or "__pycache__" in relative.parts:
+            continue
+        original = ROOT / relative
+        if not original.is_file() or original.read_bytes() != path.read_bytes():
+            changed.append(relative.as_posix())
+    return changed
+
+
+@pytest.mark.grading
+def test_nothing_outside_the_slice_and_the_registry_changed(graded):
+    """Release, fixtures, collect and grade of the toy wrote only into its slice (and their own outputs)."""
+    course, _ = graded
+    outside = [path for path in changed_files(course) if path != "course.toml" and not in_the_slice(path)]
+    assert not outside, f"the toy assignment needed changes outside its slice: {outside}"
+    assert f"checkers/{NAME}/fixtures/task_1.pt" in changed_files(course)  # the scan sees what the commands wrote

@@ -1,4 +1,4 @@
-"""Plausible student mistakes that no planted mistake (tools/mistakes.py) and no stored output describes.
+"""Plausible student mistakes that no planted mistake (course/mistakes/transformer.py) and no stored output describes.
 
 Each is written independently of the reference, the way a student might; the checkers must still say which
 property fails (tests/test_checker_properties.py), not only that the values differ.
