@@ -48,8 +48,8 @@ def test_install_check_rejects_another_repository(tmp_path):
     assert "not to the student repository" in install_problem(tmp_path / "moved.ipynb", student_repo())
 
 
-def test_readme_badge_names_the_repository():
-    slug = project_url().removeprefix("https://github.com/")
+def test_readme_badge_names_the_student_repository():
+    slug = student_repo().removeprefix("https://github.com/")
     readme = (ROOT / "README.md").read_text()
     assert f"colab.research.google.com/github/{slug}/blob/main/notebooks/{NAME}/{NAME}.ipynb" in readme
 
