@@ -281,3 +281,25 @@ def test_nothing_outside_the_slice_and_the_registry_changed(graded):
     outside = [path for path in changed_files(course) if path != "course.toml" and not in_the_slice(path)]
     assert not outside, f"the toy assignment needed changes outside its slice: {outside}"
     assert f"checkers/{NAME}/fixtures/task_1.pt" in changed_files(course)  # the scan sees what the commands wrote
+
+
+@pytest.fixture(scope="module")
+def regraded(graded):
+    """After the tests above: ben's notebook replaced by a right answer, then `make grade STUDENT=ben` alone."""
+    course, _ = graded
+    before = {"ada": (course / "feedback" / "ada" / NAME / f"{NAME}.html").read_bytes(),
+              "rows": [row for row in rows(course / "grades_by_task.csv") if row["student_id"] == "ada"]}
+    (course / "submitted" / "ben" / NAME / f"{NAME}.ipynb").write_text(
+        submission(course, "def double(x):\n    return 2 * x"))
+    sandbox = [] if shutil.which("bwrap") else ["SANDBOX=none"]
+    make(course, "grade", f"ASSIGNMENT={NAME}", "STUDENT=ben", *sandbox)
+    return course, before
+
+
+@pytest.mark.grading
+def test_a_regrade_changes_one_student_only(regraded):
+    course, before = regraded
+    scores = {row["student_id"]: float(row["score"]) for row in rows(course / "grades.csv")}
+    assert scores == {"ada": 10.0, "ben": 10.0}
+    assert (course / "feedback" / "ada" / NAME / f"{NAME}.html").read_bytes() == before["ada"]
+    assert [row for row in rows(course / "grades_by_task.csv") if row["student_id"] == "ada"] == before["rows"]
