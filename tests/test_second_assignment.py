@@ -94,10 +94,6 @@ def build_cases(reference, assignment):
     hidden = [recipe(1, f"hidden: shape {shape}", False, call=called(torch.randn(shape, generator=generator)))
               for shape in ((7,), (2, 3, 5))]
     return {1: [visible, *hidden]}
-
-
-def evaluation_data(spec):
-    raise LookupError("the toy assignment trains nothing")
 '''
 REGISTRY_ENTRY = f"""
 [[assignments]]

@@ -1,8 +1,10 @@
 """Each assignment's test cases, found by its name: grading/cases/<assignment>/ (parts.py: builders all share).
 
-An assignment's cases package defines `build_cases(reference, assignment)` ({task: [recipe, ...]}) and
-`evaluation_data(spec)` (the grader's own data for a trained task's spec). Adding an assignment adds its folder
-here and nothing else in grading/. `build_cases` is instructor-side: it needs the reference namespace, which
+An assignment's cases package defines `build_cases(reference, assignment)` ({task: [recipe, ...]}) and, when
+it has training tasks, what judge/trained.py needs for a trained task's spec: `evaluation_data(spec)` (the
+grader's own data), `trained_config(weights, settings, spec)` (the reference constructor's keywords) and
+`trained_accuracy(task, model, data)` (the loaded reference model's accuracy on that data). Adding an
+assignment adds its folder here and nothing else in grading/. `build_cases` is instructor-side: it needs the reference namespace, which
 never reaches a student or a probe; the recipes it returns hold inputs and weights only.
 """
 import importlib
@@ -21,7 +23,7 @@ def cases_of(name):
         if error.name != module:
             raise
         raise NoCases(f"assignment {name!r} has no test cases: add grading/cases/{name}/ "
-                      "(build_cases and evaluation_data)") from None
+                      "(build_cases; see grading/cases/__init__.py)") from None
 
 
 def build_cases(reference, assignment):

@@ -1,4 +1,4 @@
-"""Judge a trained sequence classifier (a case with a "trained" spec) from its weights, on the grader's data.
+"""Judge a trained model (a case with a "trained" spec) from its weights, on the grader's data.
 
 The probe records the model's weights by role and the settings its weights cannot tell (heads and
 activation of each block), as data. Here, in the grader's process, those settings are validated
@@ -6,29 +6,21 @@ activation of each block), as data. Here, in the grader's process, those setting
 built with them, every weight is loaded strictly (each role present, none extra, exact shapes), and
 accuracy is measured on sequences the probe never saw. Whatever the student's own forward() does
 plays no part: weights that do not load, or settings that are not valid, score 0 and say why.
+
+What depends on the assignment comes from its cases package (grading/cases/<assignment>/, named by the spec):
+`trained_config(weights, settings, spec)`, the reference constructor's keywords (raising InvalidModel), and
+`trained_accuracy(task, model, data)`, the loaded model's accuracy on the grader's evaluation data.
 """
 import torch
-import torch.nn as nn
 
 from checkers._core import Task
 from checkers._modules import build
-from course_lib.data import VOCAB_SIZE
-from course_lib.defaults import SEQ_LEN
-from course_lib.metrics import predictions
 
-from ..run.recipes import SLOTS, predict
-
-ACTIVATIONS = ("ReLU", "GELU", "SiLU", "Tanh", "LeakyReLU", "ELU", "SELU", "CELU", "Mish", "Softplus", "Sigmoid",
-               "Hardswish", "Hardtanh", "ReLU6", "Softsign", "Tanhshrink", "LogSigmoid", "PReLU", "RReLU")
-LIMITS = {"embed_dim": 1024, "feedforward_dim": 8192, "num_layers": 16, "proj_dim": 1024}  # the grader's CPU time
-
+from ..cases import cases_of
+from ..run.recipes import SLOTS
 
 class InvalidModel(Exception):
     """The recorded weights or settings do not make a valid model of the reference architecture."""
-
-
-def accuracy(logits, labels):
-    return (predictions(logits) == labels).float().mean().item()
 
 
 def shape(weights, role):
@@ -62,47 +54,6 @@ def one_setting(values, name, valid):
     return values[0]
 
 
-def infer_config(weights, settings, linformer):
-    """Constructor keywords of the reference class from the weights' shapes and the settings; raises InvalidModel."""
-    check_weights(weights)
-    if not isinstance(settings, dict):
-        raise InvalidModel("no settings were recorded")
-    if "error" in settings:
-        raise InvalidModel(f"the model does not have the pinned layout: {str(settings['error'])[:200]}")
-    embed_dim, input_dim = shape(weights, "input_embedding.weight")
-    num_layers = len({role.split(".")[1] for role in weights if role.startswith("encoder.")})
-    if num_layers < 1:
-        raise InvalidModel("the encoder holds no blocks")
-    if any(not isinstance(settings.get(key), list) or len(settings[key]) != num_layers
-           for key in ("num_heads", "activation")):
-        raise InvalidModel("the heads and activation were not recorded for every encoder block")
-    heads = one_setting(settings.get("num_heads"), "num_heads",
-                        lambda h: type(h) is int and 1 <= h <= embed_dim and embed_dim % h == 0)
-    activation = one_setting(settings.get("activation"), "activation",
-                             lambda name: type(name) is str and name in ACTIVATIONS)
-    config = dict(input_dim=input_dim, embed_dim=embed_dim, num_classes=shape(weights, "classifier.weight")[0],
-                  num_heads=heads, feedforward_dim=shape(weights, "encoder.0.feedforward.in.weight")[0],
-                  num_layers=num_layers, activation=getattr(nn, activation))
-    if linformer:
-        config["proj_dim"], config["sequence_length"] = shape(weights, "encoder.0.attention.e_proj.weight")
-    validate(config, linformer)
-    return config
-
-
-def validate(config, linformer):
-    """Sizes the grader's data and CPU can take, and the ones the task fixes."""
-    if config["input_dim"] != VOCAB_SIZE:
-        raise InvalidModel(f"input_dim is {config['input_dim']}, the data has {VOCAB_SIZE} tokens")
-    if config["num_classes"] not in (1, 2):
-        raise InvalidModel(f"num_classes is {config['num_classes']}; a palindrome classifier has 1 or 2")
-    for name, limit in LIMITS.items():
-        if name in config and not 1 <= config[name] <= limit:
-            raise InvalidModel(f"{name} = {config[name]} is outside 1..{limit}")
-    if linformer and config["sequence_length"] != SEQ_LEN + 1:
-        raise InvalidModel(f"sequence_length is {config['sequence_length']}, the data has {SEQ_LEN} tokens "
-                           "plus [CLS]")
-
-
 def load_strictly(model, slots_of, weights):
     """Copy every weight into the reference model's role; every role must be given, none extra, same shape."""
     slots = slots_of(model)
@@ -126,8 +77,8 @@ def reference_model(task, reference, record, spec):
     """
     class_name, slots = spec["class_name"], spec["slots"]
     weights = record.get("weights")
-    config = infer_config(weights if isinstance(weights, dict) else {}, record.get("config"),
-                          slots.startswith("linformer"))
+    config = cases_of(spec["assignment"]).trained_config(weights if isinstance(weights, dict) else {},
+                                                         record.get("config"), spec)
     try:
         model = build(Task(task), reference[class_name], class_name, dtype=torch.float32, **config)
     except Exception as error:  # noqa: BLE001 -- the reference refused these sizes
@@ -139,7 +90,7 @@ def reference_model(task, reference, record, spec):
 def reference_accuracy(task, reference, record, data):
     """Accuracy of the reference loaded with the student's weights; raises InvalidModel."""
     model = reference_model(task, reference, record, data)
-    return accuracy(predict(Task(task), model, data["tokens"], VOCAB_SIZE), data["labels"])
+    return cases_of(data["assignment"]).trained_accuracy(task, model, data)
 
 
 def judge_trained(task, record, data, reference):

@@ -4,10 +4,10 @@ See grading/cases/__init__.py for what an assignment's cases package provides.
 """
 
 from .hidden import hidden_cases
-from .trained import evaluation_data, trained_case
+from .trained import evaluation_data, trained_accuracy, trained_case, trained_config
 from .visible import VISIBLE
 
-__all__ = ["build_cases", "evaluation_data"]
+__all__ = ["build_cases", "evaluation_data", "trained_accuracy", "trained_config"]
 
 
 def build_cases(reference, assignment):

@@ -1,17 +1,25 @@
-"""Tasks 6 and 8: what the probe records of a trained model, and the grader's own evaluation data.
+"""Tasks 6 and 8: what the probe records of a trained model, how the grader rebuilds and evaluates it, and its data.
 
 The probe receives no data for these tasks: it records the model's weights by role and the settings
 the weights cannot tell (heads, activation). The grader loads them into the reference architecture
 and measures accuracy on sequences drawn here from a seed of its own; neither the sequences nor the
 labels ever reach a probe.
 """
-from course_lib.data import PalindromeDataset
-from course_lib.defaults import SEQ_LEN as DEFAULT_SEQ_LEN
+import torch.nn as nn
 
+from checkers._core import Task
+from checkers.transformer.trained import TARGET_ACCURACY  # one target for the notebook's check and the grader
+from course_lib.data import VOCAB_SIZE, PalindromeDataset
+from course_lib.defaults import SEQ_LEN as DEFAULT_SEQ_LEN
+from course_lib.metrics import predictions
+
+from ...judge.trained import InvalidModel, check_weights, one_setting, shape
+from ...run.recipes import predict
 from ..parts import recipe
 
-from checkers.transformer.trained import TARGET_ACCURACY  # one target for the notebook's check and the grader
-
+ACTIVATIONS = ("ReLU", "GELU", "SiLU", "Tanh", "LeakyReLU", "ELU", "SELU", "CELU", "Mish", "Softplus", "Sigmoid",
+               "Hardswish", "Hardtanh", "ReLU6", "Softsign", "Tanhshrink", "LogSigmoid", "PReLU", "RReLU")
+LIMITS = {"embed_dim": 1024, "feedforward_dim": 8192, "num_layers": 16, "proj_dim": 1024}  # the grader's CPU time
 DATA_SEED = 271828  # neither the notebook's data (1, 2) nor the visible check's (31337)
 SIZE = 2000
 TRAINED = {6: ("TransformerForSequenceClassification", "classifier"),
@@ -30,3 +38,51 @@ def trained_case(task):
     spec = {"assignment": "transformer", "class_name": class_name, "slots": slots, "target": TARGET_ACCURACY}
     return recipe(task, f"hidden: accuracy on {SIZE} fresh sequences of length {DEFAULT_SEQ_LEN}", False,
                   trained=spec)
+
+
+def trained_config(weights, settings, spec):
+    """Constructor keywords of the reference class from the weights' shapes and the settings; raises InvalidModel."""
+    linformer = spec["slots"].startswith("linformer")
+    check_weights(weights)
+    if not isinstance(settings, dict):
+        raise InvalidModel("no settings were recorded")
+    if "error" in settings:
+        raise InvalidModel(f"the model does not have the pinned layout: {str(settings['error'])[:200]}")
+    embed_dim, input_dim = shape(weights, "input_embedding.weight")
+    num_layers = len({role.split(".")[1] for role in weights if role.startswith("encoder.")})
+    if num_layers < 1:
+        raise InvalidModel("the encoder holds no blocks")
+    if any(not isinstance(settings.get(key), list) or len(settings[key]) != num_layers
+           for key in ("num_heads", "activation")):
+        raise InvalidModel("the heads and activation were not recorded for every encoder block")
+    heads = one_setting(settings.get("num_heads"), "num_heads",
+                        lambda h: type(h) is int and 1 <= h <= embed_dim and embed_dim % h == 0)
+    activation = one_setting(settings.get("activation"), "activation",
+                             lambda name: type(name) is str and name in ACTIVATIONS)
+    config = dict(input_dim=input_dim, embed_dim=embed_dim, num_classes=shape(weights, "classifier.weight")[0],
+                  num_heads=heads, feedforward_dim=shape(weights, "encoder.0.feedforward.in.weight")[0],
+                  num_layers=num_layers, activation=getattr(nn, activation))
+    if linformer:
+        config["proj_dim"], config["sequence_length"] = shape(weights, "encoder.0.attention.e_proj.weight")
+    validate(config, linformer)
+    return config
+
+
+def validate(config, linformer):
+    """Sizes the grader's data and CPU can take, and the ones the task fixes."""
+    if config["input_dim"] != VOCAB_SIZE:
+        raise InvalidModel(f"input_dim is {config['input_dim']}, the data has {VOCAB_SIZE} tokens")
+    if config["num_classes"] not in (1, 2):
+        raise InvalidModel(f"num_classes is {config['num_classes']}; a palindrome classifier has 1 or 2")
+    for name, limit in LIMITS.items():
+        if name in config and not 1 <= config[name] <= limit:
+            raise InvalidModel(f"{name} = {config[name]} is outside 1..{limit}")
+    if linformer and config["sequence_length"] != DEFAULT_SEQ_LEN + 1:
+        raise InvalidModel(f"sequence_length is {config['sequence_length']}, the data has {DEFAULT_SEQ_LEN} tokens "
+                           "plus [CLS]")
+
+
+def trained_accuracy(task, model, data):
+    """Accuracy of the loaded reference classifier on the grader's palindromes."""
+    logits = predict(Task(task), model, data["tokens"], VOCAB_SIZE)
+    return (predictions(logits) == data["labels"]).float().mean().item()
