@@ -55,6 +55,41 @@ def double_fixture(ref, generator):
 
 BUILDERS = {1: double_fixture}
 '''
+BENCH = '''"""The toy assignment's bench: double(x) against torch.mul, outputs checked equal, then timed."""
+import torch
+
+from tools.bench.goals import Goal
+from tools.bench.timing import compare_speed, output_difference
+
+SETTINGS = {"full": dict(size=4096, rounds=15), "quick": dict(size=64, rounds=3)}
+
+
+class Apply(torch.nn.Module):
+    """A function as a module (output_difference differentiates modules)."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+def double_section(ref, settings, device):
+    x = torch.randn(settings["size"], device=device)  # (N,)
+    ours, native = Apply(ref["double"]), Apply(lambda x: torch.mul(x, 2))
+    check = output_difference(ours, native, x)
+    speed = compare_speed(lambda: ours(x), lambda: native(x), device, settings["rounds"])
+    return dict(**check, **speed)
+
+
+def goals(report, settings):
+    row = report["double"]
+    return [Goal("double", "double vs torch.mul", f"ratio {row['ratio']:.2f}", "allclose", row["match"])]
+
+
+SECTIONS = {"double": double_section}
+'''
 MISTAKES = '''"""Known mistakes of the toy assignment."""
 from course.mistakes import Mutant
 
@@ -110,7 +145,8 @@ def slice_files():
     """{path relative to the checkout: text} of the toy's slice, every one of them inside a part of course/slices.py."""
     files = {f"solutions/{NAME}/{NAME}.ipynb": toy_notebook(), f"checkers/{NAME}/__init__.py": CHECKS,
              f"course/fixtures/{NAME}.py": FIXTURES, f"course/mistakes/{NAME}.py": MISTAKES,
-             f"tests/{NAME}/__init__.py": "", f"tests/{NAME}/test_{NAME}.py": SLICE_TEST}
+             f"tests/{NAME}/__init__.py": "", f"tests/{NAME}/test_{NAME}.py": SLICE_TEST,
+             f"tools/bench/{NAME}.py": BENCH}
     return files
 
 
@@ -177,6 +213,14 @@ def test_release_and_fixtures_make_the_slice_whole(released):
                             "from course.slices import missing_parts; print(missing_parts(assignment('toy')))"],
                            cwd=released, capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "[]"
+
+
+@pytest.mark.grading
+def test_the_bench_runs_the_new_assignment(course):
+    run = subprocess.run([sys.executable, "-m", "tools.bench", "--assignment", NAME, "--quick"], cwd=course,
+                         capture_output=True, text=True, timeout=120, env=scratch_env(course))
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert json.loads((course / "results" / NAME / "bench.json").read_text())["goals"][0]["verdict"] == "PASS"
 
 
 @pytest.mark.grading
