@@ -43,8 +43,8 @@ fixtures: $(STAMP)  ## recompute the checkers' expected values from the referenc
 assets: $(STAMP)  ## re-render the README's figures into assets/
 	$(BIN)/python -m tools.make_assets
 
-bench: $(STAMP)  ## measured performance: layers vs torch-native, time to 95%, attention scaling (results/)
-	$(BIN)/python -m tools.bench
+bench: $(STAMP)  ## measured performance of each assignment: layers vs torch-native, time to target (results/<name>/)
+	$(EACH_ASSIGNMENT) $(BIN)/python -m tools.bench --assignment $$name || exit 1; done
 
 collect: $(STAMP)  ## unpack one assignment's LMS download: make collect ZIP=path/to/submissions.zip [ASSIGNMENT=name]
 	$(BIN)/python -m grading.collect "$(ZIP)" $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)")

@@ -15,6 +15,8 @@ PARTS = (
     ("known mistakes", "course/mistakes/{name}.py", "MUTANTS: edits of the reference that a check must name"),
     ("hidden grading cases", "grading/cases/{name}/__init__.py", "the cases `make grade` scores every task with"),
     ("tests", "tests/{name}/__init__.py", "its checks tested both ways: planted mistakes fail, variants pass"),
+    ("bench", "tools/bench/{name}.py",
+     "SETTINGS, SECTIONS, goals (tools/bench/runner.py): its layers against torch-native ones, time to target"),
 )
 
 
@@ -40,6 +42,7 @@ def missing_parts(assignment):
             missing.append(f"{assignment.name}: no {what} ({pattern.format(name=assignment.name)}: {how})")
     for pattern, needed in (("course/fixtures/{name}.py", {"BUILDERS", "OUTPUT_KEYS"}),
                             ("course/mistakes/{name}.py", {"MUTANTS"}),
+                            ("tools/bench/{name}.py", {"SETTINGS", "SECTIONS", "goals"}),
                             ("checkers/{name}/__init__.py", {t.check_function for t in assignment.tasks.values()})):
         path = assignment.root / pattern.format(name=assignment.name)
         if path.is_file() and needed - names_defined(path):

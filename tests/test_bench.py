@@ -10,7 +10,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from tools import bench_goals, bench_scaling, bench_timing, bench_training
+from tools.bench import goals as bench_goals, runner, scaling as bench_scaling, timing as bench_timing
+from tools.bench import training as bench_training
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ("meta", "layers", "training_step", "training", "scaling", "goals")
@@ -18,10 +19,10 @@ SECTIONS = ("meta", "layers", "training_step", "training", "scaling", "goals")
 
 @pytest.fixture(scope="module")
 def quick_report(tmp_path_factory):
-    """Run `python -m tools.bench --quick` in a fresh process, as `make bench` would; return (report, out)."""
+    """Run the transformer's bench with --quick in a fresh process, as `make bench` would; return (report, out)."""
     out = tmp_path_factory.mktemp("bench")
-    done = subprocess.run([sys.executable, "-m", "tools.bench", "--quick", "--out", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "tools.bench", "--assignment", "transformer", "--quick", "--out",
+                           str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return json.loads((out / "bench.json").read_text()), out, done.stdout
 
@@ -39,6 +40,7 @@ def test_quick_bench_writes_every_section(quick_report):
     report, out, stdout = quick_report
     assert all(section in report for section in SECTIONS)
     assert report["meta"]["quick"] is True and report["meta"]["wall_seconds"] > 0
+    assert report["meta"]["assignment"] == "transformer" and stdout.count("Measured performance of transformer") == 1
     assert all(math.isfinite(n) for n in numbers(report))
     for path in report["meta"]["plots"]:
         assert Path(path).stat().st_size > 0
@@ -165,3 +167,50 @@ def test_table_shows_verdicts():
     assert lines[0] == "T" and len(lines) == 3 + len(goals)
     assert lines[3].endswith("PASS") and lines[4].endswith("MISS") and lines[5].endswith("-")
     assert [g["verdict"] for g in bench_goals.goals_as_dicts(goals)] == ["PASS", "MISS", "-"]
+
+
+def registry_with(tmp_path, name):
+    """A checkout root whose course.toml registers the course's assignments and one more, called name."""
+    extra = (f'\n[[assignments]]\nname = "{name}"\ntitle = "x"\n[assignments.tasks]\n'
+             '1 = { points = 1, check = "checkers.transformer:check_task_1", trains = false }\n')
+    (tmp_path / "course.toml").write_text((ROOT / "course.toml").read_text() + extra)
+    return tmp_path
+
+
+def test_the_runner_refuses_an_unregistered_assignment_in_one_line(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        runner.main(["--assignment", "nope", "--quick"])
+    message = str(stopped.value.code)
+    assert message.count("\n") == 0 and "no assignment 'nope'" in message and "course.toml" in message
+    assert "tools/bench/nope.py" in message
+
+
+def test_the_runner_names_the_bench_module_a_registered_assignment_lacks(tmp_path):
+    with pytest.raises(runner.BenchError) as refused:
+        runner.load_bench("decoder", root=registry_with(tmp_path, "decoder"))
+    assert str(refused.value).count("\n") == 0
+    assert "add tools/bench/decoder.py defining SETTINGS, SECTIONS, goals" in str(refused.value)
+
+
+@pytest.mark.parametrize("name", ["timing", "runner"])
+def test_a_shared_module_is_no_assignment_s_bench(tmp_path, name):
+    """An assignment named like a shared module gets no bench from it: that module defines no SETTINGS."""
+    with pytest.raises(runner.BenchError, match=f"add tools/bench/{name}.py defining SETTINGS"):
+        runner.load_bench(name, root=registry_with(tmp_path, name))
+
+
+def test_a_bench_module_without_the_interface_is_refused(tmp_path, monkeypatch):
+    """A module tools/bench/<name>.py that defines only part of the interface is named with what it lacks."""
+    package = tmp_path / "tools" / "bench"
+    package.mkdir(parents=True)
+    (package / "partial.py").write_text("SETTINGS = {'full': {}, 'quick': {}}\n")
+    monkeypatch.setattr(sys.modules["tools.bench"], "__path__", [*sys.modules["tools.bench"].__path__, str(package)])
+    with pytest.raises(runner.BenchError, match=r"^tools/bench/partial.py defines no SECTIONS, goals"):
+        runner.load_bench("partial", root=registry_with(tmp_path, "partial"))
+    sys.modules.pop("tools.bench.partial", None)
+
+
+def test_the_transformer_bench_module_defines_the_interface():
+    module = runner.load_bench("transformer")
+    assert set(module.SETTINGS) == {"full", "quick"} and list(module.SECTIONS) == list(SECTIONS[1:5])
+    assert all(callable(section) for section in module.SECTIONS.values()) and callable(module.figures)

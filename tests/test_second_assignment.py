@@ -56,6 +56,41 @@ def double_fixture(ref, generator):
 
 BUILDERS = {1: double_fixture}
 '''
+BENCH = '''"""The toy assignment's bench: double(x) against torch.mul, outputs checked equal, then timed."""
+import torch
+
+from tools.bench.goals import Goal
+from tools.bench.timing import compare_speed, output_difference
+
+SETTINGS = {"full": dict(size=4096, rounds=15), "quick": dict(size=64, rounds=3)}
+
+
+class Apply(torch.nn.Module):
+    """A function as a module (output_difference differentiates modules)."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+def double_section(ref, settings, device):
+    x = torch.randn(settings["size"], device=device)  # (N,)
+    ours, native = Apply(ref["double"]), Apply(lambda x: torch.mul(x, 2))
+    check = output_difference(ours, native, x)
+    speed = compare_speed(lambda: ours(x), lambda: native(x), device, settings["rounds"])
+    return dict(**check, **speed)
+
+
+def goals(report, settings):
+    row = report["double"]
+    return [Goal("double", "double vs torch.mul", f"ratio {row['ratio']:.2f}", "allclose", row["match"])]
+
+
+SECTIONS = {"double": double_section}
+'''
 MISTAKES = '''"""Known mistakes of the toy assignment."""
 from course.mistakes import Mutant
 
@@ -127,7 +162,8 @@ def slice_files():
     files = {f"solutions/{NAME}/{NAME}.ipynb": toy_notebook(), f"checkers/{NAME}/__init__.py": CHECKS,
              f"course/fixtures/{NAME}.py": FIXTURES, f"course/mistakes/{NAME}.py": MISTAKES,
              f"grading/cases/{NAME}/__init__.py": CASES,
-             f"tests/{NAME}/__init__.py": "", f"tests/{NAME}/test_{NAME}.py": SLICE_TEST}
+             f"tests/{NAME}/__init__.py": "", f"tests/{NAME}/test_{NAME}.py": SLICE_TEST,
+             f"tools/bench/{NAME}.py": BENCH}
     return files
 
 
@@ -198,6 +234,14 @@ def test_release_and_fixtures_make_the_slice_whole(released):
 
 
 @pytest.mark.grading
+def test_the_bench_runs_the_new_assignment(course):
+    run = subprocess.run([sys.executable, "-m", "tools.bench", "--assignment", NAME, "--quick"], cwd=course,
+                         capture_output=True, text=True, timeout=120, env=scratch_env(course))
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert json.loads((course / "results" / NAME / "bench.json").read_text())["goals"][0]["verdict"] == "PASS"
+
+
+@pytest.mark.grading
 def test_the_course_s_own_tests_take_the_new_assignment_in(released):
     """Its slice's tests (the check both ways) and the course-wide tests that iterate over the registry."""
     selected = ["tests/toy", "tests/test_release.py", "tests/test_student_notebook.py", "tests/test_registry.py",
@@ -253,16 +297,17 @@ def test_collect_and_grade_score_the_new_assignment(graded):
     assert canvas == {"ada": "10", "ben": "0"}
 
 
-GRADING_OUTPUTS = ("submitted", "autograded", "feedback", "exports", "build", "grades.csv", "grades_by_task.csv",
-                   "gradebook.db", f"grading_report_{NAME}.md", "collect_report.md", "download.zip")
+# What the commands write as their own (git-ignored) outputs: grading's and the bench's
+OUTPUTS = ("submitted", "autograded", "feedback", "exports", "build", "grades.csv", "grades_by_task.csv", "gradebook.db",
+           f"grading_report_{NAME}.md", "collect_report.md", "download.zip", "results")
 
 
 def changed_files(course):
-    """Files of the scratch course that are new or differ from this checkout's, grading's own outputs aside."""
+    """Files of the scratch course that are new or differ from this checkout's, the commands' own outputs aside."""
     changed = []
     for path in course.rglob("*"):
         relative = path.relative_to(course)
-        if path.is_dir() or relative.parts[0] in GRADING_OUTPUTS or "__pycache__" in relative.parts:
+        if path.is_dir() or relative.parts[0] in OUTPUTS or "__pycache__" in relative.parts:
             continue
         original = ROOT / relative
         if not original.is_file() or original.read_bytes() != path.read_bytes():
@@ -272,7 +317,7 @@ def changed_files(course):
 
 @pytest.mark.grading
 def test_nothing_outside_the_slice_and_the_registry_changed(graded):
-    """Release, fixtures, collect and grade of the toy wrote only into its slice (and their own outputs)."""
+    """Release, fixtures, bench, collect and grade of the toy wrote only into its slice (and their own outputs)."""
     course, _ = graded
     outside = [path for path in changed_files(course) if path != "course.toml" and not in_the_slice(path)]
     assert not outside, f"the toy assignment needed changes outside its slice: {outside}"

@@ -1,4 +1,4 @@
-"""Measured performance of the reference answers (run by `make bench`): `python -m tools.bench [--quick] [--out DIR]`.
+"""The transformer assignment's bench (`make bench ASSIGNMENT=transformer`; interface: tools/bench/runner.py).
 
 Four sections, on the device in use (CUDA if available, else CPU):
   layers          forward + backward time of the reference layers against torch-native ones holding the same
@@ -6,18 +6,10 @@ Four sections, on the device in use (CUDA if available, else CPU):
   training step   one AdamW step of the classifier, reference against nn.TransformerEncoderLayer;
   training        training time until the checker's own data (tasks 6 and 8) is classified >= 95% right;
   scaling         peak memory and time of full against Linformer attention as the sequence grows.
-Prints one table (each goal with its measured figure and PASS / MISS), writes DIR/bench.json and PNG plots.
+Each goal is one row of the table; figures() writes the scaling plots.
 The torch-native equivalents live here, not in course_lib: they restate answers of the workbook.
 """
-import argparse
-import contextlib
 import copy
-import json
-import os
-import platform
-import sys
-import time
-from pathlib import Path
 
 import matplotlib
 
@@ -32,10 +24,9 @@ from torch.utils.data import DataLoader  # noqa: E402
 from checkers.transformer.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY  # noqa: E402
 from course_lib import defaults  # noqa: E402
 from course_lib.data import PalindromeDataset, VOCAB_SIZE  # noqa: E402
-from course_lib.device import get_device  # noqa: E402
 from course_lib.plotting import plot_scaling  # noqa: E402
-from course.reference import load_reference  # noqa: E402
-from tools import bench_goals, bench_scaling, bench_timing, bench_training  # noqa: E402
+from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training  # noqa: E402
+from tools.bench.goals import Goal  # noqa: E402
 
 STEP_RATIO_GOAL = 1.3  # reference training step / torch-native step
 TRAINING_SECONDS_GOAL = 60.0  # training seconds to 95% on the checker's data, per task
@@ -182,7 +173,7 @@ def layer_pairs(ref, size, device):
     """The reference layers next to torch-native ones with the same weights, and their inputs, at one size.
 
     Args:
-        ref: namespace of the reference answers (course.reference.load_reference()).
+        ref: namespace of the reference answers (course.reference.reference_of("transformer")).
         size: dict with batch_size, seq_len (positions, [CLS] included), embed_dim, num_heads, feedforward_dim.
         device: where to put modules and inputs.
 
@@ -217,8 +208,9 @@ def layers_section(ref, settings, device):
         rows = []
         for name, other_name, ours, theirs, inputs in layer_pairs(ref, size, device):
             check = bench_timing.output_difference(ours, theirs, inputs)
-            speed = bench_timing.compare_speed(bench_timing.forward_backward(ours, inputs), bench_timing.forward_backward(theirs, inputs),
-                                        device, settings["rounds"])
+            speed = bench_timing.compare_speed(bench_timing.forward_backward(ours, inputs),
+                                               bench_timing.forward_backward(theirs, inputs), device,
+                                               settings["rounds"])
             rows.append(dict(layer=name, native=other_name, **check, **speed))
         results[size_name] = dict(size=size, comparisons=rows)
     return results
@@ -268,15 +260,15 @@ def training_section(ref, settings, device):
     """Training time of tasks 6 and 8 until >= 95% on the checker's data, one run per seed.
 
     Returns:
-        dict task -> {"model": config, "runs": [...], median_seconds, worst_seconds, ...} (bench_training.summarize_runs).
+        dict task -> {"model": config, "runs": [...], median_seconds, worst_seconds, ...} (summarize_runs).
     """
     loaders, held_out = notebook_loaders(settings["train_size"]), checker_data(defaults.SEQ_LEN)
     tasks = {"task 6": ("TransformerForSequenceClassification", defaults.CLASSIFIER),
              "task 8": ("LinformerForSequenceClassification", defaults.LINFORMER)}
     results = {}
     for task, (class_name, config) in tasks.items():
-        runs = [bench_training.train_to_accuracy(lambda: ref[class_name](**config), loaders, held_out, seed, TARGET_ACCURACY,
-                                        device, defaults.TRAINING, settings["max_seconds"])
+        runs = [bench_training.train_to_accuracy(lambda: ref[class_name](**config), loaders, held_out, seed,
+                                                 TARGET_ACCURACY, device, defaults.TRAINING, settings["max_seconds"])
                 for seed in settings["seeds"]]
         model = dict(config, activation=config["activation"].__name__)
         results[task] = dict(model=class_name, config=model, runs=runs, **bench_training.summarize_runs(runs))
@@ -332,7 +324,7 @@ def scaling_section(ref, settings, device):
     seq_lens, specs = settings["seq_lens"], scaling_specs(settings["proj_dims"])
     layers = {name: attention_factory(ref, proj_dim) for name, proj_dim in specs.items()}
     curves = bench_scaling.scaling_curves(layers, seq_lens, SCALING_BATCH, SCALING_WIDTH, device,
-                                  repeats=settings["scaling_repeats"], long_call_seconds=LONG_CALL_SECONDS)
+                                          repeats=settings["scaling_repeats"], long_call_seconds=LONG_CALL_SECONDS)
     for pass_name, backward in bench_scaling.PASSES.items():
         for name, curve in curves[pass_name].items():
             curve.update(summarize_curve(curve, seq_lens, specs[name], settings["fit_from"], backward))
@@ -346,13 +338,14 @@ PASS_TITLES = {"forward": "one forward pass", "forward_backward": "one forward +
 QUANTITIES = {"memory": ("peak_bytes", 2**-20, "peak memory (MiB)"), "time": ("seconds", 1e3, "wall time (ms)")}
 
 
-def scaling_figures(scaling, out):
-    """Log-log plots of memory and time against L, ideal slopes drawn; one PNG per pass and quantity.
+def figures(report, out):
+    """Log-log plots of the scaling section's memory and time against L, ideal slopes drawn; one PNG per pass and
+    quantity, written under out.
 
     Returns:
         List of the paths written.
     """
-    paths = []
+    scaling, paths = report["scaling"], []
     for pass_name, pass_title in PASS_TITLES.items():
         for quantity, (key, scale, ylabel) in QUANTITIES.items():
             curves = scaling[pass_name]
@@ -380,8 +373,8 @@ def _ms(seconds):
 def layer_goals(layers):
     """One row per pair: outputs and input gradients allclose (the goal); the time ratio is reported beside it."""
     rounds = next(iter(layers.values()))["comparisons"][0]["rounds"]
-    goals = [bench_goals.Goal("layers", "time measured as", f"medians of {rounds} alternating rounds (ref, native, ref, "
-                                                      "...), each round >= 20 ms of back-to-back calls")]
+    rows = [Goal("layers", "time measured as", f"medians of {rounds} alternating rounds (ref, native, ref, "
+                 "...), each round >= 20 ms of back-to-back calls")]
     for size_name, result in layers.items():
         size = result["size"]
         section = (f"layers {size_name} B{size['batch_size']} L{size['seq_len']} D{size['embed_dim']} "
@@ -390,43 +383,43 @@ def layer_goals(layers):
             measured = (f"fwd+bwd ref/native {row['ratio']:.2f} ({_ms(row['reference_seconds'])} / "
                         f"{_ms(row['other_seconds'])}); max|diff| {row['max_abs_diff']:.0e}, "
                         f"grad {row['grad_max_abs_diff']:.0e}")
-            goals.append(bench_goals.Goal(section, f"{row['layer']} vs {row['native']}", measured,
-                                    "allclose (time: reported)", row["match"]))
-    return goals
+            rows.append(Goal(section, f"{row['layer']} vs {row['native']}", measured,
+                             "allclose (time: reported)", row["match"]))
+    return rows
 
 
 def training_step_goals(step):
     """Rows for the training-step section: same outputs, the time ratio (goal), and where the time goes."""
     ours, theirs = step["profile"]["reference"], step["profile"]["native"]
     return [
-        bench_goals.Goal("training step", "classifier vs nn.TransformerEncoderLayer: outputs, input grads",
-                   f"max|diff| {step['max_abs_diff']:.0e}, grad {step['grad_max_abs_diff']:.0e}", "allclose",
-                   step["match"]),
-        bench_goals.Goal("training step", "AdamW step of the course classifier, ref / native",
-                   f"{step['ratio']:.2f} ({_ms(step['reference_seconds'])} / {_ms(step['other_seconds'])})",
-                   f"<= {STEP_RATIO_GOAL}", step["ratio"] <= STEP_RATIO_GOAL),
-        bench_goals.Goal("training step", "tensor ops per step, ref / native (step time per op)",
-                   f"{ours['ops']} / {theirs['ops']} ({step['reference_seconds'] / ours['ops'] * 1e6:.1f} / "
-                   f"{step['other_seconds'] / theirs['ops'] * 1e6:.1f} us)"),
+        Goal("training step", "classifier vs nn.TransformerEncoderLayer: outputs, input grads",
+             f"max|diff| {step['max_abs_diff']:.0e}, grad {step['grad_max_abs_diff']:.0e}", "allclose",
+             step["match"]),
+        Goal("training step", "AdamW step of the course classifier, ref / native",
+             f"{step['ratio']:.2f} ({_ms(step['reference_seconds'])} / {_ms(step['other_seconds'])})",
+             f"<= {STEP_RATIO_GOAL}", step["ratio"] <= STEP_RATIO_GOAL),
+        Goal("training step", "tensor ops per step, ref / native (step time per op)",
+             f"{ours['ops']} / {theirs['ops']} ({step['reference_seconds'] / ours['ops'] * 1e6:.1f} / "
+             f"{step['other_seconds'] / theirs['ops'] * 1e6:.1f} us)"),
     ]
 
 
 def training_goals(training):
     """Rows for the training section: median and worst seed's training seconds to 95% on the checker's data."""
-    goals = []
+    rows = []
     for task, result in training.items():
         worst = max(result["runs"], key=lambda run: run["seconds"])
         label = f"{task} ({result['model'].replace('ForSequenceClassification', '')}) to 95% on checker data"
         reached = "" if result["all_reached"] else ", NOT all reached"
-        goals.append(bench_goals.Goal("training", f"{label}: median of {len(result['runs'])} seeds",
-                                f"{result['median_seconds']:.1f} s ({result['median_steps']:.0f} steps){reached}",
-                                f"<= {TRAINING_SECONDS_GOAL:.0f} s",
-                                result["all_reached"] and result["median_seconds"] <= TRAINING_SECONDS_GOAL))
-        goals.append(bench_goals.Goal("training", f"{label}: worst seed",
-                                f"{worst['seconds']:.1f} s (seed {worst['seed']}, {worst['steps']} steps, "
-                                f"acc {worst['accuracy']:.1%})", f"<= {TRAINING_SECONDS_GOAL:.0f} s",
-                                worst["reached"] and worst["seconds"] <= TRAINING_SECONDS_GOAL))
-    return goals
+        rows.append(Goal("training", f"{label}: median of {len(result['runs'])} seeds",
+                         f"{result['median_seconds']:.1f} s ({result['median_steps']:.0f} steps){reached}",
+                         f"<= {TRAINING_SECONDS_GOAL:.0f} s",
+                         result["all_reached"] and result["median_seconds"] <= TRAINING_SECONDS_GOAL))
+        rows.append(Goal("training", f"{label}: worst seed",
+                         f"{worst['seconds']:.1f} s (seed {worst['seed']}, {worst['steps']} steps, "
+                         f"acc {worst['accuracy']:.1%})", f"<= {TRAINING_SECONDS_GOAL:.0f} s",
+                         worst["reached"] and worst["seconds"] <= TRAINING_SECONDS_GOAL))
+    return rows
 
 
 def curve_goals(pass_name, name, curve, fit_from):
@@ -434,135 +427,37 @@ def curve_goals(pass_name, name, curve, fit_from):
     label, ideal = f"{PASS_LABELS[pass_name]} {name}", curve["ideal_slope"]
     within = lambda slope: abs(slope - ideal) <= SLOPE_TOLERANCE  # noqa: E731
     ratios = curve["peak_over_analytic"]
-    goals = [bench_goals.Goal("scaling", f"{label}: {quantity} slope, L >= {fit_from} (all L: {curve[key + '_all']:.2f})",
-                        f"{curve[key]:.2f}", f"{ideal} +- {SLOPE_TOLERANCE}", within(curve[key]))
-             for quantity, key in (("memory", "memory_slope"), ("time", "time_slope"))]
-    goals.append(bench_goals.Goal("scaling", f"{label}: peak / analytic attention tensors, over all L",
-                            f"{min(ratios):.2f}x .. {max(ratios):.2f}x", f"within {MEMORY_RATIO_GOAL}x",
-                            all(1 / MEMORY_RATIO_GOAL <= ratio <= MEMORY_RATIO_GOAL for ratio in ratios)))
-    return goals
+    rows = [Goal("scaling", f"{label}: {quantity} slope, L >= {fit_from} (all L: {curve[key + '_all']:.2f})",
+                 f"{curve[key]:.2f}", f"{ideal} +- {SLOPE_TOLERANCE}", within(curve[key]))
+            for quantity, key in (("memory", "memory_slope"), ("time", "time_slope"))]
+    rows.append(Goal("scaling", f"{label}: peak / analytic attention tensors, over all L",
+                     f"{min(ratios):.2f}x .. {max(ratios):.2f}x", f"within {MEMORY_RATIO_GOAL}x",
+                     all(1 / MEMORY_RATIO_GOAL <= ratio <= MEMORY_RATIO_GOAL for ratio in ratios)))
+    return rows
 
 
 def scaling_goals(scaling, proj_dims):
     """Rows for the scaling section: every curve's goals and the Linformer's saving at the longest length."""
-    goals = [bench_goals.Goal("scaling", "memory measured with", scaling["method"]),
-             bench_goals.Goal("scaling", "time measured as", scaling["time_method"])]
+    rows = [Goal("scaling", "memory measured with", scaling["method"]),
+            Goal("scaling", "time measured as", scaling["time_method"])]
     longest, smallest = scaling["seq_lens"][-1], f"Linformer k={min(proj_dims)}"
     for pass_name in bench_scaling.PASSES:
         curves = scaling[pass_name]
         for name, curve in curves.items():
-            goals += curve_goals(pass_name, name, curve, scaling["fit_from"])
+            rows += curve_goals(pass_name, name, curve, scaling["fit_from"])
         saving = curves["full attention"]["peak_bytes"][-1] / curves[smallest]["peak_bytes"][-1]
-        goals.append(bench_goals.Goal("scaling", f"{PASS_LABELS[pass_name]} peak at L={longest}: full / {smallest}",
-                                f"{saving:.0f}x ({curves['full attention']['peak_bytes'][-1] / 2**20:.0f} MiB / "
-                                f"{curves[smallest]['peak_bytes'][-1] / 2**20:.1f} MiB)",
-                                f">= {LINFORMER_SAVING_GOAL:.0f}x", saving >= LINFORMER_SAVING_GOAL))
-    return goals
+        rows.append(Goal("scaling", f"{PASS_LABELS[pass_name]} peak at L={longest}: full / {smallest}",
+                         f"{saving:.0f}x ({curves['full attention']['peak_bytes'][-1] / 2**20:.0f} MiB / "
+                         f"{curves[smallest]['peak_bytes'][-1] / 2**20:.1f} MiB)",
+                         f">= {LINFORMER_SAVING_GOAL:.0f}x", saving >= LINFORMER_SAVING_GOAL))
+    return rows
 
 
-def all_goals(report, settings):
+def goals(report, settings):
     """Every row of the table, section by section."""
     return (layer_goals(report["layers"]) + training_step_goals(report["training_step"])
             + training_goals(report["training"]) + scaling_goals(report["scaling"], settings["proj_dims"]))
 
 
-# ----------------------------------------------------------------------------- command line
-
 SECTIONS = {"layers": layers_section, "training_step": training_step_section, "training": training_section,
             "scaling": scaling_section}
-
-
-@contextlib.contextmanager
-def native_stderr_to(path):
-    """Point file descriptor 2 at a log file for a while.
-
-    torch.profiler's C++ side writes a line to stderr at every start and stop (hundreds here);
-    the log keeps them, and the table on stdout stays readable.
-    """
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with open(path, "w") as log:
-        os.dup2(log.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-
-
-def describe_run(device, quick, settings):
-    """Where and how the bench ran, for the JSON's meta section."""
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
-    return dict(device=str(device), device_name=name, torch=torch.__version__, python=platform.python_version(),
-                threads=torch.get_num_threads(), cpu_count=os.cpu_count(), quick=quick, settings=settings,
-                load_average_start=list(os.getloadavg()))
-
-
-def run_sections(ref, settings, device, log_path):
-    """Run every section, printing one progress line each; returns (results, seconds per section)."""
-    results, seconds = {}, {}
-    with native_stderr_to(log_path):
-        for name, section in SECTIONS.items():
-            print(f"bench: {name} ...", flush=True)
-            start = time.perf_counter()
-            results[name] = section(ref, settings, device)
-            seconds[name] = time.perf_counter() - start
-    return results, seconds
-
-
-def choose_threads(device, threads):
-    """Set torch's intra-op threads: `threads` if given, else 1 on CPU.
-
-    One thread on CPU because the course's tensors (B * L * D = 32 * 33 * 16 elements) are too small
-    to gain from more, and because on a shared machine a second thread that loses its core makes
-    every parallel op wait for it: on the course's 2-core machine, with one other busy process, a
-    forward + backward of the classifier took about 15 ms with 2 threads against 3 ms with 1.
-    """
-    if threads:
-        torch.set_num_threads(threads)
-    elif device.type == "cpu":
-        torch.set_num_threads(1)
-
-
-def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run: small sizes, one seed, short training")
-    parser.add_argument("--out", default="results", help="folder for bench.json and the PNG plots")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads; default 1 on CPU (see choose_threads), torch's choice on CUDA")
-    return parser.parse_args(argv)
-
-
-def table_title(meta):
-    """First line of the table: where it ran, how long it took, and how busy the machine was."""
-    load = "/".join(f"{value:.1f}" for value in meta["load_average_start"] + meta["load_average_end"][:1])
-    quick = " -- QUICK smoke run, not the goals' conditions" if meta["quick"] else ""
-    return (f"Measured performance on {meta['device']} ({meta['device_name']}, {meta['threads']} thread(s), "
-            f"torch {meta['torch']}): {meta['wall_seconds']:.0f} s; load average before 1/5/15 min, after 1 min "
-            f"{load}{quick}")
-
-
-def main(argv=None):
-    """Run the bench, print the table, write OUT/bench.json and the plots; returns the report dict."""
-    args = parse_args(argv)
-    settings, out, device = SETTINGS["quick" if args.quick else "full"], Path(args.out), get_device()
-    choose_threads(device, args.threads)
-    out.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    report = dict(meta=describe_run(device, args.quick, settings))
-    results, seconds = run_sections(load_reference(), settings, device, out / "bench.log")
-    report.update(results)
-    goals = all_goals(report, settings)
-    report["meta"].update(section_seconds=seconds, wall_seconds=time.perf_counter() - start,
-                          load_average_end=list(os.getloadavg()),
-                          plots=[str(path) for path in scaling_figures(report["scaling"], out)])
-    report["goals"] = bench_goals.goals_as_dicts(goals)
-    (out / "bench.json").write_text(json.dumps(report, indent=1))
-    meta = report["meta"]
-    print(bench_goals.format_table(goals, table_title(meta)))
-    return report
-
-
-if __name__ == "__main__":
-    main()

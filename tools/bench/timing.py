@@ -1,6 +1,6 @@
 """Timing for the bench: alternating rounds, forward + backward and optimizer steps, op counts, equal outputs.
 
-Model-agnostic: the modules to time are arguments (tools/bench.py passes the reference in).
+Model-agnostic: the modules to time are arguments (an assignment's bench module passes its reference in).
 """
 import math
 import statistics
