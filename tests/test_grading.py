@@ -33,7 +33,7 @@ from grading.run.recipes import run  # noqa: E402
 from grading.judge.score import score_submission  # noqa: E402
 from course_paths import DEFINITION_TASKS, NAME, POINTS, RELEASE, SOURCE, TRANSFORMER, course_folder  # noqa: E402
 from palindrome_models import mirror_logits  # noqa: E402
-from course.mistakes.transformer import MUTANTS  # noqa: E402  (tools/ is on sys.path through conftest.py)
+from course.mistakes.transformer import MUTANTS  # noqa: E402
 
 
 
