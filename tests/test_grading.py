@@ -309,7 +309,7 @@ def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases, load_v
 
 def unnamed_mistakes():
     """The wrong implementations named nowhere in the catalogue (tests/transformer/unnamed_mistakes.py), by task."""
-    from transformer.test_checker_properties import UNNAMED
+    from transformer.unnamed_mistakes import UNNAMED
     return [(task, objects) for task, objects, _ in UNNAMED]
 
 
