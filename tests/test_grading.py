@@ -321,8 +321,8 @@ def test_hidden_tests_reject_every_unnamed_mistake(task, objects, graded_cases):
 
 
 def alternatives():
-    """The checkers' accepted alternative solutions (tests/transformer/test_checker_alternatives.py), by task."""
-    import transformer.test_checker_alternatives as alt
+    """The checkers' accepted alternative solutions (tests/transformer/valid_variants.py), by task."""
+    import transformer.valid_variants as alt
     return [(1, (f,)) for f in alt.ATTENTIONS] + [(2, (c,)) for c in alt.MULTIHEADS] + \
         [(3, (c,)) for c in alt.BLOCKS] + [(4, (c,)) for c in alt.POSITIONALS] + \
         [(5, (c,)) for c in alt.CLASSIFIERS] + [(7, classes) for classes in alt.LINFORMERS]
