@@ -7,12 +7,9 @@ on a scratch copy of the course, and checks every task's score, the report, and 
 holds hidden-test or reference code. Select it alone with `pytest -m grading tests/test_grading.py`.
 """
 import copy
-import csv
-import html
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -33,69 +30,16 @@ from grading.run.recipes import run  # noqa: E402
 from grading.judge.score import score_submission  # noqa: E402
 from course_paths import DEFINITION_TASKS, NAME, POINTS, RELEASE, SOURCE, TRANSFORMER, course_folder  # noqa: E402
 from palindrome_models import mirror_logits  # noqa: E402
+from submissions import (DEFINITION_POINTS, code, csv_rows, definitions_only, edit_cell,  # noqa: E402
+                         grade_id, index_of, prepend_to, report_sections, scratch_course, seconds_per_submission,
+                         visible_text, without)
 from course.mistakes.transformer import MUTANTS  # noqa: E402
 
 
-
-
-# ----- Submissions, built from the reference and release notebooks -------------------------------------------
-
-def code(cell):
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-
-
-def grade_id(cell):
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-
-
-def reference_answers(source=SOURCE):
-    """{grade_id: the reference answer as a student would write it (solution markers dropped)}."""
-    answers = {}
-    for cell in json.loads(Path(source).read_text())["cells"]:
-        if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
-            lines = [line for line in code(cell).split("\n") if "### BEGIN SOLUTION" not in line
-                     and "### END SOLUTION" not in line]
-            answers[grade_id(cell)] = "\n".join(lines)
-    return answers
-
-
-def with_answers(notebook, answers):
-    """A copy of notebook whose answer cells hold answers[grade_id] where given."""
-    notebook = copy.deepcopy(notebook)
-    for cell in notebook["cells"]:
-        if grade_id(cell) in answers:
-            cell["source"] = answers[grade_id(cell)]
-    return notebook
-
-
-def edit_cell(notebook, wanted, edit):
-    """Apply edit(source) -> source to the cell with grade_id wanted; the edit must change it."""
-    for cell in notebook["cells"]:
-        if grade_id(cell) == wanted:
-            edited = edit(code(cell))
-            assert edited != code(cell), f"edit of {wanted} changed nothing"
-            cell["source"] = edited
-            return notebook
-    raise AssertionError(f"no cell {wanted}")
-
-
-def index_of(notebook, wanted):
-    return next(i for i, cell in enumerate(notebook["cells"]) if grade_id(cell) == wanted)
-
+# ----- Every kind of submission, built from the reference and release notebooks (helpers: submissions.py) ----
 
 def mutant(task, name):
     return next(m for m in MUTANTS if m.task == task and m.name == name)
-
-
-def definitions_only():
-    """The release with the reference answers of tasks 1-5 and 7: 8 points, and nothing to train (fast)."""
-    answers = {key: value for key, value in reference_answers().items()
-               if int(re.match(r"task_(\d)", key).group(1)) in DEFINITION_TASKS}
-    return with_answers(read(RELEASE), answers)
-
-
-def prepend_to(source, lines):
-    return lines + "\n" + source
 
 
 SPECIAL_CASED_PE = '''class PositionalEncoding(nn.Module):
@@ -161,12 +105,7 @@ def stripped(notebook):
     return notebook
 
 
-def without(points, *tasks):
-    return {task: (0 if task in tasks else score) for task, score in points.items()}
-
-
 ALL_POINTS = dict(POINTS)
-DEFINITION_POINTS = without(POINTS, *TRANSFORMER.training_tasks)  # the reference answers of definitions, nothing trained
 NOTHING = without(POINTS, *POINTS)
 
 
@@ -256,18 +195,6 @@ def make_zip(path):
         archive.writestr("__MACOSX/._full_transformer.ipynb", b"\0")
         archive.writestr("transformer.ipynb", json.dumps(read(RELEASE)))
     return path
-
-
-def scratch_course(folder):
-    """A copy of the course's grading inputs, with a shorter limit for ordinary cells (its registry's, read by its
-    nbgrader_config.py)."""
-    for name in ("solutions", "notebooks"):
-        shutil.copytree(ROOT / name, folder / name)
-    shutil.copy(ROOT / "nbgrader_config.py", folder)
-    registry = (ROOT / "course.toml").read_text()
-    assert "\ncell_seconds = 60\n" in registry
-    (folder / "course.toml").write_text(registry.replace("\ncell_seconds = 60\n", "\ncell_seconds = 20\n"))
-    return folder
 
 
 # ----- Fast checks of the pieces -------------------------------------------------------------------------------
@@ -393,19 +320,6 @@ def graded(tmp_path_factory):
     return course, time.monotonic() - started, grade_run.stdout
 
 
-PROGRESS = re.compile(r"^\[\d+/\d+\] graded (.+): \S+ in (\d+) s; ")  # grade's line per finished submission
-
-
-def seconds_per_submission(output):
-    """{student: seconds} from the progress lines `grade` prints."""
-    return {found.group(1): float(found.group(2)) for line in output.splitlines() if (found := PROGRESS.match(line))}
-
-
-def csv_rows(path):
-    with open(path, newline="") as file:
-        return list(csv.DictReader(file))
-
-
 @pytest.mark.grading
 def test_every_task_of_every_submission_gets_its_expected_score(graded):
     """grades_by_task.csv, task by task, for all seventeen kinds of submission."""
@@ -437,12 +351,6 @@ def test_nbgrader_export_and_gradebook_hold_the_same_scores(graded):
     assert flagged == {"monkeypatch"}  # it replaced torch's comparisons and the checkers: flagged, still 0
 
 
-def report_sections(text):
-    """{student: their notes} from grading_report_<assignment>.md's 'Needs attention' part."""
-    part = text.split("## Needs attention", 1)[1].split("## Why tasks failed", 1)[0]
-    return {chunk.split(" (", 1)[0].strip(): chunk for chunk in part.split("### ")[1:]}
-
-
 @pytest.mark.grading
 def test_report_says_why_each_odd_submission_needed_attention(graded):
     """Every submission that needed attention is listed with the reason; clean ones are not."""
@@ -455,11 +363,6 @@ def test_report_says_why_each_odd_submission_needed_attention(graded):
     assert "failed a hidden test" in sections["special"] and "Task 4: hidden:" in sections["special"]
     if os.geteuid() == 0:
         assert "containment: bubblewrap" in text
-
-
-def visible_text(path):
-    """The text a reader of an HTML file sees (tags dropped, entities decoded), whitespace-normalised."""
-    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", path.read_text(errors="replace"))))
 
 
 def solution_lines():

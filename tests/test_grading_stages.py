@@ -15,7 +15,7 @@ import zipfile
 import pytest
 
 from course_paths import NAME, ROOT, course_folder
-from test_grading import csv_rows, scratch_course
+from submissions import csv_rows, scratch_course
 
 sys.path.insert(0, str(ROOT))
 

@@ -25,8 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from test_grading import (DEFINITION_POINTS, RELEASE, SOURCE, csv_rows, definitions_only, index_of, read,
-                          report_sections, scratch_course, seconds_per_submission)
+from course_paths import SOURCE
+from grading.run.notebook import read
+from submissions import (DEFINITION_POINTS, csv_rows, definitions_only, index_of, report_sections, scratch_course,
+                         seconds_per_submission)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

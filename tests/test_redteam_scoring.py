@@ -36,12 +36,12 @@ from grading.publish.render import RENDER_LIMIT, render
 from grading.judge.score import Verdict, score_submission
 from grading.text import encodable, markdown
 from grading.judge.trained import judge_trained, reference_model
-from course_paths import NAME, TRANSFORMER, course_folder
+from course_paths import NAME, RELEASE, SOURCE, TRANSFORMER, course_folder
 from palindrome_models import mirror_logits
 from redteam_builders import (XSS, attack_submissions, central_record, inner_zip, latin1_placeholder,
                               patch_central, write_latin1_names)
-from test_grading import (RELEASE, SOURCE, csv_rows, definitions_only, report_sections, scratch_course,  # noqa: E402
-                          seconds_per_submission, visible_text)
+from submissions import (csv_rows, definitions_only, report_sections, scratch_course,  # noqa: E402
+                         seconds_per_submission, visible_text)
 
 
 @pytest.fixture(scope="module")
