@@ -5,6 +5,8 @@ full solution, planted mistakes from course/mistakes/transformer.py, broken, tam
 zips them like an LMS download, runs `python -m grading.collect` and `python -m grading.grade --jobs 2`
 on a scratch copy of the course, and checks every task's score, the report, and that no feedback file
 holds hidden-test or reference code. Select it alone with `pytest -m grading tests/test_grading.py`.
+One fast test reads student ids from LMS file names. The builders of submissions shared with the red-team tests live
+in tests/submissions.py; the transformer's hidden cases are tested in tests/transformer/test_hidden_cases.py.
 """
 import copy
 import json
@@ -21,15 +23,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the grading package lives in the checkout, not in the installed distribution
 
-from grading.cases import build_cases  # noqa: E402
 from grading.collect import collect  # noqa: E402
 from grading.run import sandbox  # noqa: E402
-from grading.judge.expected import expected_records, reference_namespace  # noqa: E402
-from grading.run.notebook import check_cells, read, release_layout  # noqa: E402
-from grading.run.recipes import run  # noqa: E402
-from grading.judge.score import score_submission  # noqa: E402
-from course_paths import DEFINITION_TASKS, NAME, POINTS, RELEASE, SOURCE, TRANSFORMER, course_folder  # noqa: E402
-from palindrome_models import mirror_logits  # noqa: E402
+from grading.run.notebook import read  # noqa: E402
+from course_paths import NAME, POINTS, RELEASE, SOURCE, course_folder  # noqa: E402
 from submissions import (DEFINITION_POINTS, code, csv_rows, definitions_only, edit_cell,  # noqa: E402
                          grade_id, index_of, prepend_to, report_sections, scratch_course, seconds_per_submission,
                          visible_text, without)
@@ -198,94 +195,6 @@ def make_zip(path):
 
 
 # ----- Fast checks of the pieces -------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def graded_cases():
-    """(cases, expected, names, points, reference) as the grader builds them."""
-    reference = reference_namespace(TRANSFORMER)
-    checks = check_cells(release_layout(read(RELEASE)))
-    names = {task: cell.names for task, cell in checks.items()}
-    cases = build_cases(reference, TRANSFORMER)
-    return cases, expected_records(cases, reference, names), names, {t: c.points for t, c in checks.items()}, reference
-
-
-def verdict_of(task, namespace, graded_cases):
-    """Score one task in-process on a namespace of objects (what the probe does, without a sandbox)."""
-    cases, expected, names, points, reference = graded_cases
-    records = []
-    for recipe in cases[task]:
-        try:
-            records.append(run(recipe, [namespace[name] for name in names[task]], namespace))
-        except Exception as error:  # noqa: BLE001 -- a failing case is a record too
-            records.append({"error": f"{type(error).__name__}: {error}"})
-    return score_submission({task: cases[task]}, expected, {task: records}, points, reference)[task]
-
-
-@pytest.mark.parametrize("task", DEFINITION_TASKS)
-def test_reference_passes_hidden_tests(task, graded_cases):
-    verdict = verdict_of(task, graded_cases[4], graded_cases)
-    assert verdict.score == POINTS[task], verdict.message
-    assert sum(not case["visible"] for case in graded_cases[0][task]) >= 4  # hidden cases beyond the visible ones
-
-
-@pytest.mark.parametrize("planted", MUTANTS, ids=lambda m: f"task{m.task}-{m.name}")
-def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases, load_variant):
-    verdict = verdict_of(planted.task, load_variant(planted.apply), graded_cases)
-    assert verdict.score == 0 and verdict.message.startswith(f"Task {planted.task}")
-
-
-def unnamed_mistakes():
-    """The wrong implementations named nowhere in the catalogue (tests/transformer/unnamed_mistakes.py), by task."""
-    from transformer.unnamed_mistakes import UNNAMED
-    return [(task, objects) for task, objects, _ in UNNAMED]
-
-
-@pytest.mark.parametrize("task, objects", unnamed_mistakes(),
-                         ids=lambda value: value[0].__name__ if isinstance(value, tuple) else None)
-def test_hidden_tests_reject_every_unnamed_mistake(task, objects, graded_cases):
-    verdict = verdict_of(task, dict(zip(graded_cases[2][task], objects)), graded_cases)
-    assert verdict.score == 0 and verdict.message.startswith(f"Task {task}"), verdict.message
-
-
-def alternatives():
-    """The checkers' accepted alternative solutions (tests/transformer/valid_variants.py), by task."""
-    import transformer.valid_variants as alt
-    return [(1, (f,)) for f in alt.ATTENTIONS] + [(2, (c,)) for c in alt.MULTIHEADS] + \
-        [(3, (c,)) for c in alt.BLOCKS] + [(4, (c,)) for c in alt.POSITIONALS] + \
-        [(5, (c,)) for c in alt.CLASSIFIERS] + [(7, classes) for classes in alt.LINFORMERS]
-
-
-@pytest.mark.parametrize("task, objects", alternatives(), ids=lambda value: getattr(value, "__name__", str(value)))
-def test_hidden_tests_accept_what_the_checkers_accept(task, objects, graded_cases):
-    names = graded_cases[2][task]
-    verdict = verdict_of(task, dict(zip(names, objects)), graded_cases)
-    assert verdict.score == POINTS[task], verdict.message
-
-
-def test_recipes_hold_no_expected_values(graded_cases):
-    """What a probe receives: inputs and weights only; the trained tasks' data and labels stay in the grader."""
-    cases = graded_cases[0]
-    text = repr(cases)
-    assert "labels" not in text and "expected" not in text
-    assert all("tokens" not in recipe["trained"] for task in (6, 8) for recipe in cases[task])
-
-
-def test_trained_task_is_judged_from_weights_not_from_forward(graded_cases):
-    """A hand-written palindrome test put in place of the trained network's forward does not earn task 6."""
-    from course_lib import defaults
-    from grading.judge.trained import judge_trained
-    cases, expected, _, _, reference = graded_cases
-    base = reference["TransformerForSequenceClassification"]
-
-    class Detector(base):
-        def forward(self, x):
-            return mirror_logits(x)
-
-    model = Detector(**defaults.CLASSIFIER)
-    record = run(cases[6][0], [model], {"TransformerForSequenceClassification": base})
-    problem = judge_trained(6, record, expected[6][0], reference)
-    assert problem and "accuracy" in problem and "with your weights" in problem
-
 
 def test_collect_reads_student_ids_from_lms_names(tmp_path):
     """Per-student folders, LMS prefixes, Colab names and stray files, as grading/collect/naming.py documents."""
