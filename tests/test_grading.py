@@ -16,21 +16,16 @@ import subprocess
 import sys
 import time
 import zipfile
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the grading package lives in the checkout, not in the installed distribution
-
-from grading.collect import collect  # noqa: E402
-from grading.run import sandbox  # noqa: E402
-from grading.run.notebook import read  # noqa: E402
-from course_paths import NAME, POINTS, RELEASE, SOURCE, course_folder  # noqa: E402
-from submissions import (DEFINITION_POINTS, code, csv_rows, definitions_only, edit_cell,  # noqa: E402
-                         grade_id, index_of, prepend_to, report_sections, scratch_course, seconds_per_submission,
-                         visible_text, without)
-from course.mistakes.transformer import MUTANTS  # noqa: E402
+from course.mistakes.transformer import MUTANTS
+from course_paths import NAME, POINTS, RELEASE, ROOT, SOURCE, course_folder
+from grading.collect import collect
+from grading.run import sandbox
+from grading.run.notebook import read
+from submissions import (DEFINITION_POINTS, code, csv_rows, definitions_only, edit_cell, grade_id, index_of, prepend_to,
+                         report_sections, scratch_course, seconds_per_submission, visible_text, without)
 
 
 # ----- Every kind of submission, built from the reference and release notebooks (helpers: submissions.py) ----
