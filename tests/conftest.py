@@ -6,8 +6,7 @@ import sys
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))  # the planted mistakes live with the instructor tools
-sys.path.insert(0, str(ROOT))  # the instructor-side course package (registry, reference) lives in the checkout
+sys.path.insert(0, str(ROOT))  # the instructor-side packages (course, grading, tools) live in the checkout
 
 from course.reference import load_reference, reference_source  # noqa: E402
 from course.registry import assignment  # noqa: E402

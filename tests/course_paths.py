@@ -1,12 +1,10 @@
 """The assignment these tests exercise and its notebooks, from the course registry (course.toml)."""
 import shutil
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the course package lives in the checkout, not in the installed distribution
+from course.registry import assignment  # the checkout is on sys.path through conftest.py
 
-from course.registry import assignment  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 TRANSFORMER = assignment("transformer")  # the tests of checkers/ and grading/ are about this assignment's tasks
 NAME = TRANSFORMER.name

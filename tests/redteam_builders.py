@@ -4,7 +4,9 @@ import json
 import struct
 import zipfile
 
-from test_grading import RELEASE, definitions_only, edit_cell, index_of, read
+from course_paths import RELEASE
+from grading.run.notebook import read
+from submissions import definitions_only, edit_cell, index_of
 
 XSS = "<img src=x onerror=alert(1)>"
 

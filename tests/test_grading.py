@@ -5,97 +5,33 @@ full solution, planted mistakes from course/mistakes/transformer.py, broken, tam
 zips them like an LMS download, runs `python -m grading.collect` and `python -m grading.grade --jobs 2`
 on a scratch copy of the course, and checks every task's score, the report, and that no feedback file
 holds hidden-test or reference code. Select it alone with `pytest -m grading tests/test_grading.py`.
+One fast test reads student ids from LMS file names. The builders of submissions shared with the red-team tests live
+in tests/submissions.py; the transformer's hidden cases are tested in tests/transformer/test_hidden_cases.py.
 """
 import copy
-import csv
-import html
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 import zipfile
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the grading package lives in the checkout, not in the installed distribution
-
-from grading.cases import build_cases  # noqa: E402
-from grading.collect import collect  # noqa: E402
-from grading.run import sandbox  # noqa: E402
-from grading.judge.expected import expected_records, reference_namespace  # noqa: E402
-from grading.run.notebook import check_cells, read, release_layout  # noqa: E402
-from grading.run.recipes import run  # noqa: E402
-from grading.judge.score import score_submission  # noqa: E402
-from course_paths import DEFINITION_TASKS, NAME, POINTS, RELEASE, SOURCE, TRANSFORMER, course_folder  # noqa: E402
-from palindrome_models import mirror_logits  # noqa: E402
-from course.mistakes.transformer import MUTANTS  # noqa: E402  (tools/ is on sys.path through conftest.py)
+from course.mistakes.transformer import MUTANTS
+from course_paths import NAME, POINTS, RELEASE, ROOT, SOURCE, course_folder
+from grading.collect import collect
+from grading.run import sandbox
+from grading.run.notebook import read
+from submissions import (DEFINITION_POINTS, code, csv_rows, definitions_only, edit_cell, grade_id, index_of, prepend_to,
+                         report_sections, scratch_course, seconds_per_submission, visible_text, without)
 
 
-
-
-# ----- Submissions, built from the reference and release notebooks -------------------------------------------
-
-def code(cell):
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-
-
-def grade_id(cell):
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-
-
-def reference_answers(source=SOURCE):
-    """{grade_id: the reference answer as a student would write it (solution markers dropped)}."""
-    answers = {}
-    for cell in json.loads(Path(source).read_text())["cells"]:
-        if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
-            lines = [line for line in code(cell).split("\n") if "### BEGIN SOLUTION" not in line
-                     and "### END SOLUTION" not in line]
-            answers[grade_id(cell)] = "\n".join(lines)
-    return answers
-
-
-def with_answers(notebook, answers):
-    """A copy of notebook whose answer cells hold answers[grade_id] where given."""
-    notebook = copy.deepcopy(notebook)
-    for cell in notebook["cells"]:
-        if grade_id(cell) in answers:
-            cell["source"] = answers[grade_id(cell)]
-    return notebook
-
-
-def edit_cell(notebook, wanted, edit):
-    """Apply edit(source) -> source to the cell with grade_id wanted; the edit must change it."""
-    for cell in notebook["cells"]:
-        if grade_id(cell) == wanted:
-            edited = edit(code(cell))
-            assert edited != code(cell), f"edit of {wanted} changed nothing"
-            cell["source"] = edited
-            return notebook
-    raise AssertionError(f"no cell {wanted}")
-
-
-def index_of(notebook, wanted):
-    return next(i for i, cell in enumerate(notebook["cells"]) if grade_id(cell) == wanted)
-
+# ----- Every kind of submission, built from the reference and release notebooks (helpers: submissions.py) ----
 
 def mutant(task, name):
     return next(m for m in MUTANTS if m.task == task and m.name == name)
-
-
-def definitions_only():
-    """The release with the reference answers of tasks 1-5 and 7: 8 points, and nothing to train (fast)."""
-    answers = {key: value for key, value in reference_answers().items()
-               if int(re.match(r"task_(\d)", key).group(1)) in DEFINITION_TASKS}
-    return with_answers(read(RELEASE), answers)
-
-
-def prepend_to(source, lines):
-    return lines + "\n" + source
 
 
 SPECIAL_CASED_PE = '''class PositionalEncoding(nn.Module):
@@ -161,12 +97,7 @@ def stripped(notebook):
     return notebook
 
 
-def without(points, *tasks):
-    return {task: (0 if task in tasks else score) for task, score in points.items()}
-
-
 ALL_POINTS = dict(POINTS)
-DEFINITION_POINTS = without(POINTS, *TRANSFORMER.training_tasks)  # the reference answers of definitions, nothing trained
 NOTHING = without(POINTS, *POINTS)
 
 
@@ -258,107 +189,7 @@ def make_zip(path):
     return path
 
 
-def scratch_course(folder):
-    """A copy of the course's grading inputs, with a shorter limit for ordinary cells (its registry's, read by its
-    nbgrader_config.py)."""
-    for name in ("solutions", "notebooks"):
-        shutil.copytree(ROOT / name, folder / name)
-    shutil.copy(ROOT / "nbgrader_config.py", folder)
-    registry = (ROOT / "course.toml").read_text()
-    assert "\ncell_seconds = 60\n" in registry
-    (folder / "course.toml").write_text(registry.replace("\ncell_seconds = 60\n", "\ncell_seconds = 20\n"))
-    return folder
-
-
 # ----- Fast checks of the pieces -------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def graded_cases():
-    """(cases, expected, names, points, reference) as the grader builds them."""
-    reference = reference_namespace(TRANSFORMER)
-    checks = check_cells(release_layout(read(RELEASE)))
-    names = {task: cell.names for task, cell in checks.items()}
-    cases = build_cases(reference, TRANSFORMER)
-    return cases, expected_records(cases, reference, names), names, {t: c.points for t, c in checks.items()}, reference
-
-
-def verdict_of(task, namespace, graded_cases):
-    """Score one task in-process on a namespace of objects (what the probe does, without a sandbox)."""
-    cases, expected, names, points, reference = graded_cases
-    records = []
-    for recipe in cases[task]:
-        try:
-            records.append(run(recipe, [namespace[name] for name in names[task]], namespace))
-        except Exception as error:  # noqa: BLE001 -- a failing case is a record too
-            records.append({"error": f"{type(error).__name__}: {error}"})
-    return score_submission({task: cases[task]}, expected, {task: records}, points, reference)[task]
-
-
-@pytest.mark.parametrize("task", DEFINITION_TASKS)
-def test_reference_passes_hidden_tests(task, graded_cases):
-    verdict = verdict_of(task, graded_cases[4], graded_cases)
-    assert verdict.score == POINTS[task], verdict.message
-    assert sum(not case["visible"] for case in graded_cases[0][task]) >= 4  # hidden cases beyond the visible ones
-
-
-@pytest.mark.parametrize("planted", MUTANTS, ids=lambda m: f"task{m.task}-{m.name}")
-def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases, load_variant):
-    verdict = verdict_of(planted.task, load_variant(planted.apply), graded_cases)
-    assert verdict.score == 0 and verdict.message.startswith(f"Task {planted.task}")
-
-
-def unnamed_mistakes():
-    """The wrong implementations named nowhere in the catalogue (tests/transformer/unnamed_mistakes.py), by task."""
-    from transformer.test_checker_properties import UNNAMED
-    return [(task, objects) for task, objects, _ in UNNAMED]
-
-
-@pytest.mark.parametrize("task, objects", unnamed_mistakes(),
-                         ids=lambda value: value[0].__name__ if isinstance(value, tuple) else None)
-def test_hidden_tests_reject_every_unnamed_mistake(task, objects, graded_cases):
-    verdict = verdict_of(task, dict(zip(graded_cases[2][task], objects)), graded_cases)
-    assert verdict.score == 0 and verdict.message.startswith(f"Task {task}"), verdict.message
-
-
-def alternatives():
-    """The checkers' accepted alternative solutions (tests/transformer/test_checker_alternatives.py), by task."""
-    import transformer.test_checker_alternatives as alt
-    return [(1, (f,)) for f in alt.ATTENTIONS] + [(2, (c,)) for c in alt.MULTIHEADS] + \
-        [(3, (c,)) for c in alt.BLOCKS] + [(4, (c,)) for c in alt.POSITIONALS] + \
-        [(5, (c,)) for c in alt.CLASSIFIERS] + [(7, classes) for classes in alt.LINFORMERS]
-
-
-@pytest.mark.parametrize("task, objects", alternatives(), ids=lambda value: getattr(value, "__name__", str(value)))
-def test_hidden_tests_accept_what_the_checkers_accept(task, objects, graded_cases):
-    names = graded_cases[2][task]
-    verdict = verdict_of(task, dict(zip(names, objects)), graded_cases)
-    assert verdict.score == POINTS[task], verdict.message
-
-
-def test_recipes_hold_no_expected_values(graded_cases):
-    """What a probe receives: inputs and weights only; the trained tasks' data and labels stay in the grader."""
-    cases = graded_cases[0]
-    text = repr(cases)
-    assert "labels" not in text and "expected" not in text
-    assert all("tokens" not in recipe["trained"] for task in (6, 8) for recipe in cases[task])
-
-
-def test_trained_task_is_judged_from_weights_not_from_forward(graded_cases):
-    """A hand-written palindrome test put in place of the trained network's forward does not earn task 6."""
-    from course_lib import defaults
-    from grading.judge.trained import judge_trained
-    cases, expected, _, _, reference = graded_cases
-    base = reference["TransformerForSequenceClassification"]
-
-    class Detector(base):
-        def forward(self, x):
-            return mirror_logits(x)
-
-    model = Detector(**defaults.CLASSIFIER)
-    record = run(cases[6][0], [model], {"TransformerForSequenceClassification": base})
-    problem = judge_trained(6, record, expected[6][0], reference)
-    assert problem and "accuracy" in problem and "with your weights" in problem
-
 
 def test_collect_reads_student_ids_from_lms_names(tmp_path):
     """Per-student folders, LMS prefixes, Colab names and stray files, as grading/collect/naming.py documents."""
@@ -393,19 +224,6 @@ def graded(tmp_path_factory):
     return course, time.monotonic() - started, grade_run.stdout
 
 
-PROGRESS = re.compile(r"^\[\d+/\d+\] graded (.+): \S+ in (\d+) s; ")  # grade's line per finished submission
-
-
-def seconds_per_submission(output):
-    """{student: seconds} from the progress lines `grade` prints."""
-    return {found.group(1): float(found.group(2)) for line in output.splitlines() if (found := PROGRESS.match(line))}
-
-
-def csv_rows(path):
-    with open(path, newline="") as file:
-        return list(csv.DictReader(file))
-
-
 @pytest.mark.grading
 def test_every_task_of_every_submission_gets_its_expected_score(graded):
     """grades_by_task.csv, task by task, for all seventeen kinds of submission."""
@@ -437,12 +255,6 @@ def test_nbgrader_export_and_gradebook_hold_the_same_scores(graded):
     assert flagged == {"monkeypatch"}  # it replaced torch's comparisons and the checkers: flagged, still 0
 
 
-def report_sections(text):
-    """{student: their notes} from grading_report_<assignment>.md's 'Needs attention' part."""
-    part = text.split("## Needs attention", 1)[1].split("## Why tasks failed", 1)[0]
-    return {chunk.split(" (", 1)[0].strip(): chunk for chunk in part.split("### ")[1:]}
-
-
 @pytest.mark.grading
 def test_report_says_why_each_odd_submission_needed_attention(graded):
     """Every submission that needed attention is listed with the reason; clean ones are not."""
@@ -455,11 +267,6 @@ def test_report_says_why_each_odd_submission_needed_attention(graded):
     assert "failed a hidden test" in sections["special"] and "Task 4: hidden:" in sections["special"]
     if os.geteuid() == 0:
         assert "containment: bubblewrap" in text
-
-
-def visible_text(path):
-    """The text a reader of an HTML file sees (tags dropped, entities decoded), whitespace-normalised."""
-    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", path.read_text(errors="replace"))))
 
 
 def solution_lines():

@@ -15,13 +15,10 @@ import zipfile
 import pytest
 
 from course_paths import NAME, ROOT, course_folder
-from test_grading import csv_rows, scratch_course
-
-sys.path.insert(0, str(ROOT))
-
-from grading.publish.exports import rows, write_exports  # noqa: E402
-from grading.publish.report import write_task_scores  # noqa: E402
-from grading.schedule import Progress  # noqa: E402
+from submissions import csv_rows, scratch_course
+from grading.publish.exports import rows, write_exports
+from grading.publish.report import write_task_scores
+from grading.schedule import Progress
 
 STAGES = ("collect", "run", "judge", "publish", "cases")
 SHARED = ("course", "text", "schedule")

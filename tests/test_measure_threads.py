@@ -1,14 +1,10 @@
 """tools/measure_threads.py prints its table for both conditions and leaves nothing running behind it."""
 import multiprocessing
 import re
-import sys
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tools/ is a package of the checkout
-
-from tools import measure_threads  # noqa: E402
+from tools import measure_threads  # tools/ is a package of the checkout, on sys.path through conftest.py
 
 
 def test_table_has_both_thread_counts_in_both_conditions(capsys):

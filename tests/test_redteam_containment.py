@@ -25,16 +25,13 @@ from pathlib import Path
 
 import pytest
 
-from test_grading import (DEFINITION_POINTS, RELEASE, SOURCE, csv_rows, definitions_only, index_of, read,
-                          report_sections, scratch_course, seconds_per_submission)
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from course_paths import NAME  # noqa: E402
-from grading.run import sandbox, supervise  # noqa: E402
-from grading.course import Course  # noqa: E402
-from grading.run.program import ProgramCell  # noqa: E402
+from course_paths import NAME, ROOT, SOURCE
+from grading.course import Course
+from grading.run import sandbox, supervise
+from grading.run.notebook import read
+from grading.run.program import ProgramCell
+from submissions import (DEFINITION_POINTS, csv_rows, definitions_only, index_of, report_sections, scratch_course,
+                         seconds_per_submission)
 
 BWRAP = sandbox.bwrap_version()
 CGROUP = sandbox.choose("auto").cgroup[0] if BWRAP else None  # without one, memory is capped by RLIMIT_AS

@@ -21,12 +21,9 @@ import pytest
 import torch
 import torch.nn as nn
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the grading package lives in the checkout, not in the installed distribution
-
-from checkers._core import Task  # noqa: E402
-from course_lib import defaults  # noqa: E402
-from course_lib.data import VOCAB_SIZE  # noqa: E402
+from checkers._core import Task
+from course_lib import defaults
+from course_lib.data import VOCAB_SIZE
 from grading.cases import build_cases
 from grading.collect import collect
 from grading.judge.expected import expected_records, reference_namespace
@@ -36,12 +33,12 @@ from grading.publish.render import RENDER_LIMIT, render
 from grading.judge.score import Verdict, score_submission
 from grading.text import encodable, markdown
 from grading.judge.trained import judge_trained, reference_model
-from course_paths import NAME, TRANSFORMER, course_folder
+from course_paths import NAME, RELEASE, ROOT, SOURCE, TRANSFORMER, course_folder
 from palindrome_models import mirror_logits
 from redteam_builders import (XSS, attack_submissions, central_record, inner_zip, latin1_placeholder,
                               patch_central, write_latin1_names)
-from test_grading import (RELEASE, SOURCE, csv_rows, definitions_only, report_sections, scratch_course,  # noqa: E402
-                          seconds_per_submission, visible_text)
+from submissions import (csv_rows, definitions_only, report_sections, scratch_course, seconds_per_submission,
+                         visible_text)
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
 from course.registry import assignments, student_repo
-from test_grading import reference_answers, with_answers
-from test_student_notebook import errors, not_implemented_tasks, todo_failures
+from submissions import reference_answers, with_answers
+from notebook_runs import errors, not_implemented_tasks, todo_failures
 from tools.student_dist import build
 from course.mistakes import known_mistakes
 from tools.student_leaks import problems

@@ -1,7 +1,7 @@
 """Mistakes named nowhere in the catalogue fail with the property they violate, not only 'differs'.
 
-The mistakes live in tests/unnamed_mistakes.py; each test names the words its message must hold, and, where
-a wrong hint was once given, the words it must not hold.
+The mistakes live in tests/transformer/unnamed_mistakes.py (UNNAMED lists them by task); each test names the words
+its message must hold, and, where a wrong hint was once given, the words it must not hold.
 """
 import contextlib
 import io
@@ -12,6 +12,7 @@ import checkers.transformer as checkers
 from checkers.transformer import CheckFailure
 from checkers.transformer.attention import BATCHED
 from . import unnamed_mistakes as wrong
+from .unnamed_mistakes import UNNAMED
 from course.mistakes.transformer import DIAGNOSES, MUTANTS
 from .student_objects import run_check
 
@@ -56,56 +57,6 @@ def test_the_unnamed_base_implementations_pass(capsys):
 def test_wrong_divisor_is_measured():
     message = failure_of(1, wrong.attention_scale_by_value_width)
     assert "divided by √6 instead of √query.size(-1) = √4" in message, message
-
-
-UNNAMED = [
-    (1, (wrong.attention_mask_transposed,), "the result is right only when the mask is given transposed"),
-    (1, (wrong.attention_result_scaled_again,), "the attention weights are right but res is not"),
-    (1, (wrong.attention_scale_by_value_width,), "divided by √6 instead of √query.size(-1) = √4"),
-    (2, (wrong.MultiheadAttentionInterleavedHeads,), "changed the attention of other heads"),
-    (2, (wrong.MultiheadAttentionMergedInterleaved,), "changed output features 1, 3, 5 and 7 instead of only its own"),
-    (2, (wrong.MultiheadAttentionScaledBySeqLen,), "divided by √5 = √seq_len instead of divided by √head_dim = √4"),
-    (2, (wrong.MultiheadAttentionSoftmaxOverHeads,), "sum to 1 along axis 1 (size 2), not along the last axis"),
-    (2, (wrong.MultiheadAttentionBatchMixed,), "changes with the other elements of the batch"),
-    (2, (wrong.MultiheadAttentionMaskTransposed,), "the result is right only when the mask is given transposed"),
-    (2, (wrong.MultiheadAttentionUnscaled,), "the scores are not scaled instead of divided by √head_dim = √4"),
-    (2, (wrong.MultiheadAttentionQueriesUnprojected,), "changing the weights of q_proj changes no attention weight"),
-    (3, (wrong.EncoderBlockNormsSwapped,), "the block must end with norm2"),
-    (3, (wrong.EncoderBlockActivationLast,), "`activation` is applied once per forward, to width 8"),
-    (3, (wrong.EncoderBlockNoActivation,), "the `activation` argument is never called"),
-    (3, (wrong.EncoderBlockResidualOfAttended,), "the residual connection around attention is missing"),
-    (3, (wrong.EncoderBlockFeedForwardOnAttended,), "feed it norm1's output"),
-    (4, (wrong.PositionalEncodingScaledInput,), "x is multiplied by 2.449 = √embed_dim before pe is added"),
-    (4, (wrong.PositionalEncodingAddedTwice,), "PositionalEncoding(zeros) is 2 · pe[:, :L]"),
-    (4, (wrong.PositionalEncodingFrequencyPerColumn,), "only odd (cos) columns are wrong"),
-    (5, (wrong.ClassifierActivationNotPassedOn,), "the `activation` argument runs 0 times"),
-    (5, (wrong.ClassifierDropoutNotPassedOn,), "pass `dropout` on to every EncoderBlock"),
-    (5, (wrong.ClassifierClsAppended,), "[CLS] sits at position 6 of the encoder's input"),
-    (5, (wrong.ClassifierPositionsBeforeCls,), "the positions are added to the L tokens before [CLS] is prepended"),
-    (5, (wrong.ClassifierReadsFirstToken,), "the classifier reads position 1 of the last block's output"),
-    (5, (wrong.ClassifierFirstBlockRepeated,), "encoder block 0 runs 2 times in one forward pass"),
-    (5, (wrong.ClassifierMeanOfTokens,), "the classifier's input is none of the rows of the last block's output"),
-    (5, (wrong.ClassifierOnePositionRow,), "no position information reaches the encoder"),
-    (7, (wrong.LinformerAttentionScaledByProjDim,) + wrong.LINFORMER[1:], "divided by √3 = √(number of keys)"),
-    (7, (wrong.LinformerAttentionInterleavedHeads,) + wrong.LINFORMER[1:], "changed the attention of other heads"),
-    (7, (wrong.LINFORMER[0], wrong.LinformerBlockNoFeedForwardResidual, wrong.LINFORMER[2]),
-     "the residual connection around the feed-forward network is missing (x + sub-layer output)"),
-    (1, (wrong.attention_log_softmax,), "some attention weights are negative"),
-    (1, (wrong.attention_scores_multiplied,), "multiplied by √4 = √query.size(-1) instead of divided by"),
-    (1, (wrong.attention_pair_swapped,), "return the pair in the order (res, attention)"),
-    (1, (wrong.attention_query_key_swapped,), "query of shape (3, 4), key of shape (5, 4), value of shape (5, 6)"),
-    (2, (wrong.MultiheadAttentionHeadsReversed,), "changed output features 0 to 3 instead of only its own, 4 to 7"),
-    (3, (wrong.EncoderBlockNormOverSequence,), "the output is standardised along axis 1 (size 5), not along the last"),
-    (3, (wrong.EncoderBlockFeedForwardResidualFromInput,), "the block's output no longer depends on the attention"),
-    (3, (wrong.EncoderBlockFixedDropout,), "EncoderBlock(dropout=0.0) in train mode gave two different outputs"),
-    (5, (wrong.ClassifierAttentionMapsNotChained,),
-     "forward_attention: encoder block 1 does not read the output of block 0"),
-    (5, (wrong.ClassifierSigmoidLogits,), "return the classifier's output as the logits"),
-    (2, (wrong.MultiheadAttentionThreeAxisMaskDropped,), "a (B, L, L) mask is ignored (the result equals the unmasked"),
-    (7, (wrong.LinformerAttentionReshapedBack,) + wrong.LINFORMER[1:], "so the compression mixes features"),
-    (7, (wrong.LinformerAttentionProjectionsSwapped,) + wrong.LINFORMER[1:],
-     "changing f_proj changes the attention weights"),
-]
 
 
 @pytest.mark.parametrize("task, student_objects, words", UNNAMED,

@@ -14,7 +14,7 @@ import checkers.transformer as checkers
 from checkers.transformer import CheckFailure
 from palindrome_models import MirrorModel
 from .student_objects import STUDENT_OBJECTS
-from .test_checker_properties import UNNAMED
+from .unnamed_mistakes import UNNAMED
 
 RUNS = 5
 

@@ -1,7 +1,7 @@
 """Plausible student mistakes that no planted mistake (course/mistakes/transformer.py) and no stored output describes.
 
 Each is written independently of the reference, the way a student might; the checkers must still say which
-property fails (tests/test_checker_properties.py), not only that the values differ.
+property fails (tests/transformer/test_checker_properties.py), not only that the values differ.
 """
 import math
 
@@ -587,3 +587,55 @@ class MultiheadAttentionThreeAxisMaskDropped(MultiheadAttentionBase):
 
     def forward(self, x, mask=None, return_attention=False):
         return super().forward(x, None if mask is not None and mask.dim() == 3 else mask, return_attention)
+
+
+# ----- Each mistake as (task, the objects a checker takes, words its message must hold) -----------------------
+
+UNNAMED = [
+    (1, (attention_mask_transposed,), "the result is right only when the mask is given transposed"),
+    (1, (attention_result_scaled_again,), "the attention weights are right but res is not"),
+    (1, (attention_scale_by_value_width,), "divided by √6 instead of √query.size(-1) = √4"),
+    (2, (MultiheadAttentionInterleavedHeads,), "changed the attention of other heads"),
+    (2, (MultiheadAttentionMergedInterleaved,), "changed output features 1, 3, 5 and 7 instead of only its own"),
+    (2, (MultiheadAttentionScaledBySeqLen,), "divided by √5 = √seq_len instead of divided by √head_dim = √4"),
+    (2, (MultiheadAttentionSoftmaxOverHeads,), "sum to 1 along axis 1 (size 2), not along the last axis"),
+    (2, (MultiheadAttentionBatchMixed,), "changes with the other elements of the batch"),
+    (2, (MultiheadAttentionMaskTransposed,), "the result is right only when the mask is given transposed"),
+    (2, (MultiheadAttentionUnscaled,), "the scores are not scaled instead of divided by √head_dim = √4"),
+    (2, (MultiheadAttentionQueriesUnprojected,), "changing the weights of q_proj changes no attention weight"),
+    (3, (EncoderBlockNormsSwapped,), "the block must end with norm2"),
+    (3, (EncoderBlockActivationLast,), "`activation` is applied once per forward, to width 8"),
+    (3, (EncoderBlockNoActivation,), "the `activation` argument is never called"),
+    (3, (EncoderBlockResidualOfAttended,), "the residual connection around attention is missing"),
+    (3, (EncoderBlockFeedForwardOnAttended,), "feed it norm1's output"),
+    (4, (PositionalEncodingScaledInput,), "x is multiplied by 2.449 = √embed_dim before pe is added"),
+    (4, (PositionalEncodingAddedTwice,), "PositionalEncoding(zeros) is 2 · pe[:, :L]"),
+    (4, (PositionalEncodingFrequencyPerColumn,), "only odd (cos) columns are wrong"),
+    (5, (ClassifierActivationNotPassedOn,), "the `activation` argument runs 0 times"),
+    (5, (ClassifierDropoutNotPassedOn,), "pass `dropout` on to every EncoderBlock"),
+    (5, (ClassifierClsAppended,), "[CLS] sits at position 6 of the encoder's input"),
+    (5, (ClassifierPositionsBeforeCls,), "the positions are added to the L tokens before [CLS] is prepended"),
+    (5, (ClassifierReadsFirstToken,), "the classifier reads position 1 of the last block's output"),
+    (5, (ClassifierFirstBlockRepeated,), "encoder block 0 runs 2 times in one forward pass"),
+    (5, (ClassifierMeanOfTokens,), "the classifier's input is none of the rows of the last block's output"),
+    (5, (ClassifierOnePositionRow,), "no position information reaches the encoder"),
+    (7, (LinformerAttentionScaledByProjDim,) + LINFORMER[1:], "divided by √3 = √(number of keys)"),
+    (7, (LinformerAttentionInterleavedHeads,) + LINFORMER[1:], "changed the attention of other heads"),
+    (7, (LINFORMER[0], LinformerBlockNoFeedForwardResidual, LINFORMER[2]),
+     "the residual connection around the feed-forward network is missing (x + sub-layer output)"),
+    (1, (attention_log_softmax,), "some attention weights are negative"),
+    (1, (attention_scores_multiplied,), "multiplied by √4 = √query.size(-1) instead of divided by"),
+    (1, (attention_pair_swapped,), "return the pair in the order (res, attention)"),
+    (1, (attention_query_key_swapped,), "query of shape (3, 4), key of shape (5, 4), value of shape (5, 6)"),
+    (2, (MultiheadAttentionHeadsReversed,), "changed output features 0 to 3 instead of only its own, 4 to 7"),
+    (3, (EncoderBlockNormOverSequence,), "the output is standardised along axis 1 (size 5), not along the last"),
+    (3, (EncoderBlockFeedForwardResidualFromInput,), "the block's output no longer depends on the attention"),
+    (3, (EncoderBlockFixedDropout,), "EncoderBlock(dropout=0.0) in train mode gave two different outputs"),
+    (5, (ClassifierAttentionMapsNotChained,),
+     "forward_attention: encoder block 1 does not read the output of block 0"),
+    (5, (ClassifierSigmoidLogits,), "return the classifier's output as the logits"),
+    (2, (MultiheadAttentionThreeAxisMaskDropped,), "a (B, L, L) mask is ignored (the result equals the unmasked"),
+    (7, (LinformerAttentionReshapedBack,) + LINFORMER[1:], "so the compression mixes features"),
+    (7, (LinformerAttentionProjectionsSwapped,) + LINFORMER[1:],
+     "changing f_proj changes the attention weights"),
+]

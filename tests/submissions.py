@@ -1,0 +1,115 @@
+"""Submissions built from the reference and release notebooks, a scratch course to grade them in, and readers of
+what grading writes (progress lines, CSVs, the report, feedback pages): shared by the tests of grading/."""
+import copy
+import csv
+import html
+import json
+import re
+import shutil
+from pathlib import Path
+
+from course_paths import DEFINITION_TASKS, POINTS, RELEASE, ROOT, SOURCE, TRANSFORMER
+from grading.run.notebook import read
+
+
+# ----- Submissions, built from the reference and release notebooks -------------------------------------------
+
+def code(cell):
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def grade_id(cell):
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+
+
+def reference_answers(source=SOURCE):
+    """{grade_id: the reference answer as a student would write it (solution markers dropped)}."""
+    answers = {}
+    for cell in json.loads(Path(source).read_text())["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+            lines = [line for line in code(cell).split("\n") if "### BEGIN SOLUTION" not in line
+                     and "### END SOLUTION" not in line]
+            answers[grade_id(cell)] = "\n".join(lines)
+    return answers
+
+
+def with_answers(notebook, answers):
+    """A copy of notebook whose answer cells hold answers[grade_id] where given."""
+    notebook = copy.deepcopy(notebook)
+    for cell in notebook["cells"]:
+        if grade_id(cell) in answers:
+            cell["source"] = answers[grade_id(cell)]
+    return notebook
+
+
+def edit_cell(notebook, wanted, edit):
+    """Apply edit(source) -> source to the cell with grade_id wanted; the edit must change it."""
+    for cell in notebook["cells"]:
+        if grade_id(cell) == wanted:
+            edited = edit(code(cell))
+            assert edited != code(cell), f"edit of {wanted} changed nothing"
+            cell["source"] = edited
+            return notebook
+    raise AssertionError(f"no cell {wanted}")
+
+
+def index_of(notebook, wanted):
+    return next(i for i, cell in enumerate(notebook["cells"]) if grade_id(cell) == wanted)
+
+
+def definitions_only():
+    """The release with the reference answers of tasks 1-5 and 7: 8 points, and nothing to train (fast)."""
+    answers = {key: value for key, value in reference_answers().items()
+               if int(re.match(r"task_(\d)", key).group(1)) in DEFINITION_TASKS}
+    return with_answers(read(RELEASE), answers)
+
+
+def prepend_to(source, lines):
+    return lines + "\n" + source
+
+
+def without(points, *tasks):
+    return {task: (0 if task in tasks else score) for task, score in points.items()}
+
+
+DEFINITION_POINTS = without(POINTS, *TRANSFORMER.training_tasks)  # the reference answers of definitions, nothing trained
+
+
+# ----- A scratch copy of the course to grade them in ---------------------------------------------------------
+
+def scratch_course(folder):
+    """A copy of the course's grading inputs, with a shorter limit for ordinary cells (its registry's, read by its
+    nbgrader_config.py)."""
+    for name in ("solutions", "notebooks"):
+        shutil.copytree(ROOT / name, folder / name)
+    shutil.copy(ROOT / "nbgrader_config.py", folder)
+    registry = (ROOT / "course.toml").read_text()
+    assert "\ncell_seconds = 60\n" in registry
+    (folder / "course.toml").write_text(registry.replace("\ncell_seconds = 60\n", "\ncell_seconds = 20\n"))
+    return folder
+
+
+# ----- Reading what grading wrote: progress lines, CSVs, the report, feedback pages ------------------------------
+
+PROGRESS = re.compile(r"^\[\d+/\d+\] graded (.+): \S+ in (\d+) s; ")  # grade's line per finished submission
+
+
+def seconds_per_submission(output):
+    """{student: seconds} from the progress lines `grade` prints."""
+    return {found.group(1): float(found.group(2)) for line in output.splitlines() if (found := PROGRESS.match(line))}
+
+
+def csv_rows(path):
+    with open(path, newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def report_sections(text):
+    """{student: their notes} from grading_report_<assignment>.md's 'Needs attention' part."""
+    part = text.split("## Needs attention", 1)[1].split("## Why tasks failed", 1)[0]
+    return {chunk.split(" (", 1)[0].strip(): chunk for chunk in part.split("### ")[1:]}
+
+
+def visible_text(path):
+    """The text a reader of an HTML file sees (tags dropped, entities decoded), whitespace-normalised."""
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", path.read_text(errors="replace"))))
