@@ -137,21 +137,39 @@ def explain_heads(task, what, layer, x, expected, slots, num_heads):
             or not (torch.isfinite(got[0]).all() and torch.isfinite(got[1]).all()):
         return
     outputs, attention = got
-    alone = _attend(layer, x[1:])
-    if alone is not None and alone[0].shape == outputs[1:].shape and not torch.allclose(alone[0], outputs[1:], atol=1e-6):
-        task.fail(f"{what}: the output for one batch element changes with the other elements of the batch: a view or "
-                  "reshape mixes the batch axis with another; reshape only when the axes are already in the order the "
-                  "new shape assumes, e.g. (B, L, D) to (B, L, H, head_dim) and back.")
+    _expect_batch_independent(task, what, layer, x, outputs)
     axis = normalised_axis(attention)
     if axis != attention.dim() - 1:
         where = "along no axis" if axis is None else f"along axis {axis} (size {attention.size(axis)})"
         task.fail(f"{what}: the attention weights sum to 1 {where}, not along the last axis (the keys): "
                   "the softmax must run over dim=-1.")
     head_dim, generator = x.size(-1) // num_heads, torch.Generator().manual_seed(0)
+    if not _expect_heads_split(task, what, layer, x, attention, slots, head_dim, generator):
+        return
+    _explain_compressions(task, what, layer, x, attention, slots, generator, num_heads)
+    _expect_heads_merged(task, what, layer, x, slots, head_dim, generator, num_heads)
+    _expect_scale(task, what, attention, expected["attention"], x, head_dim, num_heads)
+    if torch.allclose(attention, expected["attention"], atol=1e-6):
+        task.fail(f"{what}: the attention weights are right but the outputs differ: look after the softmax "
+                  "(attention @ value, merging the heads, o_proj).")
+
+
+def _expect_batch_independent(task, what, layer, x, outputs):
+    """Fail when one batch element's output changes with the others (a view that mixes the batch axis)."""
+    alone = _attend(layer, x[1:])
+    if alone is not None and alone[0].shape == outputs[1:].shape \
+            and not torch.allclose(alone[0], outputs[1:], atol=1e-6):
+        task.fail(f"{what}: the output for one batch element changes with the other elements of the batch: a view or "
+                  "reshape mixes the batch axis with another; reshape only when the axes are already in the order the "
+                  "new shape assumes, e.g. (B, L, D) to (B, L, H, head_dim) and back.")
+
+
+def _expect_heads_split(task, what, layer, x, attention, slots, head_dim, generator):
+    """Fail unless head 0's rows of q_proj and k_proj move head 0's attention alone; False when a probe cannot run."""
     for role in ("q_proj", "k_proj"):
         changed = _with_change(layer, x, {slots[f"{role}.weight"]: _rows(0, head_dim, generator)})
         if changed is None:
-            return
+            return False
         moved = (changed[1] - attention).abs().flatten(2).amax(dim=(0, 2))  # (H,): how much each head changed
         if moved.max() <= 1e-9:
             task.fail(f"{what}: changing the weights of {role} changes no attention weight: is {role} applied to x "
@@ -160,31 +178,37 @@ def explain_heads(task, what, layer, x, expected, slots, num_heads):
             task.fail(f"{what}: changing the first head_dim = {head_dim} output features of {role} (head 0) changed "
                       "the attention of other heads: split the features as view(B, L, H, head_dim), head h taking "
                       "features h·head_dim to (h+1)·head_dim - 1, then transpose(1, 2).")
-    _explain_compressions(task, what, layer, x, attention, slots, generator, num_heads)
+    return True
+
+
+def _expect_heads_merged(task, what, layer, x, slots, head_dim, generator, num_heads):
+    """With o_proj the identity, the last head's values must reach only the last head_dim output features."""
     identity = {slots["o_proj.weight"]: lambda w: torch.eye(w.size(0), dtype=w.dtype)}
     if "o_proj.bias" in slots:
         identity[slots["o_proj.bias"]] = torch.zeros_like
     before = _with_change(layer, x, identity)
     after = _with_change(layer, x, {**identity, slots["v_proj.weight"]: _rows(num_heads - 1, head_dim, generator)})
-    if before is not None and after is not None:
-        moved = (after[0] - before[0]).abs().amax(dim=(0, 1))  # (D,): how much each output feature changed
-        if moved[: -head_dim].max() > 1e-9:
-            changed = (moved > 1e-9).nonzero().flatten().tolist()
-            own = f"{x.size(-1) - head_dim} to {x.size(-1) - 1}"
-            task.fail(f"{what}: with o_proj the identity, changing the values of the last head changed output "
-                      f"features {_spans(changed)} instead of only its own, {own}: merge with transpose(1, 2) back "
-                      "to (B, L, H, head_dim), then reshape(B, L, D).")
-    ratio = temperature(attention, expected["attention"])
-    if ratio is not None and abs(ratio - 1) > 1e-3:
-        divisor = head_dim / ratio ** 2
-        sizes = {"embed_dim": x.size(-1), "seq_len": x.size(1), "num_heads": num_heads,
-                 "(number of keys)": attention.size(-1)}
-        found = "not scaled" if abs(divisor - 1) < 1e-3 else \
-            f"divided by √{divisor:.4g}{_divisor_named(divisor, sizes)}"
-        task.fail(f"{what}: the scores are {found} instead of divided by √head_dim = √{head_dim}.")
-    if torch.allclose(attention, expected["attention"], atol=1e-6):
-        task.fail(f"{what}: the attention weights are right but the outputs differ: look after the softmax "
-                  "(attention @ value, merging the heads, o_proj).")
+    if before is None or after is None:
+        return
+    moved = (after[0] - before[0]).abs().amax(dim=(0, 1))  # (D,): how much each output feature changed
+    if moved[: -head_dim].max() > 1e-9:
+        changed = (moved > 1e-9).nonzero().flatten().tolist()
+        own = f"{x.size(-1) - head_dim} to {x.size(-1) - 1}"
+        task.fail(f"{what}: with o_proj the identity, changing the values of the last head changed output "
+                  f"features {_spans(changed)} instead of only its own, {own}: merge with transpose(1, 2) back "
+                  "to (B, L, H, head_dim), then reshape(B, L, D).")
+
+
+def _expect_scale(task, what, attention, expected, x, head_dim, num_heads):
+    """Fail naming the divisor when the weights are the expected ones at another temperature."""
+    ratio = temperature(attention, expected)
+    if ratio is None or abs(ratio - 1) <= 1e-3:
+        return
+    divisor = head_dim / ratio ** 2
+    sizes = {"embed_dim": x.size(-1), "seq_len": x.size(1), "num_heads": num_heads,
+             "(number of keys)": attention.size(-1)}
+    found = "not scaled" if abs(divisor - 1) < 1e-3 else f"divided by √{divisor:.4g}{_divisor_named(divisor, sizes)}"
+    task.fail(f"{what}: the scores are {found} instead of divided by √head_dim = √{head_dim}.")
 
 
 def _explain_compressions(task, what, layer, x, attention, slots, generator, num_heads):
