@@ -14,8 +14,15 @@ import torch.nn.functional as F
 from . import registry
 
 
+PROVIDED = "provided_"  # grade_id prefix of a read-only cell of given code the answers build on (an earlier
+#                         assignment's answers handed out, e.g. the encoder block in seq2seq)
+
+
 def reference_source(assignment=None, notebook=None):
-    """The code of the assignment's answer cells of its definition tasks, in notebook order.
+    """The code of the assignment's provided cells and of the answer cells of its definition tasks, in notebook order.
+
+    Provided cells are nbgrader read-only cells (locked, neither solution nor grade) whose grade_id starts with
+    PROVIDED; other given cells (set-up, examples, plots, training) are never executed here.
 
     Args:
         assignment: a registry.Assignment (default: the registry's only assignment).
@@ -29,7 +36,11 @@ def reference_source(assignment=None, notebook=None):
     chosen = []
     for cell in cells:
         nbgrader = cell["metadata"].get("nbgrader", {})
-        if nbgrader.get("solution") and nbgrader.get("grade_id", "").startswith(prefixes):
+        grade_id = nbgrader.get("grade_id", "")
+        answer = nbgrader.get("solution") and grade_id.startswith(prefixes)
+        provided = nbgrader.get("locked") and not nbgrader.get("solution") and not nbgrader.get("grade") \
+            and grade_id.startswith(PROVIDED)
+        if answer or provided:
             chosen.append("".join(cell["source"]))
     return "\n\n".join(chosen)
 
