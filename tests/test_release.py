@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from course.registry import assignments
+from submissions import code
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = assignments()  # in release order
@@ -22,10 +23,6 @@ def notebook(assignment, kind):
 
 def cells(path):
     return json.loads(path.read_text())["cells"]
-
-
-def code(cell):
-    return "".join(cell["source"])
 
 
 def comparable(notebook):
