@@ -45,6 +45,21 @@ def reference_source(assignment=None, notebook=None):
     return "\n\n".join(chosen)
 
 
+def solution_regions(notebook):
+    """(answer lines, other lines) of a solutions notebook: the lines inside its BEGIN/END SOLUTION regions, and
+    every other line of its cells (the given text and code), markers left out, in notebook order."""
+    answers, given = [], []
+    for cell in json.loads(Path(notebook).read_text())["cells"]:
+        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        inside = False
+        for line in source.splitlines():
+            if "### BEGIN SOLUTION" in line or "### END SOLUTION" in line:
+                inside = "BEGIN" in line
+                continue
+            (answers if inside else given).append(line)
+    return answers, given
+
+
 def load_reference(source=None):
     """Execute the reference answer cells (or a variant of their source) and return their namespace."""
     namespace = {"math": math, "torch": torch, "nn": nn, "F": F}

@@ -20,6 +20,7 @@ import zipfile
 import pytest
 
 from course.mistakes.transformer import MUTANTS
+from course.reference import solution_regions
 from course_paths import NAME, POINTS, RELEASE, ROOT, SOURCE, course_folder
 from grading.collect import collect
 from grading.run import sandbox
@@ -270,14 +271,9 @@ def test_report_says_why_each_odd_submission_needed_attention(graded):
 
 
 def solution_lines():
-    """Every substantive line inside a BEGIN/END SOLUTION region of the reference."""
-    lines, inside = [], False
-    for cell in json.loads(SOURCE.read_text())["cells"]:
-        for line in code(cell).splitlines():
-            inside = ("BEGIN SOLUTION" in line) or (inside and "END SOLUTION" not in line)
-            if inside and "BEGIN SOLUTION" not in line and len(line.strip()) > 12:
-                lines.append(re.sub(r"\s+", " ", line.strip()))
-    return lines
+    """Every substantive line inside a BEGIN/END SOLUTION region of the reference, whitespace squeezed."""
+    answers, _ = solution_regions(SOURCE)
+    return [re.sub(r"\s+", " ", line.strip()) for line in answers if len(line.strip()) > 12]
 
 
 def hidden_test_lines():

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from course.reference import solution_regions
 from course.registry import assignments
 from submissions import code
 
@@ -45,17 +46,8 @@ def test_release_is_current(tmp_path, assignment):
 
 def solution_lines(assignment):
     """Every substantive line inside a BEGIN/END SOLUTION region of the assignment's reference."""
-    lines = []
-    for cell in cells(assignment.source_notebook):
-        inside = False
-        for line in code(cell).splitlines():
-            if "BEGIN SOLUTION" in line:
-                inside = True
-            elif "END SOLUTION" in line:
-                inside = False
-            elif inside and len(line.strip()) > 12:
-                lines.append(line.strip())
-    return lines
+    answers, _ = solution_regions(assignment.source_notebook)
+    return [line.strip() for line in answers if len(line.strip()) > 12]
 
 
 def student_code(assignment):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from course import registry
 from course.mistakes import known_mistakes
+from course.reference import solution_regions
 
 INSTRUCTOR_TOP = {"solutions", "grading", "tools", "course", "tests", "course.toml", "nbgrader_config.py"}
 MIN_CHARS = 25  # shorter lines (`return x`, `super().__init__()`) are common to any PyTorch code
@@ -31,19 +32,6 @@ def distinctive(text, common=""):
 
 def cell_text(cell):
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-
-
-def split_solutions(notebook):
-    """(answer code, given text) of a solutions notebook: inside BEGIN/END SOLUTION, and every other line."""
-    answers, given = [], []
-    for cell in json.loads(Path(notebook).read_text())["cells"]:
-        inside = False
-        for line in cell_text(cell).splitlines():
-            if "### BEGIN SOLUTION" in line or "### END SOLUTION" in line:
-                inside = "BEGIN" in line
-                continue
-            (answers if inside else given).append(line)
-    return "\n".join(answers), "\n".join(given)
 
 
 def mistake_text(assignment):
@@ -78,7 +66,7 @@ def needles(root):
     """{pattern of squeezed text: what it is, and the text} for everything whose presence in a student file is a leak."""
     found = {needle: f"grading code or a hidden case: {text}" for needle, text in grading_needles(root).items()}
     for assignment in registry.assignments(root):
-        answers, given = split_solutions(assignment.source_notebook)
+        answers, given = ("\n".join(lines) for lines in solution_regions(assignment.source_notebook))
         mistakes = distinctive(mistake_text(assignment), answers + "\n" + given)
         found |= {re.escape(needle): f"a known mistake of {assignment.name}: {line}"
                   for needle, line in mistakes.items()}
