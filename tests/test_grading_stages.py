@@ -206,3 +206,13 @@ def test_two_assignments_share_one_gradebook_and_a_regrade_touches_one_student(t
     with open(root / "exports" / "canvas.csv", newline="") as file:
         canvas = list(csv.reader(file))
     assert canvas[0][-2:] == [NAME, "sequel"] and canvas[1][0] == "alice" and canvas[1][-2:] == ["3", "1"]
+
+
+def test_an_assignment_names_its_own_weight_roles_without_editing_the_probe():
+    """A recipe's "slots" names a shared map, or an assignment's own as "module:function" (found in the runtime)."""
+    from checkers._weights import attention_slots, block_slots
+    from grading.run.recipes import slots_of
+    assert slots_of("attention") is attention_slots
+    assert slots_of("checkers._weights:block_slots") is block_slots
+    with pytest.raises(AttributeError):
+        slots_of("checkers._weights:no_such_slots")

@@ -4,7 +4,7 @@ import torch
 from checkers._core import Task
 from checkers._modules import build
 
-from ..run.recipes import SLOTS, decode
+from ..run.recipes import decode, slots_of
 
 
 def recipe(task, name, visible, obj=0, **parts):
@@ -38,7 +38,7 @@ def called(*args, method=None, repeat=1, **kwargs):
 def random_weights(reference_class, name, slots, generator, scale=0.5, **kwargs):
     """Distinct random values for every weight role of a module of the reference class."""
     kwargs = {key: decode(value) for key, value in kwargs.items()}
-    shapes = SLOTS[slots](build(Task(0), reference_class, name, **kwargs))
+    shapes = slots_of(slots)(build(Task(0), reference_class, name, **kwargs))
     return {role: torch.randn(p.shape, generator=generator, dtype=torch.float64) * scale for role, p in shapes.items()}
 
 

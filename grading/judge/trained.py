@@ -17,7 +17,7 @@ from checkers._core import Task
 from checkers._modules import build
 
 from ..cases import cases_of
-from ..run.recipes import SLOTS
+from ..run.recipes import slots_of
 
 class InvalidModel(Exception):
     """The recorded weights or settings do not make a valid model of the reference architecture."""
@@ -54,9 +54,9 @@ def one_setting(values, name, valid):
     return values[0]
 
 
-def load_strictly(model, slots_of, weights):
+def load_strictly(model, roles_of, weights):
     """Copy every weight into the reference model's role; every role must be given, none extra, same shape."""
-    slots = slots_of(model)
+    slots = roles_of(model)
     missing, extra = sorted(set(slots) - set(weights)), sorted(set(weights) - set(slots))
     if missing or extra:
         raise InvalidModel(f"the weights do not fit the reference layout ({len(missing)} missing, e.g. "
@@ -83,7 +83,7 @@ def reference_model(task, reference, record, spec):
         model = build(Task(task), reference[class_name], class_name, dtype=torch.float32, **config)
     except Exception as error:  # noqa: BLE001 -- the reference refused these sizes
         raise InvalidModel(f"the reference architecture cannot be built with these settings ({error})") from None
-    load_strictly(model, SLOTS[slots], weights)
+    load_strictly(model, slots_of(slots), weights)
     return model
 
 

@@ -6,6 +6,7 @@ compared. A recipe holds inputs and weights, never expected values, so a probe t
 learns nothing it could copy. This module is copied into the sandbox: it may import only
 torch and the public `checkers` package.
 """
+import importlib
 from functools import partial
 
 import torch
@@ -24,6 +25,17 @@ SLOTS = {
     "linformer_block": partial(block_slots, projections=LINFORMER_PROJECTIONS),
     "linformer_classifier": partial(classifier_slots, projections=LINFORMER_PROJECTIONS),
 }
+
+
+def slots_of(name):
+    """The function giving a module's weights by role: a name of SLOTS (the shared core's maps), or an assignment's
+    own map as "module:function" (e.g. "checkers.seq2seq._weights:decoder_slots"), imported from the runtime."""
+    if ":" not in name:
+        return SLOTS[name]
+    module, _, function = name.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 # Captured at import, before any student code runs: a notebook that rebinds torch.Tensor.clone
 # cannot change what the probe records (it could only make its own record wrong, never right).
@@ -99,7 +111,7 @@ def make_module(task, cls, spec):
     module = build(task, cls, spec["name"], dtype=dtype, native=spec.get("native", False), **kwargs)
     if spec.get("weights"):
         weights = {role: value.to(dtype) for role, value in spec["weights"].items()}
-        load(task, module, SLOTS[spec["slots"]], weights, spec["name"])
+        load(task, module, slots_of(spec["slots"]), weights, spec["name"])
     module.train(spec.get("mode") == "train")
     return module
 
@@ -156,7 +168,7 @@ def gradients(task, target, recipe, args, outputs):
              if isinstance(a, torch.Tensor) and a.grad is not None}
     slots_name = recipe.get("build", {}).get("slots")
     if slots_name:
-        for role, parameter in SLOTS[slots_name](target).items():
+        for role, parameter in slots_of(slots_name)(target).items():
             if parameter.grad is not None:
                 grads[role] = snapshot(parameter.grad)
     return grads
@@ -201,24 +213,6 @@ def run_trained(task, model, spec, namespace):
     return record
 
 
-def predict(task, model, tokens, vocab_size):
-    """model(x) in eval mode, without gradients, in batches of 500 one-hot sequences."""
-    device = next((p.device for p in model.parameters()), torch.device("cpu"))
-    was_training, outputs = model.training, []
-    model.eval()
-    try:
-        with torch.no_grad():
-            for batch in tokens.split(500):
-                inputs = nn.functional.one_hot(batch, vocab_size).float().to(device)
-                logits = task.call("model(x)", model, inputs)
-                if not isinstance(logits, torch.Tensor):
-                    task.fail(f"model(x) returned {type(logits).__name__}, not a tensor of logits.")
-                outputs.append(snapshot(logits).float())
-    finally:
-        model.train(was_training)
-    return torch.cat(outputs)
-
-
 def plain(value):
     """A plain int or str as data; anything else (a str subclass, a float, an object) as its type's name."""
     if type(value) in (int, str, bool):
@@ -233,7 +227,7 @@ def trained_weights(model, slots_name):
     or {"error": why} when the model's layout does not have the pinned parts.
     """
     try:
-        weights = {role: snapshot(p).double() for role, p in SLOTS[slots_name](model).items()}
+        weights = {role: snapshot(p).double() for role, p in slots_of(slots_name)(model).items()}
         blocks = encoder_blocks(model)
     except Exception as error:  # noqa: BLE001 -- a model of another layout: the grader says why it scores 0
         return {}, {"error": str(error)[:300]}

@@ -5,6 +5,7 @@ the weights cannot tell (heads, activation). The grader loads them into the refe
 and measures accuracy on sequences drawn here from a seed of its own; neither the sequences nor the
 labels ever reach a probe.
 """
+import torch
 import torch.nn as nn
 
 from checkers._core import Task
@@ -14,7 +15,7 @@ from course_lib.defaults import SEQ_LEN as DEFAULT_SEQ_LEN
 from course_lib.metrics import predictions
 
 from ...judge.trained import InvalidModel, check_weights, one_setting, shape
-from ...run.recipes import predict
+from ...run.recipes import snapshot
 from ..parts import recipe
 
 ACTIVATIONS = ("ReLU", "GELU", "SiLU", "Tanh", "LeakyReLU", "ELU", "SELU", "CELU", "Mish", "Softplus", "Sigmoid",
@@ -86,3 +87,21 @@ def trained_accuracy(task, model, data):
     """Accuracy of the loaded reference classifier on the grader's palindromes."""
     logits = predict(Task(task), model, data["tokens"], VOCAB_SIZE)
     return (predictions(logits) == data["labels"]).float().mean().item()
+
+
+def predict(task, model, tokens, vocab_size):
+    """model(x) in eval mode, without gradients, in batches of 500 one-hot sequences."""
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    was_training, outputs = model.training, []
+    model.eval()
+    try:
+        with torch.no_grad():
+            for batch in tokens.split(500):
+                inputs = nn.functional.one_hot(batch, vocab_size).float().to(device)
+                logits = task.call("model(x)", model, inputs)
+                if not isinstance(logits, torch.Tensor):
+                    task.fail(f"model(x) returned {type(logits).__name__}, not a tensor of logits.")
+                outputs.append(snapshot(logits).float())
+    finally:
+        model.train(was_training)
+    return torch.cat(outputs)
