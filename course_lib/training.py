@@ -58,14 +58,14 @@ def stop_at_accuracy(target):
 
 def train(model, train_loader, val_loader, num_epochs, lr, warmup_steps=0, device=None, weight_decay=0.0,
           betas=(0.9, 0.98), eval_every=50, max_seconds=None, callbacks=(), loss_fn=classification_loss,
-          threads=CPU_THREADS):
+          threads=CPU_THREADS, batch_loss=None, evaluate_fn=None):
     """Train model with AdamW and a warm-up + cosine schedule, evaluating every eval_every steps.
 
     The model is evaluated once before the first step, so the curves start at the untrained loss.
 
     Args:
-        model: any nn.Module mapping a batch of inputs to logits (batch_size, num_classes).
-        train_loader, val_loader: DataLoaders yielding (inputs, labels).
+        model: any nn.Module; by default one mapping a batch of inputs to logits (batch_size, num_classes).
+        train_loader, val_loader: DataLoaders yielding (inputs, labels); val_loader may be None with evaluate_fn.
         num_epochs: passes over train_loader; the schedule spans all of them.
         lr: peak learning rate.
         warmup_steps: optimizer steps of linear warm-up.
@@ -80,13 +80,18 @@ def train(model, train_loader, val_loader, num_epochs, lr, warmup_steps=0, devic
             A callback with a finish(history) method has it called once training ends.
         loss_fn: loss_fn(logits, labels) -> scalar tensor.
         threads: torch's CPU threads while training on the CPU (restored afterwards); None keeps torch's setting.
+        batch_loss: batch_loss(model, inputs, labels) -> scalar loss of one batch already on the device;
+            default loss_fn(model(inputs), labels). A sequence model passes its own (e.g. teacher forcing).
+        evaluate_fn: evaluate_fn(model) -> (val_loss, val_accuracy) as floats; default evaluate() over val_loader.
 
     Returns:
         History of the run.
     """
     device = device or next(model.parameters()).device
     history = History()
-    run = _Run(model, train_loader, val_loader, device, loss_fn, history, callbacks)
+    batch_loss = batch_loss or (lambda model, inputs, labels: loss_fn(model(inputs), labels))
+    evaluate_fn = evaluate_fn or (lambda model: evaluate(model, val_loader, device, loss_fn))
+    run = _Run(model, train_loader, evaluate_fn, device, batch_loss, history, callbacks)
     total_steps = num_epochs * len(train_loader)
     with cpu_threads(threads if device.type == "cpu" else None):
         run.evaluate(step=0, train_loss=float("nan"), lr=lr * warmup_cosine_factor(0, warmup_steps, total_steps))
@@ -103,13 +108,13 @@ def train(model, train_loader, val_loader, num_epochs, lr, warmup_steps=0, devic
 class _Run:
     """State of one call to train(); keeps train() itself short."""
 
-    def __init__(self, model, train_loader, val_loader, device, loss_fn, history, callbacks):
-        self.model, self.train_loader, self.val_loader = model, train_loader, val_loader
-        self.device, self.loss_fn, self.history, self.callbacks = device, loss_fn, history, callbacks
+    def __init__(self, model, train_loader, evaluate_fn, device, batch_loss, history, callbacks):
+        self.model, self.train_loader, self.evaluate_fn = model, train_loader, evaluate_fn
+        self.device, self.batch_loss, self.history, self.callbacks = device, batch_loss, history, callbacks
         self.seconds = 0.0
 
     def evaluate(self, step, train_loss, lr):
-        val_loss, val_accuracy = evaluate(self.model, self.val_loader, self.device, self.loss_fn)
+        val_loss, val_accuracy = self.evaluate_fn(self.model)
         self.history.record(step=step, seconds=self.seconds, train_loss=train_loss,
                             val_loss=val_loss, val_accuracy=val_accuracy, lr=lr)
         stops = [bool(callback(self.history)) for callback in self.callbacks]
@@ -117,7 +122,7 @@ class _Run:
 
     def step(self, optimizer, schedule, inputs, labels):
         start = time.perf_counter()
-        loss = self.loss_fn(self.model(inputs.to(self.device)), labels.to(self.device))
+        loss = self.batch_loss(self.model, inputs.to(self.device), labels.to(self.device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
