@@ -84,7 +84,7 @@ def decoding_accuracy(model, sources, targets):
     was_training = model.training
     model.eval()
     try:
-        device = next(model.parameters()).device
+        device = next(model.parameters(), sources).device  # a model without parameters yet fails in its forward
         sources, targets = sources.to(device), targets.to(device)
         logits = model(sources, teacher_forcing_input(targets))  # (N, T, vocab_size)
         right = (logits.argmax(dim=-1) == targets) | (targets == PAD_ID)  # (N, T): positions after EOS do not count
@@ -93,17 +93,24 @@ def decoding_accuracy(model, sources, targets):
         model.train(was_training)
 
 
-def init_embedding(embedding):
-    """Re-draw a token embedding as N(0, 1 / embed_dim), its padding row zero, so sqrt(embed_dim) scaling gives ~1.
+def init_embedding(model):
+    """Re-draw model.embedding as N(0, 1 / embed_dim), its padding row zero, so sqrt(embed_dim) scaling gives ~1.
 
     PyTorch's default N(0, 1), multiplied by sqrt(embed_dim), makes the tokens ~6x larger than the positional
     encoding at embed_dim 32; on the reversal task that default never reached 99% within 60 s of training.
+
+    Args:
+        model: a module whose `embedding` is an nn.Embedding. Returns the model.
     """
+    embedding = getattr(model, "embedding", None)
+    if not isinstance(embedding, torch.nn.Embedding):
+        raise NotImplementedError("init_embedding: the model has no `embedding` (an nn.Embedding) yet; "
+                                  "Task 5 creates it")
     with torch.no_grad():
         embedding.weight.normal_(0.0, embedding.embedding_dim ** -0.5)
         if embedding.padding_idx is not None:
             embedding.weight[embedding.padding_idx].zero_()
-    return embedding
+    return model
 
 
 class ReversalDataset(Dataset):
