@@ -34,8 +34,8 @@ release: $(STAMP)  ## regenerate the student notebooks from the references (nbgr
 		$(BIN)/nbgrader generate_assignment $$name --no-db --force --log-level=WARN || exit 1; \
 	done
 
-student-dist: release  ## what students receive, checked for leaks: make student-dist [DEST=build/student]
-	$(BIN)/python -m tools.student_dist --dest "$(or $(DEST),build/student)"
+student-dist: release  ## what students receive, checked for leaks: make student-dist [DEST=build/student] [THROUGH=name]
+	$(BIN)/python -m tools.student_dist --dest "$(or $(DEST),build/student)" $(if $(THROUGH),--through "$(THROUGH)")
 
 fixtures: $(STAMP)  ## recompute the checkers' expected values from the reference notebooks
 	$(EACH_ASSIGNMENT) $(BIN)/python tools/make_fixtures.py --assignment $$name || exit 1; done

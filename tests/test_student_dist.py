@@ -157,8 +157,30 @@ def test_a_planted_leak_is_found(dist, tmp_path, plant):
     copy = tmp_path / "copy"
     shutil.copytree(dist, copy)
     expected = plant(copy, root)
-    found = problems(copy)
+    found = problems(copy, through=assignments()[0].name)  # the stage at which the planted answer is still secret
     assert [line for line in found if line.startswith(expected)], (expected, found)
+
+
+# ----- Release stages: an assignment's answers stay secret until the next one is released ---------------------
+
+@pytest.mark.parametrize("assignment", assignments(), ids=lambda assignment: assignment.name)
+def test_every_release_stage_is_safe(tmp_path, assignment):
+    """Released through each assignment in turn, the repository holds its notebooks and no leak."""
+    dest = tmp_path / "repository"
+    assert build(dest, through=assignment.name) == []
+    released = {path.parent.name for path in (dest / "notebooks").glob("*/*.ipynb")}
+    names = [a.name for a in assignments()]
+    assert released == set(names[: names.index(assignment.name) + 1])
+
+
+@pytest.mark.skipif(len(assignments()) < 2, reason="needs an assignment released after another")
+def test_a_later_notebook_may_hand_out_earlier_answers_only_after_their_stage(dist):
+    """The full release is safe, yet read at the first stage its later notebooks give the first one's answers away."""
+    first, later = assignments()[0].name, assignments()[1].name
+    assert problems(dist) == []
+    early = problems(dist, through=first)
+    assert any(line.startswith(f"notebooks/{later}/{later}.ipynb: holds a reference answer of {first}")
+               for line in early), early
 
 
 # ----- The released notebooks, run against the installed wheel ------------------------------------------------

@@ -1,6 +1,7 @@
 """Build what students receive (`make student-dist DEST=folder`): the student repository's tree and its wheel.
 
-DEST gets the released notebooks of every registered assignment, checkers/, course_lib/, the assets the notebooks
+DEST gets the released notebooks of the assignments released so far (THROUGH=name: that one and those before it in
+course.toml; default: every registered one), checkers/, course_lib/, the assets the notebooks
 show, a README, a pyproject.toml and dist/<wheel>; then tools/student_leaks.py searches all of it for answers,
 grading code, hidden cases and known mistakes, and the command fails naming every offending file.
 Publish DEST as the repository named by course.toml's [course] student_repo (its .git, if any, is kept).
@@ -16,7 +17,7 @@ import tomllib
 from pathlib import Path
 
 from course import registry
-from tools.student_leaks import problems
+from tools.student_leaks import problems, released
 
 PACKAGES = ("checkers", "course_lib")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
@@ -94,9 +95,13 @@ def build_wheel(dest):
                         "--wheel-dir", str(dest / "dist"), str(source)], check=True)
 
 
-def build(dest, root=registry.ROOT):
-    """Fill dest with the student repository and its wheel; return the problems found in them (none: safe)."""
-    dest, assignments = Path(dest).resolve(), registry.assignments(root)
+def build(dest, root=registry.ROOT, through=None):
+    """Fill dest with the student repository and its wheel; return the problems found in them (none: safe).
+
+    through: the last assignment released (default: every registered one); an earlier one's answers may appear in
+    a later notebook's provided cells, since its deadline has passed (course.toml: release order).
+    """
+    dest, assignments = Path(dest).resolve(), released(root, through)
     clear(dest, root)
     copy_tree(dest, root, assignments)
     url = registry.student_repo(root)
@@ -104,14 +109,17 @@ def build(dest, root=registry.ROOT):
     (dest / "pyproject.toml").write_text(pyproject(root, url))
     (dest / ".gitignore").write_text("dist/\nbuild/\n*.egg-info/\n__pycache__/\n.venv/\n.ipynb_checkpoints/\n")
     build_wheel(dest)
-    return problems(dest, root)
+    return problems(dest, root, through)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dest", default="build/student", help="folder to fill (its .git is kept)")
-    dest = Path(parser.parse_args(argv).dest)
-    found = build(dest)
+    parser.add_argument("--through", default=None,
+                        help="the last assignment to release (default: every registered one)")
+    args = parser.parse_args(argv)
+    dest = Path(args.dest)
+    found = build(dest, through=args.through)
     if found:
         sys.exit("student-dist: NOT SAFE TO PUBLISH, " + f"{len(found)} problem(s):\n  " + "\n  ".join(found))
     print(f"student-dist: {dest} holds the student repository and dist/ its wheel; no leak found")

@@ -62,16 +62,23 @@ def grading_needles(root):
     return needles
 
 
-def needles(root):
-    """{pattern of squeezed text: what it is, and the text} for everything whose presence in a student file is a leak."""
+def needles(root, through=None):
+    """{pattern of squeezed text: what it is, and the text} for everything whose presence in a student file is a leak.
+
+    through: the last assignment released (default: the registry's last). The answers of it and of every later
+    assignment are leaks; an earlier assignment's, whose deadline has passed, may be handed out as provided code.
+    """
     found = {needle: f"grading code or a hidden case: {text}" for needle, text in grading_needles(root).items()}
-    for assignment in registry.assignments(root):
+    names = [assignment.name for assignment in registry.assignments(root)]
+    current = names.index(through) if through else len(names) - 1
+    for index, assignment in enumerate(registry.assignments(root)):
         answers, given = ("\n".join(lines) for lines in solution_regions(assignment.source_notebook))
         mistakes = distinctive(mistake_text(assignment), answers + "\n" + given)
         found |= {re.escape(needle): f"a known mistake of {assignment.name}: {line}"
                   for needle, line in mistakes.items()}
-        found |= {re.escape(needle): f"a reference answer of {assignment.name}: {line}"
-                  for needle, line in distinctive(answers, given).items()}
+        if index >= current:
+            found |= {re.escape(needle): f"a reference answer of {assignment.name}: {line}"
+                      for needle, line in distinctive(answers, given).items()}
     return found
 
 
@@ -113,13 +120,22 @@ def install_problem(notebook, url):
     return ""
 
 
-def tree_problems(dest, root, files):
-    """Every registered notebook present and installing from the student repository; one wheel with the package."""
+def released(root, through=None):
+    """The assignments released up to and including through (default: every registered one), in release order."""
+    assignments = registry.assignments(root)
+    names = [assignment.name for assignment in assignments]
+    if through is not None and through not in names:
+        raise ValueError(f"{through!r} is not a registered assignment ({', '.join(names)})")
+    return assignments[: names.index(through) + 1] if through else assignments
+
+
+def tree_problems(dest, root, files, through=None):
+    """Every released notebook present and installing from the student repository; one wheel with the package."""
     url = registry.student_repo(root)
-    for assignment in registry.assignments(root):
+    for assignment in released(root, through):
         label = f"notebooks/{assignment.name}/{assignment.name}.ipynb"
         if label not in files:
-            yield f"{label}: missing, though {assignment.name} is registered"
+            yield f"{label}: missing, though {assignment.name} is released"
         elif problem := install_problem(dest / label, url):
             yield f"{label}: {problem}"
     wheels = [label for label in files if label.startswith("dist/") and label.endswith(".whl")]
@@ -131,10 +147,13 @@ def tree_problems(dest, root, files):
             yield f"{label}: not in the wheel, so a student who installs the package lacks it"
 
 
-def problems(dest, root=registry.ROOT):
-    """Every leak and defect found in the student tree dest (and its wheel), as "file: what" lines."""
-    dest, files, wanted = Path(dest), shipped_files(Path(dest)), needles(root)
-    found = list(tree_problems(dest, root, files))
+def problems(dest, root=registry.ROOT, through=None):
+    """Every leak and defect found in the student tree dest (and its wheel), as "file: what" lines.
+
+    through: the last assignment released (default: every registered one), as for needles and released.
+    """
+    dest, files, wanted = Path(dest), shipped_files(Path(dest)), needles(root, through)
+    found = list(tree_problems(dest, root, files, through))
     for label, data in files.items():
         if INSTRUCTOR_TOP & set(Path(label.split("!")[-1]).parts):
             found.append(f"{label}: an instructor file")
