@@ -97,7 +97,8 @@ def init_embedding(model):
     """Re-draw model.embedding as N(0, 1 / embed_dim), its padding row zero, so sqrt(embed_dim) scaling gives ~1.
 
     PyTorch's default N(0, 1), multiplied by sqrt(embed_dim), makes the tokens ~6x larger than the positional
-    encoding at embed_dim 32; on the reversal task that default never reached 99% within 60 s of training.
+    encoding at embed_dim 32; on the reversal task, with that default, two of three seeds were still below 99% exact
+    match after 60 s of training on a 2-core CPU, and the third took 2,750 steps.
 
     Args:
         model: a module whose `embedding` is an nn.Embedding. Returns the model.
