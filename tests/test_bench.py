@@ -21,7 +21,7 @@ SEQ2SEQ_SECTIONS = ("meta", "layers", "training", "decoding", "goals")
 
 
 def run_quick_bench(assignment, out):
-    """Run an assignment's bench with --quick in a fresh process, as `make bench` would; return (report, out, stdout)."""
+    """Run an assignment's bench with --quick in a fresh process, as `make bench` would: (report, out, stdout)."""
     done = subprocess.run([sys.executable, "-m", "tools.bench", "--assignment", assignment, "--quick", "--out",
                            str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -259,7 +259,8 @@ def test_quick_seq2seq_bench_checks_every_layer_against_torch_before_timing(quic
 def test_quick_seq2seq_bench_trains_as_the_notebook_and_decodes(quick_seq2seq_report):
     report = quick_seq2seq_report[0]
     training, decoding = report["training"], report["decoding"]
-    assert training["stop_at"] == seq2seq_defaults.STOP_AT_ACCURACY and training["training"] == seq2seq_defaults.TRAINING
+    assert training["stop_at"] == seq2seq_defaults.STOP_AT_ACCURACY
+    assert training["training"] == seq2seq_defaults.TRAINING
     run = training["runs"][0]
     assert run["seconds"] > 0 and run["steps"] > 0 and 0 <= run["accuracy"] <= 1 and 0 <= run["fresh_accuracy"] <= 1
     assert run["reached"] == (run["accuracy"] >= seq2seq_defaults.STOP_AT_ACCURACY)

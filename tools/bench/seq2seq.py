@@ -26,8 +26,8 @@ from torch.utils.data import DataLoader  # noqa: E402
 from course_lib import seq2seq_defaults as defaults  # noqa: E402
 from course_lib.device import seed_everything  # noqa: E402
 from course_lib.plotting import plot_scaling  # noqa: E402
-from course_lib.reversal import (BOS_ID, EOS_ID, MAX_LEN, PAD_ID, ReversalDataset, decoding_accuracy, exact_match,  # noqa: E402
-                                 init_embedding, teacher_forcing_loss)
+from course_lib.reversal import (BOS_ID, EOS_ID, MAX_LEN, PAD_ID, ReversalDataset, decoding_accuracy,  # noqa: E402
+                                 exact_match, init_embedding, teacher_forcing_loss)
 from course_lib.training import stop_at_accuracy  # noqa: E402
 from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training  # noqa: E402
 from tools.bench.goals import Goal  # noqa: E402
@@ -359,7 +359,8 @@ def training_goals(training):
 
 def decoding_goals(decoding):
     """Greedy decoding's cost: the log-log slope of time against T, and the time per token and per position-pass."""
-    lengths, per_token, per_pass = decoding["lengths"], decoding["seconds_per_token"], decoding["seconds_per_position_pass"]
+    lengths, per_token = decoding["lengths"], decoding["seconds_per_token"]
+    per_pass = decoding["seconds_per_position_pass"]
     return [
         Goal("decoding", f"greedy_decode time ~ T^p, B{decoding['batch_size']} S{decoding['source_len']}: p for "
              f"T >= {decoding['fit_from']} (all T: {decoding['time_slope_all']:.2f})", f"{decoding['time_slope']:.2f}",
