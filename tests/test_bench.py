@@ -10,21 +10,34 @@ import pytest
 import torch
 import torch.nn as nn
 
-from tools.bench import goals as bench_goals, runner, scaling as bench_scaling, timing as bench_timing
-from tools.bench import training as bench_training
+from course.reference import reference_of
+from course_lib import seq2seq_defaults
+from tools.bench import goals as bench_goals, runner, scaling as bench_scaling, seq2seq as bench_seq2seq
+from tools.bench import timing as bench_timing, training as bench_training
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ("meta", "layers", "training_step", "training", "scaling", "goals")
+SEQ2SEQ_SECTIONS = ("meta", "layers", "training", "decoding", "goals")
+
+
+def run_quick_bench(assignment, out):
+    """Run an assignment's bench with --quick in a fresh process, as `make bench` would: (report, out, stdout)."""
+    done = subprocess.run([sys.executable, "-m", "tools.bench", "--assignment", assignment, "--quick", "--out",
+                           str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads((out / "bench.json").read_text()), out, done.stdout
 
 
 @pytest.fixture(scope="module")
 def quick_report(tmp_path_factory):
-    """Run the transformer's bench with --quick in a fresh process, as `make bench` would; return (report, out)."""
-    out = tmp_path_factory.mktemp("bench")
-    done = subprocess.run([sys.executable, "-m", "tools.bench", "--assignment", "transformer", "--quick", "--out",
-                           str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return json.loads((out / "bench.json").read_text()), out, done.stdout
+    """The transformer's quick bench: (report, out, stdout)."""
+    return run_quick_bench("transformer", tmp_path_factory.mktemp("bench"))
+
+
+@pytest.fixture(scope="module")
+def quick_seq2seq_report(tmp_path_factory):
+    """The seq2seq assignment's quick bench: (report, out, stdout)."""
+    return run_quick_bench("seq2seq", tmp_path_factory.mktemp("bench_seq2seq"))
 
 
 def numbers(tree):
@@ -210,7 +223,84 @@ def test_a_bench_module_without_the_interface_is_refused(tmp_path, monkeypatch):
     sys.modules.pop("tools.bench.partial", None)
 
 
-def test_the_transformer_bench_module_defines_the_interface():
-    module = runner.load_bench("transformer")
-    assert set(module.SETTINGS) == {"full", "quick"} and list(module.SECTIONS) == list(SECTIONS[1:5])
+@pytest.mark.parametrize("name, sections", [("transformer", SECTIONS[1:5]), ("seq2seq", SEQ2SEQ_SECTIONS[1:4])])
+def test_each_bench_module_defines_the_interface(name, sections):
+    module = runner.load_bench(name)
+    assert set(module.SETTINGS) == {"full", "quick"} and list(module.SECTIONS) == list(sections)
     assert all(callable(section) for section in module.SECTIONS.values()) and callable(module.figures)
+
+
+# ----------------------------------------------------------------------------- the seq2seq assignment's bench
+
+
+def test_quick_seq2seq_bench_writes_every_section(quick_seq2seq_report):
+    report, out, stdout = quick_seq2seq_report
+    assert all(section in report for section in SEQ2SEQ_SECTIONS)
+    assert report["meta"]["assignment"] == "seq2seq" and report["meta"]["quick"] is True
+    assert stdout.count("Measured performance of seq2seq") == 1 and "QUICK smoke run" in stdout
+    assert all(math.isfinite(n) for n in numbers(report))
+    assert [Path(path).name for path in report["meta"]["plots"]] == ["decoding_time.png"]
+    assert (out / "decoding_time.png").stat().st_size > 0
+    assert stdout.count("| PASS") + stdout.count("| MISS") == sum(g["passed"] is not None for g in report["goals"])
+
+
+def test_quick_seq2seq_bench_checks_every_layer_against_torch_before_timing(quick_seq2seq_report):
+    rows = quick_seq2seq_report[0]["layers"]["comparisons"]
+    assert [(row["layer"].split(",")[0], row["native"]) for row in rows] == [
+        ("LayerNorm", "nn.LayerNorm"), ("MultiheadAttention", "nn.MultiheadAttention"),
+        ("MultiheadAttention", "nn.MultiheadAttention"), ("DecoderBlock", "nn.TransformerDecoderLayer")]
+    for row in rows:
+        assert row["match"] is True and row["max_abs_diff"] < 1e-4 and row["grad_max_abs_diff"] < 1e-4
+        assert row["reference_seconds"] > 0 and row["other_seconds"] > 0 and row["ratio"] > 0
+    ratio_goals = [g for g in quick_seq2seq_report[0]["goals"] if "fwd+bwd" in g["name"] and g["goal"]]
+    assert [g["name"].split(" vs ")[0] for g in ratio_goals] == ["DecoderBlock"]  # the one time held to a goal
+
+
+def test_quick_seq2seq_bench_trains_as_the_notebook_and_decodes(quick_seq2seq_report):
+    report = quick_seq2seq_report[0]
+    training, decoding = report["training"], report["decoding"]
+    assert training["stop_at"] == seq2seq_defaults.STOP_AT_ACCURACY
+    assert training["training"] == seq2seq_defaults.TRAINING
+    run = training["runs"][0]
+    assert run["seconds"] > 0 and run["steps"] > 0 and 0 <= run["accuracy"] <= 1 and 0 <= run["fresh_accuracy"] <= 1
+    assert run["reached"] == (run["accuracy"] >= seq2seq_defaults.STOP_AT_ACCURACY)
+    assert len(decoding["seconds"]) == len(decoding["lengths"]) and min(decoding["seconds"]) > 0
+    per_token = [s / n for s, n in zip(decoding["seconds"], decoding["lengths"])]
+    assert decoding["seconds_per_token"] == pytest.approx(per_token)
+
+
+@pytest.fixture(scope="module")
+def seq2seq_reference():
+    return reference_of("seq2seq")
+
+
+def test_the_decoding_timer_generates_every_token(seq2seq_reference):
+    """eos_id -1 (no token) keeps every sequence running, so a call generates exactly the tokens asked for."""
+    torch.manual_seed(0)
+    model = seq2seq_reference["Seq2SeqTransformer"](**dict(seq2seq_defaults.MODEL, embed_dim=8, num_heads=2))
+    sources = torch.tensor([[3, 4, 5], [6, 0, 0]])
+    assert seq2seq_reference["greedy_decode"](model, sources, 7, 1, -1).shape == (2, 7)
+
+
+class History:
+    """What bench_seq2seq.first_reaching reads of course_lib.training.History."""
+
+    def __init__(self, seconds, step, val_accuracy):
+        self.seconds, self.step, self.val_accuracy = seconds, step, val_accuracy
+
+
+def test_first_reaching_finds_the_first_evaluation_at_the_target():
+    history = History(seconds=[0.0, 2.0, 4.0, 6.0], step=[0, 100, 200, 300], val_accuracy=[0.0, 0.991, 0.98, 0.999])
+    assert bench_seq2seq.first_reaching(history, 0.99) == (2.0, 100)
+    assert bench_seq2seq.first_reaching(history, 0.995) == (6.0, 300)
+    assert bench_seq2seq.first_reaching(history, 1.0) == (None, None)
+
+
+def test_the_native_decoder_layer_differs_when_a_weight_is_not_copied(seq2seq_reference):
+    """The equality check can fail: the native layer with one norm left at its fresh weights computes otherwise."""
+    size = dict(bench_seq2seq.COURSE, batch_size=4)
+    pairs = bench_seq2seq.layer_pairs(seq2seq_reference, size, "cpu")
+    ours, theirs, x = pairs[-1][2], pairs[-1][3], pairs[-1][4]
+    assert bench_timing.output_difference(ours, theirs, x)["match"] is True
+    theirs.layer.norm3.reset_parameters()
+    assert bench_timing.output_difference(ours, theirs, x)["match"] is False

@@ -1,7 +1,6 @@
 """What the notebooks say and show: math that renders everywhere, no staff notes, readable output, supported claims."""
 import contextlib
 import io
-import json
 import re
 
 import matplotlib
@@ -16,49 +15,20 @@ from course_lib import defaults, plot_attention_maps, plot_lr_schedule  # noqa: 
 from course_lib.attention_stats import explained_variance, head_statistics  # noqa: E402
 
 from course_paths import RELEASE, SOURCE  # noqa: E402
+from notebook_text import (MEASURED, code_cell, section, staff_note_problems, text_macro_problems,  # noqa: E402
+                           time_claim_problems)
 
 BOTH = pytest.mark.parametrize("path", [SOURCE, RELEASE], ids=["solutions", "notebooks"])
-MEASURED = "**Measured:**"  # marks the one sentence per training task that states a measured time
-
-
-def cells(path):
-    return [dict(cell, source="".join(cell["source"])) for cell in json.loads(path.read_text())["cells"]]
-
-
-def markdown(path):
-    return [cell["source"] for cell in cells(path) if cell["cell_type"] == "markdown"]
-
-
-def section(path, heading):
-    """Markdown of the cells from the one that starts with heading up to the next `## ` heading."""
-    texts, inside = [], False
-    for text in markdown(path):
-        if text.startswith("## "):
-            inside = text.startswith(heading)
-        if inside:
-            texts.append(text)
-    assert texts, f"no section {heading!r}"
-    return "\n\n".join(texts)
-
-
-def code_cell(path, needle):
-    (source,) = [cell["source"] for cell in cells(path) if cell["cell_type"] == "code" and needle in cell["source"]]
-    return source
 
 
 @BOTH
 def test_no_underscore_inside_text_macros(path):
-    r"""`\text{head\_dim}` shows its backslash in MathJax 2 (nbconvert's HTML) and in MathJax 3 without textmacros;
-    `\text{head_dim}` is an error in KaTeX (Colab) and in MathJax 3 with textmacros. `\mathrm{head\_dim}` renders
-    as head_dim in all four (checked with mathjax-node 2.7.9, mathjax-full 3.2.2 and katex)."""
-    wrong = [found for text in markdown(path) for found in re.findall(r"\\text\{[^{}]*_[^{}]*\}", text)]
-    assert not wrong, f"underscores inside \\text{{}}: {sorted(set(wrong))}"
+    r"""`\text{head\_dim}` renders wrongly in some renderer: notebook_text.text_macro_problems says which, and where."""
+    assert text_macro_problems(path) == []
 
 
 def test_student_notebook_holds_no_note_for_course_staff():
-    text = "\n".join(cell["source"] for cell in cells(RELEASE))
-    for staff_word in ("Course staff", "make release", "generate_assignment", "solutions/"):
-        assert staff_word not in text, staff_word
+    assert staff_note_problems(RELEASE) == []
 
 
 def run_cell(source, namespace):
@@ -175,9 +145,4 @@ def test_each_training_task_states_its_measured_time_in_one_marked_sentence(head
 
 
 def test_no_time_claim_outside_the_marked_sentences():
-    for text in markdown(SOURCE):
-        unmarked = re.sub(re.escape(MEASURED) + r"[^\n]*", "", text)
-        assert not re.search(r"\bminutes?\b|\d\s?s\b", unmarked), unmarked[:200]
-    for cell in cells(SOURCE):
-        if cell["cell_type"] == "code":
-            assert not re.search(r"\bminutes?\b", cell["source"]), cell["source"][:200]
+    assert time_claim_problems(SOURCE) == []

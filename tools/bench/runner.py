@@ -13,7 +13,8 @@ An assignment's bench module is tools/bench/<NAME>.py (course/slices.py lists it
              and every section's result under its name.
   figures    optional: figures(report, out) -> list of the paths of the plots it wrote under the folder out.
 The shared measurements live beside it: timing.py (equal outputs, alternating timing), training.py (time to a target
-accuracy), scaling.py (memory and time against length), goals.py (the table).
+accuracy), scaling.py (memory and time against length), native.py (torch-native layers with a reference's weights),
+goals.py (the table).
 """
 import argparse
 import contextlib
@@ -38,7 +39,7 @@ from course_lib.device import get_device  # noqa: E402
 from tools.bench.goals import format_table, goals_as_dicts  # noqa: E402
 
 INTERFACE = ("SETTINGS", "SECTIONS", "goals")  # what a bench module must define; figures is optional
-SHARED = ("goals", "runner", "scaling", "timing", "training")  # modules of this package that are no bench module
+SHARED = ("goals", "native", "runner", "scaling", "timing", "training")  # modules of this package that are no bench module
 
 
 class BenchError(Exception):

@@ -70,13 +70,29 @@ def train_to_accuracy(make_model, loaders, held_out, seed, target, device, train
     seed_everything(seed)
     model = make_model().to(device)
     stop = AccuracyStop(model, *held_out, target)
-    # train() draws a progress bar on stderr; the bench prints one table, so the bars are swallowed.
+    history, wall_seconds = quiet_train(model, *loaders, device=device, eval_every=50, max_seconds=max_seconds,
+                                        callbacks=[stop], **training)
+    return dict(seed=seed, seconds=history.seconds[-1], steps=history.step[-1], accuracy=stop.accuracies[-1],
+                reached=stop.accuracies[-1] >= target, wall_seconds=wall_seconds)
+
+
+def quiet_train(model, train_loader, val_loader, device, **train_arguments):
+    """course_lib.train() without its progress bar, timed from end to end.
+
+    train() draws a progress bar on stderr; the bench prints one table, so the bar is swallowed.
+
+    Args:
+        model, train_loader, val_loader: as train() takes them.
+        device: where to train (a torch.device or its name).
+        **train_arguments: train()'s other keyword arguments (num_epochs, lr, callbacks, batch_loss, ...).
+
+    Returns:
+        (History of the run, wall seconds of the whole call: evaluations and data loading included).
+    """
     start = time.perf_counter()
     with contextlib.redirect_stderr(io.StringIO()):
-        history = train(model, *loaders, device=torch.device(device), eval_every=50, max_seconds=max_seconds,
-                        callbacks=[stop], **training)
-    return dict(seed=seed, seconds=history.seconds[-1], steps=history.step[-1], accuracy=stop.accuracies[-1],
-                reached=stop.accuracies[-1] >= target, wall_seconds=time.perf_counter() - start)
+        history = train(model, train_loader, val_loader, device=torch.device(device), **train_arguments)
+    return history, time.perf_counter() - start
 
 
 def summarize_runs(runs):

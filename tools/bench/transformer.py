@@ -26,6 +26,7 @@ from course_lib import defaults  # noqa: E402
 from course_lib.data import PalindromeDataset, VOCAB_SIZE  # noqa: E402
 from course_lib.plotting import plot_scaling  # noqa: E402
 from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training  # noqa: E402
+from tools.bench.native import load_attention  # noqa: E402
 from tools.bench.goals import Goal  # noqa: E402
 
 STEP_RATIO_GOAL = 1.3  # reference training step / torch-native step
@@ -51,19 +52,6 @@ LONG_CALL_SECONDS = 1.0  # scaling points expected to take longer are timed once
 
 
 # ----------------------------------------------------------------------------- torch-native equivalents
-
-
-def load_attention(native, reference):
-    """Copy the reference's q/k/v/o projections into an nn.MultiheadAttention.
-
-    nn.MultiheadAttention keeps q, k and v stacked in that order in in_proj_weight (3D, D) and splits
-    it the same way, so the stacked copy computes the same heads.
-    """
-    projections = (reference.q_proj, reference.k_proj, reference.v_proj)
-    with torch.no_grad():
-        native.in_proj_weight.copy_(torch.cat([p.weight for p in projections]))
-        native.in_proj_bias.copy_(torch.cat([p.bias for p in projections]))
-        native.out_proj.load_state_dict(reference.o_proj.state_dict())
 
 
 class NativeSelfAttention(nn.Module):
