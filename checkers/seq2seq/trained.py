@@ -42,6 +42,11 @@ def _expect_model(task, model):
         task.fail(f"got the class {model.__name__}, not a trained model: pass the model object you trained.")
     if not isinstance(model, nn.Module):
         task.fail(f"expected the trained Seq2SeqTransformer (an nn.Module), got {type(model).__name__}.")
+
+
+def _expect_layout(task, model, sources, targets):
+    """The model runs (NotImplementedError: not implemented yet) and has the pinned Seq2SeqTransformer layout."""
+    _logits(task, model, sources.to(_device(model)), teacher_forcing_input(targets).to(_device(model)))
     try:
         seq2seq_slots(model)
     except MissingPart as missing:
@@ -109,6 +114,7 @@ def check_task_7(task, model):
     was_training = model.training
     model.eval()
     try:
+        _expect_layout(task, model, sources[:4], targets[:4])
         _expect_causal(task, model, sources[:16], targets[:16])
         accuracy = _accuracy(task, model, sources, targets)
         if accuracy < TARGET_ACCURACY:
