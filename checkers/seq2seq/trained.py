@@ -95,7 +95,9 @@ def _accuracy(task, model, sources, targets):
 def _reinitialised(model):
     """A copy of model with every weight drawn afresh (each submodule's reset_parameters, then init_embedding)."""
     fresh = copy.deepcopy(model)
-    with torch.random.fork_rng(devices=[]), torch.no_grad():
+    device = _device(model)
+    cuda = [device.index or 0] if device.type == "cuda" else []  # whose generator the re-draw uses, restored after
+    with torch.random.fork_rng(devices=cuda), torch.no_grad():
         torch.manual_seed(CHECK_SEED + 2)
         for module in fresh.modules():
             if callable(getattr(module, "reset_parameters", None)):
@@ -111,7 +113,7 @@ def check_task_7(task, model):
     generator = torch.Generator().manual_seed(CHECK_SEED)
     sources = random_sources(CHECK_SIZE, generator)  # (N, S)
     targets = reversal_targets(sources)  # (N, S + 1)
-    was_training = model.training
+    caller_mode = model.training
     model.eval()
     try:
         _expect_layout(task, model, sources[:4], targets[:4])
@@ -125,6 +127,6 @@ def check_task_7(task, model):
         if chance >= RESET_CEILING:
             task.fail(NOT_FROM_WEIGHTS.format(accuracy=chance, size=RESET_SIZE))
     finally:
-        model.train(was_training)
+        model.train(caller_mode)
     task.passed(f"greedy decoding reverses {accuracy:.1%} of {CHECK_SIZE} fresh sequences exactly "
                 f"(and {chance:.0%} once its weights are re-initialised).")
