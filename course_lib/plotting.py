@@ -53,17 +53,24 @@ def plot_lr_schedule(base_lr, warmup_steps, max_steps, zoom_steps=None):
     return fig
 
 
-def plot_history(history, target_accuracy=0.95):
-    """Loss, validation accuracy and learning rate against optimizer step."""
+def plot_history(history, target_accuracy=0.95, chance_loss=np.log(2), chance_label="ln 2 (chance, binary)"):
+    """Loss, validation accuracy and learning rate against optimizer step.
+
+    Args:
+        history: a training History.
+        target_accuracy: drawn as the accuracy's target line.
+        chance_loss, chance_label: the loss of a uniform guess, drawn as a dotted line, and its legend entry.
+    """
     fig, (loss_ax, acc_ax, lr_ax) = plt.subplots(1, 3, figsize=(15, 3.8))
     loss_ax.plot(history.step[1:], history.train_loss[1:], label="train (mean since last eval)")
     loss_ax.plot(history.step, history.val_loss, label="validation")
-    loss_ax.axhline(np.log(2), color="grey", linestyle=":", label="ln 2 (chance, binary)")
+    loss_ax.axhline(chance_loss, color="grey", linestyle=":", label=chance_label)
     loss_ax.set(title="Loss", xlabel="optimizer step", ylabel="cross-entropy (nats)")
     loss_ax.legend()
     acc_ax.plot(history.step, history.val_accuracy, color="tab:green")
     acc_ax.axhline(target_accuracy, color="red", linestyle="--", label=f"target {target_accuracy:.0%}")
-    acc_ax.set(title="Validation accuracy", xlabel="optimizer step", ylabel="accuracy", ylim=(0.4, 1.01))
+    lowest = min([0.4, *(accuracy for accuracy in history.val_accuracy if accuracy == accuracy)])  # NaN skipped
+    acc_ax.set(title="Validation accuracy", xlabel="optimizer step", ylabel="accuracy", ylim=(lowest - 0.01, 1.01))
     acc_ax.legend()
     lr_ax.plot(history.step, history.lr, color="tab:purple")
     lr_ax.set(title="Learning rate", xlabel="optimizer step", ylabel="learning rate")
@@ -78,8 +85,9 @@ class LiveCurves:
     min_seconds; train() calls finish() at the end, which draws the final state.
     """
 
-    def __init__(self, target_accuracy=0.95, min_seconds=2.0):
-        self.target_accuracy, self.min_seconds = target_accuracy, min_seconds
+    def __init__(self, target_accuracy=0.95, min_seconds=2.0, **chance):
+        """chance: plot_history's chance_loss and chance_label (default: one binary logit's ln 2)."""
+        self.target_accuracy, self.min_seconds, self.chance = target_accuracy, min_seconds, chance
         self.handle, self.last_draw = None, float("-inf")
 
     def __call__(self, history):
@@ -98,7 +106,7 @@ class LiveCurves:
             return
         if get_ipython() is None:
             return
-        fig = plot_history(history, self.target_accuracy)
+        fig = plot_history(history, self.target_accuracy, **self.chance)
         if self.handle is None:
             self.handle = display(fig, display_id=True)
         else:

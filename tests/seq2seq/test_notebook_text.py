@@ -1,9 +1,7 @@
 """What the seq2seq notebooks say and show: each task's rhythm, the import cell, shapes in the glossary's names,
 short cells, titled and labelled plots, seeded models, math that renders everywhere, supported claims.
 
-The rules live in tests/notebook_text.py (shared with the transformer's notebook tests). A rule the reference
-notebook breaks today is marked xfail(strict=True) with the cells it names: it turns into a failure the day the
-notebook is fixed, so the mark comes off then.
+The rules live in tests/notebook_text.py (shared with the transformer's notebook tests).
 """
 import ast
 import json
@@ -95,7 +93,6 @@ def test_the_import_cell_imports_every_check(path):
 
 
 @BOTH
-@pytest.mark.xfail(strict=True, reason="cell 2 imports reversal_targets from course_lib.reversal, which no cell uses")
 def test_the_import_cell_imports_nothing_unused(path):
     assert import_problems(path, "seq2seq", TASKS) == []
 
@@ -112,8 +109,6 @@ def test_the_glossary_names_the_shapes_of_both_sides():
 
 
 @BOTH
-@pytest.mark.xfail(strict=True, reason="shape comments use names the opening **Shapes.** glossary does not define: "
-                   "L (cells 10, 12, 15, 27), N (cell 47), D_v (provided cell 5) and, in the solutions, t (cell 38)")
 def test_shape_comments_use_the_glossary_s_names(path):
     assert shape_name_problems(path, allowed=SHAPE_FUNCTIONS) == []
 
@@ -180,8 +175,6 @@ def test_the_notebook_never_draws_the_checker_s_data():
 
 
 @BOTH
-@pytest.mark.xfail(strict=True, reason=r"cells 11, 16, 21, 28 write \text{pad\_id}, \text{head\_dim}, "
-                   r"\text{self\_mask}, \text{memory\_mask}, \text{target\_input}: \mathrm{...} renders everywhere")
 def test_no_underscore_inside_text_macros(path):
     assert text_macro_problems(path) == []
 
@@ -190,20 +183,16 @@ def test_student_notebook_holds_no_note_for_course_staff():
     assert staff_note_problems(RELEASE) == []
 
 
-@pytest.mark.xfail(strict=True, reason="cell 42 (Task 7) says 'did not reach 99% within 60 s in our runs' outside a "
-                   "**Measured:** sentence, without the machine's load")
 def test_no_time_claim_outside_the_marked_sentences():
     assert time_claim_problems(SOURCE) == []
 
 
-@pytest.mark.xfail(strict=True, reason="MEASURED_TRAINING (cell 42) and MAPS_NOTE (cell 50) wait for the lead's runs")
 def test_no_placeholder_is_left_in_the_text():
-    placeholders = [line for text in (cell["source"] for cell in cells(SOURCE) if cell["cell_type"] == "markdown")
-                    for line in text.splitlines() if re.fullmatch(r"[A-Z][A-Z_]{3,}", line.strip())]
+    prose = [re.sub(r"`[^`]*`|\$[^$]*\$", "", cell["source"]) for cell in cells(SOURCE) if cell["cell_type"] == "markdown"]
+    placeholders = [word for text in prose for word in re.findall(r"\b[A-Z]{2,}_[A-Z_]{2,}\b", text)]
     assert placeholders == []
 
 
-@pytest.mark.xfail(strict=True, reason="Task 7 has no **Measured:** sentence yet (MEASURED_TRAINING placeholder)")
 def test_task_7_states_its_measured_time_in_one_marked_sentence():
     text = section(SOURCE, "## 7.")
     assert text.count(MEASURED) == 1
@@ -211,18 +200,15 @@ def test_task_7_states_its_measured_time_in_one_marked_sentence():
     assert re.search(r"[\d,]+ steps", sentence) and re.search(r"\d+ s\b", sentence) and "load average" in sentence
 
 
-@pytest.mark.xfail(strict=True, reason="cell 44 calls LiveCurves() with its default target_accuracy=0.95, so the "
-                   "live accuracy plot draws a 95% target line where training stops at STOP_AT_ACCURACY (99.8%)")
 def test_the_training_curves_draw_the_task_s_own_target():
-    assert re.search(r"LiveCurves\([^)]*STOP_AT_ACCURACY", code_cell(SOURCE, "LiveCurves("))
+    assert "LiveCurves(**seq2seq_defaults.CURVES)" in code_cell(SOURCE, "LiveCurves(")
+    assert seq2seq_defaults.CURVES["target_accuracy"] == seq2seq_defaults.STOP_AT_ACCURACY
 
 
-@pytest.mark.xfail(strict=True, reason="course_lib.plotting.plot_history draws 'ln 2 (chance, binary)' and limits "
-                   "accuracy to 0.4..1.01: the reversal's exact match starts at 0 and its chance loss is ln 13")
 def test_the_training_curves_show_an_exact_match_run_from_zero():
     history = History(step=[0, 100, 200], seconds=[0.0, 2.0, 4.0], train_loss=[float("nan"), 1.2, 0.3],
                       val_loss=[2.6, 1.0, 0.1], val_accuracy=[0.0, 0.2, 0.999], lr=[0.0, 3e-3, 3e-3])
-    figure = plot_history(history, target_accuracy=seq2seq_defaults.STOP_AT_ACCURACY)
+    figure = plot_history(history, **seq2seq_defaults.CURVES)
     loss_ax, accuracy_ax = figure.axes[:2]
     assert accuracy_ax.get_ylim()[0] <= 0.0
     assert not any("binary" in line.get_label() for line in loss_ax.get_lines())
