@@ -70,8 +70,9 @@ def graft_mistake(right, wrong, diagnosis, output_keys):
 def add_mistakes(builder, task, fixture, source, assignment, output_keys):
     """Run every diagnosed mistake of this task on the same inputs and weights as the correct run."""
     for mutant in (m for m in known_mistakes(assignment.name).MUTANTS if m.task == task and m.diagnosis):
+        planted = mutant.apply(source)  # outside the try: an edit whose text left the reference must stop the build
         try:
-            wrong = build_fixture(builder, task, load_reference(mutant.apply(source)))
+            wrong = build_fixture(builder, task, load_reference(planted))
         except Exception:  # noqa: BLE001 -- a mistake that crashes here has no output to recognise
             continue
         graft_mistake(fixture, wrong, mutant.diagnosis, output_keys)

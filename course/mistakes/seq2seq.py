@@ -34,7 +34,7 @@ NORMS = "self.norm1, self.norm2, self.norm3 = LayerNorm(embed_dim), LayerNorm(em
 STOP = "if finished.all():\n                    break"
 RETURN = "return tokens[:, 1:]"
 PAD_AFTER_EOS = "next_token.masked_fill(finished, model.pad_id)"
-RESTORE = "model.train(was_training)"
+RESTORE = "model.train(mode_before)"
 LOOP = "for _ in range(max_len):"
 DECODE_STEP = "model.decode(tokens, memory, source)"
 # Task 5: Seq2SeqTransformer
