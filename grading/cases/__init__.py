@@ -3,7 +3,8 @@
 An assignment's cases package defines `build_cases(reference, assignment)` ({task: [recipe, ...]}) and, when
 it has training tasks, what judge/trained.py needs for a trained task's spec: `evaluation_data(spec)` (the
 grader's own data), `trained_config(weights, settings, spec)` (the reference constructor's keywords) and
-`trained_accuracy(task, model, data)` (the loaded reference model's accuracy on that data). A recipe names
+`trained_accuracy(task, model, data, reference)` (the loaded reference model's accuracy on that data; reference:
+the reference namespace). A recipe names
 the weight roles of a module it builds by a shared map of grading/run/recipes.py's SLOTS or by the assignment's
 own map as "module:function" (recipes.slots_of). Adding an assignment adds its folder here and nothing else in
 grading/. `build_cases` is instructor-side: it needs the reference namespace, which

@@ -21,6 +21,8 @@ def human(structure):
     """'tensor' -> 'one tensor', 'seq(tensor,tensor)' -> 'a sequence of 2 items', else 'a <type>'."""
     if structure == "tensor":
         return "one tensor"
+    if structure.startswith("map("):
+        return f"a dict of keys {', '.join(repr(key) for key in top_keys(structure))}"
     if structure.startswith("seq("):
         depth, items = 0, 1 if structure != "seq()" else 0
         for char in structure[4:-1]:
@@ -28,6 +30,17 @@ def human(structure):
             items += char == "," and depth == 0
         return f"a sequence of {items} item{'s' if items != 1 else ''}"
     return f"a {structure}"
+
+
+def top_keys(structure):
+    """The keys of a 'map(key:structure,...)' description, outer level only."""
+    keys, depth, start = [], 0, 4
+    for index, char in enumerate(structure[4:-1] + ",", start=4):
+        depth += (char == "(") - (char == ")")
+        if char == "," and depth == 0:
+            keys.append(structure[start:index].split(":", 1)[0])
+            start = index + 1
+    return [key for key in keys if key]
 
 
 def compare_tensor(what, got, expected, atol, rtol, row_atol=0.0, positions=None):
@@ -65,7 +78,8 @@ def compare_facts(got, expected):
 
 def counts(record):
     """(tensors per call, inputs recorded after the call) of a record: the comparison goes through all of them."""
-    return [len(result) for result in record.get("outputs", [])], len(record.get("inputs_after", []))
+    return ([len(result) for result in record.get("outputs", [])], len(record.get("inputs_after", [])),
+            len(record.get("modes_after", [])))
 
 
 def compare_outputs(recipe, got, expected):
@@ -87,6 +101,10 @@ def compare_outputs(recipe, got, expected):
     for mine, theirs in zip(got.get("inputs_after", []), expected["inputs_after"]):
         if theirs is not None and (not isinstance(mine, torch.Tensor) or not torch.equal(mine, theirs)):
             return "the call modified its input in place (e.g. `x += ...`); build a new tensor instead"
+    for mine, theirs in zip(got.get("modes_after", []), expected.get("modes_after", [])):
+        if theirs is not None and mine != theirs:
+            return (f"the call left the model in {'train' if mine else 'eval'} mode; restore the mode it had "
+                    "(remember model.training before model.eval(), then model.train(was_training))")
     return compare_grads(got.get("grads", {}), expected.get("grads", {}), tolerance)
 
 
