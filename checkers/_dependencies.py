@@ -11,17 +11,19 @@ def explain_parts(task, what, parts, package):
     """Fail naming the first part that fails its own task's check.
 
     Args:
-        parts: (description, task number, the object that check takes) in the order to try; None objects skipped.
+        parts: (description, task number, the object that check takes, or a tuple of the objects it takes) in the
+            order to try; a part with a None object is skipped.
         package: the assignment's checkers package ("checkers.transformer"), whose check_task_<N> judge the parts.
     """
     checkers = importlib.import_module(package)  # at call time: the package imports this module's users
 
     for description, number, obj in parts:
-        if obj is None:
+        objects = obj if isinstance(obj, tuple) else (obj,)
+        if any(part is None for part in objects):
             continue
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # a passing check prints its ✓ line
-                getattr(checkers, f"check_task_{number}")(obj)
+                getattr(checkers, f"check_task_{number}")(*objects)
         except CheckFailure as failure:
             reason = one_line(str(failure).split(": ", 1)[-1], 160)
             task.fail(f"{what}: {description} does not pass check_task_{number} ({reason}); fix Task {number} first.")

@@ -26,6 +26,14 @@ PINNED = {
         input_dim=REQUIRED, embed_dim=REQUIRED, num_classes=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED,
         num_layers=REQUIRED, sequence_length=REQUIRED, proj_dim=REQUIRED, activation=nn.GELU, max_len=5000,
         dropout=0.0),
+    # seq2seq (MultiheadAttention and EncoderBlock above have the same pinned signatures there)
+    "LayerNorm": dict(embed_dim=REQUIRED, eps=1e-5),
+    "DecoderBlock": dict(embed_dim=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED, activation=nn.ReLU,
+                         dropout=0.0),
+    "Seq2SeqTransformer": dict(
+        vocab_size=REQUIRED, embed_dim=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED,
+        num_encoder_layers=REQUIRED, num_decoder_layers=REQUIRED, max_len=512, activation=nn.ReLU, dropout=0.0,
+        pad_id=0),
 }
 
 

@@ -1,5 +1,139 @@
-"""SKELETON (replaced by its owner before this branch lands): Task 6's check."""
+"""Task 6: greedy decoding, run on scripted models whose every greedy choice is known."""
+import torch
+import torch.nn.functional as F
+
+from .._compare import diagnose, signatures
+from .._core import check_function, expect_callable, load_fixture
+from ._scripted import FILLER, WRONG, ScriptedModel
+
+NAME = "greedy_decode"
+TRAIN_MODE = ("the model ran in train mode, so dropout stays active while decoding: call model.eval() first "
+              "(and restore the caller's mode before returning).")
+MODE_NOT_RESTORED = ("the model is left in {after} mode though the caller had it in {before} mode: remember "
+                     "model.training first and call model.train(was_training) before returning.")
+BUILDS_GRAPH = ("decode ran with gradients enabled, so every step builds an autograd graph: wrap the loop in "
+                "`with torch.no_grad():`.")
+NEVER_STOPS = ("it keeps calling decode after every sequence has produced EOS (it ran all max_len steps): stop "
+               "the loop once every sequence is finished.")
+FIRST_STOPS = ("it stops as soon as the first sequence produces EOS; stop only when every sequence has (keep a "
+               "`finished` mask over the batch).")
+KEEPS_BOS = "the output starts with BOS: return the generated tokens without it (tokens[:, 1:])."
+DROPS_EOS = "each sequence's EOS is missing from the output: keep the EOS token, and pad only the positions after it."
+PADS_WITH_EOS = ("the positions after a sequence's EOS hold EOS again; fill them with model.pad_id "
+                 "(e.g. next_token.masked_fill(finished, model.pad_id)).")
+NOT_PADDED = ("the positions after a sequence's EOS hold whatever the model predicts there; replace them with "
+              "model.pad_id once the sequence is finished.")
+HARD_CODED_PAD = ("the positions after EOS hold {found}, but this model's pad_id is {pad_id}: use model.pad_id, "
+                  "not a fixed PAD id.")
+PREFIX_NOT_FED = ("the model was not given BOS followed by the tokens chosen so far: each step must decode the "
+                  "whole prefix (BOS, then every chosen token) and take the logits of its last position.")
+MAX_LEN_OFF = ("it generated {width} tokens with max_len = {max_len}: generate at most max_len tokens "
+               "(EOS included, BOS not counted).")
 
 
-def check_task_6(*objects):
-    raise NotImplementedError("the check of Task 6 is not written yet")
+def _run(task, greedy_decode, case):
+    """(output, scripted model) after greedy_decode on the case's scripted model, in the case's starting mode."""
+    model = ScriptedModel(case["pad_id"], case["bos_id"], case["eos_id"]).train(case["training"])
+    source = case["source"].clone()
+    tokens = task.call(f"{NAME}(model, source, max_len={case['max_len']}, bos_id={case['bos_id']}, "
+                       f"eos_id={case['eos_id']})", greedy_decode, model, source, case["max_len"], case["bos_id"],
+                       case["eos_id"])
+    if not torch.equal(source, case["source"]):
+        task.fail(f"{NAME} modified `source` in place; build new tensors instead.")
+    return tokens, model
+
+
+def _expect_calls(task, model, case):
+    """The decoder inputs, mode and gradients seen by the model, and how many steps ran."""
+    calls = model.calls
+    if not calls:
+        task.fail(f"{NAME} never called model.decode (or model(source, tokens)): generate the tokens with the model.")
+    for call in calls:
+        if call["dtype"] != torch.long:
+            task.fail(f"{NAME} gave decode tokens of dtype {call['dtype']}; token ids must be torch.long "
+                      "(e.g. torch.full(..., bos_id, dtype=torch.long)).")
+        if call["device"] != case["source"].device:
+            task.fail(f"{NAME} gave decode tokens on {call['device']}, but source is on {case['source'].device}: "
+                      "create them with device=source.device.")
+    if any(call["training"] for call in calls):
+        task.fail(TRAIN_MODE)
+    if model.training != case["training"]:
+        modes = {True: "train", False: "eval"}
+        task.fail(MODE_NOT_RESTORED.format(after=modes[model.training], before=modes[case["training"]]))
+    if any(call["grad"] for call in calls):
+        task.fail(BUILDS_GRAPH)
+
+
+def _expect_steps(task, tokens, model, case):
+    """BOS kept, max_len off by one, never stopping or stopping at the first EOS, from the width and the calls."""
+    width, max_len, expected = tokens.size(1), case["max_len"], case["tokens"]
+    if width == expected.size(1) + 1 and (tokens[:, 0] == case["bos_id"]).all() and torch.equal(tokens[:, 1:], expected):
+        task.fail(KEEPS_BOS)
+    if width > max_len or (expected.size(1) == max_len and width == max_len - 1):
+        task.fail(MAX_LEN_OFF.format(width=width, max_len=max_len))
+    steps, needed = len(model.calls), int(case["steps"])
+    right_so_far = width >= expected.size(1) and torch.equal(tokens[:, : expected.size(1)], expected)
+    if steps > needed and right_so_far:
+        task.fail(NEVER_STOPS if steps >= max_len else f"it called decode {steps} times where {needed} steps "
+                  "give every token: stop once every sequence has produced EOS.")
+    if steps < needed and width == int(case["first_finished"]):
+        task.fail(FIRST_STOPS)
+
+
+def _expect_tokens(task, tokens, case):
+    """Compare with the expected tokens (trailing all-PAD columns allowed), naming what differs."""
+    expected, pad_id, eos_id = case["tokens"], case["pad_id"], case["eos_id"]
+    width = max(tokens.size(1), expected.size(1))
+    got = F.pad(tokens, (0, width - tokens.size(1)), value=pad_id)  # (B, width)
+    want = F.pad(expected, (0, width - expected.size(1)), value=pad_id)  # (B, width)
+    if torch.equal(got, want):
+        return
+    wrong = got != want  # (B, width)
+    if (got == WRONG).any():
+        task.fail(PREFIX_NOT_FED)
+    if (want[wrong] == eos_id).all() and (got[wrong] == pad_id).all():
+        task.fail(DROPS_EOS)
+    if (want[wrong] == pad_id).all():
+        found = got[wrong]
+        if (found == eos_id).all():
+            task.fail(PADS_WITH_EOS)
+        if (found == FILLER).all():
+            task.fail(NOT_PADDED)
+        if found.unique().numel() == 1:
+            task.fail(HARD_CODED_PAD.format(found=int(found[0]), pad_id=pad_id))
+    if tokens.size(1) == expected.size(1):
+        diagnose(task, f"the output of {NAME}", tokens, signatures(case, "tokens"), 0, 0)
+    row = int(wrong.any(dim=1).nonzero()[0])
+    task.fail(f"sequence {row} of the output is {got[row].tolist()}, expected {want[row].tolist()} "
+              f"(bos_id={case['bos_id']}, eos_id={eos_id}, pad_id={pad_id}, max_len={case['max_len']}).")
+
+
+def _expect_output_type(task, tokens, case):
+    if tokens is None:
+        task.fail(f"{NAME} returned None: is the `return` statement missing?")
+    if not isinstance(tokens, torch.Tensor):
+        task.fail(f"{NAME} should return a (batch_size, T) tensor of token ids, got {type(tokens).__name__}.")
+    if tokens.dim() != 2 or tokens.size(0) != case["source"].size(0):
+        task.fail(f"{NAME} returned shape {tuple(tokens.shape)}, expected (batch_size, T) = "
+                  f"({case['source'].size(0)}, T) with T <= max_len.")
+    if tokens.dtype != torch.long:
+        task.fail(f"{NAME} returned tokens of dtype {tokens.dtype}; token ids are torch.long.")
+    if tokens.device != case["source"].device:
+        task.fail(f"{NAME} returned tokens on {tokens.device}, but source is on {case['source'].device}.")
+    if tokens.requires_grad:
+        task.fail(BUILDS_GRAPH)
+
+
+@check_function(6)
+def check_task_6(task, greedy_decode):
+    """Check greedy_decode on scripted models: tokens, stopping, padding, mode and gradients."""
+    expect_callable(task, greedy_decode, NAME)
+    fixture = load_fixture(__package__, 6)
+    for case in fixture["cases"].values():
+        tokens, model = _run(task, greedy_decode, case)
+        _expect_output_type(task, tokens, case)
+        _expect_calls(task, model, case)
+        _expect_steps(task, tokens, model, case)
+        _expect_tokens(task, tokens, case)
+    task.passed("tokens without BOS, EOS kept, PAD after it, stops when all sequences finish or at max_len, "
+                "eval mode restored afterwards, no gradients.")

@@ -1,5 +1,124 @@
-"""SKELETON (replaced by its owner before this branch lands): Task 7's check."""
+"""Task 7: the trained reversal model, judged on sequences the checker draws itself.
+
+No decoder is run here: for a decoder that cannot see the future, greedy decoding reproduces a target exactly if
+and only if every position's most likely token, given the true prefix, is the true token, so one teacher-forced
+pass (course_lib.reversal.decoding_accuracy) gives greedy decoding's exact match. The check therefore first makes
+sure that the decoder cannot see the future, and afterwards that the accuracy comes from the trained weights.
+"""
+import copy
+import inspect
+
+import torch
+import torch.nn as nn
+
+from course_lib.reversal import (BOS_ID, decoding_accuracy, init_embedding, random_sources, reversal_targets,
+                                 teacher_forcing_input)
+
+from .._compare import expect_finite, expect_tensor
+from .._core import check_function
+from .._weights import MissingPart
+from ._weights import seq2seq_slots
+
+CHECK_SEED = 4242  # never a seed of the notebook's data (1 and 2)
+CHECK_SIZE = 1000
+TARGET_ACCURACY = 0.99  # grading imports it: one bar for the check and the grade
+RESET_SIZE = 200
+RESET_CEILING = 0.5  # a model whose answers come from its weights falls far below this when they are re-drawn
+NAME = "model"
+
+READS_FUTURE = ("the logits at position {position} change when only later decoder-input tokens change, so the "
+                "decoder reads the future and its teacher-forced accuracy says nothing about generation: pass "
+                "causal_mask(T) as the self-attention mask in decode (check Task 5).")
+NOT_FROM_WEIGHTS = ("with every weight re-initialised the model still reverses {accuracy:.0%} of {size} fresh "
+                    "sequences, so its answers do not come from what it learned: decode must compute the logits "
+                    "from the decoder input and the memory with the model's layers (source serves only for the "
+                    "padding mask).")
 
 
-def check_task_7(*objects):
-    raise NotImplementedError("the check of Task 7 is not written yet")
+def _expect_model(task, model):
+    if model is None:
+        task.fail("got None instead of the trained model: build and train it in the cells above.")
+    if inspect.isclass(model):
+        task.fail(f"got the class {model.__name__}, not a trained model: pass the model object you trained.")
+    if not isinstance(model, nn.Module):
+        task.fail(f"expected the trained Seq2SeqTransformer (an nn.Module), got {type(model).__name__}.")
+    try:
+        seq2seq_slots(model)
+    except MissingPart as missing:
+        task.fail(f"the model should be the Seq2SeqTransformer of Task 5: {missing}.")
+
+
+def _device(model):
+    parameter = next(model.parameters(), None)
+    return parameter.device if parameter is not None else torch.device("cpu")
+
+
+def _logits(task, model, sources, decoder_input):
+    """model(sources, decoder_input) in eval mode without gradients, checked to be finite (N, T, V) logits."""
+    with torch.no_grad():
+        logits = task.call(f"{NAME}(source, target_input)", model, sources, decoder_input)
+    expect_tensor(task, f"{NAME}(source, target_input)", logits)
+    if logits.dim() != 3 or tuple(logits.shape[:2]) != tuple(decoder_input.shape):
+        task.fail(f"{NAME}(source, target_input) has shape {tuple(logits.shape)}, expected (batch_size, T, "
+                  f"vocab_size) with (batch_size, T) = {tuple(decoder_input.shape)}.")
+    expect_finite(task, f"{NAME}(source, target_input)", logits)
+    return logits.float().cpu()
+
+
+def _expect_causal(task, model, sources, targets):
+    """Fail unless changing the decoder input from some position on leaves every earlier position's logits alone."""
+    device = _device(model)
+    decoder_input = teacher_forcing_input(targets)  # (N, T)
+    generator = torch.Generator().manual_seed(CHECK_SEED + 1)
+    base = _logits(task, model, sources.to(device), decoder_input.to(device))
+    for position in (1, decoder_input.size(1) // 2, decoder_input.size(1) - 1):
+        changed = decoder_input.clone()
+        changed[:, position:] = torch.randint(BOS_ID, base.size(-1), changed[:, position:].shape, generator=generator)
+        logits = _logits(task, model, sources.to(device), changed.to(device))
+        moved = (logits[:, :position] - base[:, :position]).abs().amax(dim=(0, 2))  # (position,)
+        if (moved > 1e-4 * (1 + base.abs().max())).any():
+            task.fail(READS_FUTURE.format(position=int((moved > 1e-4 * (1 + base.abs().max())).nonzero()[0])))
+
+
+def _accuracy(task, model, sources, targets):
+    loss, accuracy = task.call(f"evaluating {NAME} (decoding_accuracy)", decoding_accuracy, model, sources, targets)
+    if loss != loss:  # NaN
+        task.fail(f"the loss of {NAME} on fresh sequences is NaN: its logits hold NaN or inf values.")
+    return accuracy
+
+
+def _reinitialised(model):
+    """A copy of model with every weight drawn afresh (each submodule's reset_parameters, then init_embedding)."""
+    fresh = copy.deepcopy(model)
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(CHECK_SEED + 2)
+        for module in fresh.modules():
+            if callable(getattr(module, "reset_parameters", None)):
+                module.reset_parameters()
+        init_embedding(fresh)
+    return fresh
+
+
+@check_function(7)
+def check_task_7(task, model):
+    """Check the trained model: causal, >= 99% exact match on fresh sequences, and the accuracy is its weights'."""
+    _expect_model(task, model)
+    generator = torch.Generator().manual_seed(CHECK_SEED)
+    sources = random_sources(CHECK_SIZE, generator)  # (N, S)
+    targets = reversal_targets(sources)  # (N, S + 1)
+    was_training = model.training
+    model.eval()
+    try:
+        _expect_causal(task, model, sources[:16], targets[:16])
+        accuracy = _accuracy(task, model, sources, targets)
+        if accuracy < TARGET_ACCURACY:
+            task.fail(f"greedy decoding would reverse {accuracy:.1%} of {CHECK_SIZE} fresh sequences exactly; it "
+                      f"needs at least {TARGET_ACCURACY:.0%}. Train longer, or check Tasks 1-5 if it never improves.")
+        fresh = task.call(f"re-initialising a copy of {NAME}", _reinitialised, model)
+        chance = _accuracy(task, fresh, sources[:RESET_SIZE], targets[:RESET_SIZE])
+        if chance >= RESET_CEILING:
+            task.fail(NOT_FROM_WEIGHTS.format(accuracy=chance, size=RESET_SIZE))
+    finally:
+        model.train(was_training)
+    task.passed(f"greedy decoding reverses {accuracy:.1%} of {CHECK_SIZE} fresh sequences exactly "
+                f"(and {chance:.0%} once its weights are re-initialised).")

@@ -1,0 +1,61 @@
+"""A scripted stand-in for a seq2seq model, on which Task 6's check runs a student's greedy decoder.
+
+Its next token is a known function of the source and of the prefix it is given: the source's real tokens
+reversed, then EOS, then FILLER for ever (a decoder must turn those into PAD itself). A prefix that does not start
+with BOS or that departs from the script before its EOS gets WRONG instead, so feeding the model anything but the
+tokens chosen so far shows. Every call records what a check needs: the mode, whether gradients were on, and the
+dtype, device and shape of the decoder input.
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+FILLER, WRONG = 13, 14  # what the model says after its EOS, and after a prefix it did not produce
+VOCAB_SIZE = 16
+LOGIT = 8.0  # the chosen token's logit; every other token gets 0
+
+
+class ScriptedModel(nn.Module):
+    """encode / decode / forward / pad_id, with logits that make the greedy choice of every step known.
+
+    Args:
+        pad_id, bos_id, eos_id: the token ids this model uses (not necessarily the course's).
+    """
+
+    def __init__(self, pad_id, bos_id, eos_id):
+        super().__init__()
+        self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
+        self.scale = nn.Parameter(torch.ones(()))  # one weight, so a decoder run with gradients on builds a graph
+        self.calls = []  # one dict per decode call
+
+    def encode(self, source):
+        """source (B, S) -> memory (B, S, 1): the token ids as floats, the only place decode reads the source from."""
+        return source.unsqueeze(-1).to(self.scale.dtype) * self.scale  # (B, S, 1)
+
+    def script(self, source_row):
+        """The tokens this model generates for one source row: its real tokens reversed, then EOS."""
+        real = [token for token in source_row.tolist() if token != self.pad_id]
+        return real[::-1] + [self.eos_id]
+
+    def _next_token(self, script, prefix):
+        if not prefix or prefix[0] != self.bos_id:
+            return WRONG
+        generated = prefix[1:]
+        followed = generated[: len(script)] == script[: len(generated)]
+        if not followed:
+            return WRONG
+        return script[len(generated)] if len(generated) < len(script) else FILLER
+
+    def decode(self, target_input, memory, source):
+        """target_input (B, T), memory (B, S, 1), source (B, S) -> logits (B, T, VOCAB_SIZE)."""
+        self.calls.append(dict(training=self.training, grad=torch.is_grad_enabled(), dtype=target_input.dtype,
+                               device=target_input.device, shape=tuple(target_input.shape)))
+        tokens = memory.detach().squeeze(-1).round().long()  # (B, S)
+        rows = target_input.long().tolist()
+        next_tokens = [[self._next_token(self.script(tokens[b]), row[: i + 1]) for i in range(len(row))]
+                       for b, row in enumerate(rows)]
+        index = torch.tensor(next_tokens, dtype=torch.long, device=target_input.device).view(target_input.shape)
+        return F.one_hot(index, VOCAB_SIZE).to(memory.dtype) * LOGIT * self.scale  # (B, T, VOCAB_SIZE)
+
+    def forward(self, source, target_input):
+        return self.decode(target_input, self.encode(source), source)
