@@ -79,7 +79,7 @@ def compare_facts(got, expected):
 def counts(record):
     """(tensors per call, inputs recorded after the call) of a record: the comparison goes through all of them."""
     return ([len(result) for result in record.get("outputs", [])], len(record.get("inputs_after", [])),
-            len(record.get("modes_after", [])))
+            len(record.get("observed", [])))
 
 
 def compare_outputs(recipe, got, expected):
@@ -101,11 +101,30 @@ def compare_outputs(recipe, got, expected):
     for mine, theirs in zip(got.get("inputs_after", []), expected["inputs_after"]):
         if theirs is not None and (not isinstance(mine, torch.Tensor) or not torch.equal(mine, theirs)):
             return "the call modified its input in place (e.g. `x += ...`); build a new tensor instead"
-    for mine, theirs in zip(got.get("modes_after", []), expected.get("modes_after", [])):
-        if theirs is not None and mine != theirs:
-            return (f"the call left the model in {'train' if mine else 'eval'} mode; restore the mode it had "
-                    "(remember model.training before model.eval(), then model.train(was_training))")
+    for mine, theirs in zip(got.get("observed", []), expected.get("observed", [])):
+        problem = compare_observed(mine, theirs)
+        if problem:
+            return problem
     return compare_grads(got.get("grads", {}), expected.get("grads", {}), tolerance)
+
+
+OBSERVED_PROBLEMS = {
+    "train_mode": "the model ran in train mode (dropout active): call model.eval() before using it",
+    "gradients": "the model ran with gradients enabled: wrap the loop in `with torch.no_grad():`",
+    "mode_after": ("the call left the model in another train/eval mode than it had: remember model.training first "
+                   "and call model.train(was_training) before returning"),
+    "steps": "the model was called another number of times than needed: stop once every sequence has produced EOS",
+}
+
+
+def compare_observed(got, expected):
+    """What a helper object passed to the call saw (its report) against what it saw under the reference."""
+    if expected is None:
+        return None
+    for key, value in expected.items():
+        if not isinstance(got, dict) or got.get(key) != value:
+            return OBSERVED_PROBLEMS.get(key, f"the object passed to the call saw another `{key}` than the reference")
+    return None
 
 
 def compare_grads(got, expected, tolerance):

@@ -73,17 +73,31 @@ def helper(spec):
     """An object a case passes to the student's function, e.g. a scripted model for a decoding loop.
 
     Args:
-        spec: {"helper": "checkers.<module>:<class>", "kwargs": {...}, "mode": "train" or "eval" (optional)}; only
-            the public checkers package is importable (it is what the sandbox holds beside this file).
+        spec: {"helper": "checkers.<module>:<class>", "kwargs": {...}, "mode": "train" or "eval" (optional),
+            "report": "checkers.<module>:<function>" (optional: what the object saw, see observed)}; only the
+            public checkers package is importable (it is what the sandbox holds beside this file).
     """
-    module, _, name = spec["helper"].partition(":")
-    if not module.startswith("checkers."):
-        raise ValueError(f"a case's helper must come from the checkers package, not {module!r}")
-    made = getattr(importlib.import_module(module), name)(
-        **{key: decode(value) for key, value in spec.get("kwargs", {}).items()})
+    made = checkers_object(spec["helper"])(**{key: decode(value) for key, value in spec.get("kwargs", {}).items()})
     if "mode" in spec:
         made.train(spec["mode"] == "train")
     return made
+
+
+def checkers_object(name):
+    """The object a "checkers.<module>:<name>" string names (nothing outside the public checkers package)."""
+    module, _, attribute = name.partition(":")
+    if not module.startswith("checkers."):
+        raise ValueError(f"a case's helper must come from the checkers package, not {module!r}")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def observed(specs, args):
+    """After a call: for each argument made from a helper spec with a "report", what it saw (plain data), else None.
+
+    E.g. a scripted model passed to a decoding loop reports the mode it ran in and whether gradients were on.
+    """
+    return [checkers_object(spec["report"])(made) if isinstance(spec, dict) and "report" in spec else None
+            for spec, made in zip(specs, args)]
 
 
 def run(recipe, objects, namespace=None):
@@ -151,8 +165,9 @@ def call(task, target, recipe):
     outputs = [leaves(result) for result in results]
     record = {"structure": describe(results[0]),
               "inputs_after": [snapshot(a) if isinstance(a, torch.Tensor) else None for a in args]}
-    if any(isinstance(a, nn.Module) for a in args):  # e.g. a model passed to a decoding loop: its mode after
-        record["modes_after"] = [bool(a.training) if isinstance(a, nn.Module) else None for a in args]
+    reports = observed(spec.get("args", []), args)
+    if any(report is not None for report in reports):
+        record["observed"] = reports
     odd = subclasses(tensor for result in outputs for tensor in result)
     if odd:
         record["subclasses"] = odd

@@ -7,7 +7,7 @@ modules; an embedding's padding row is zero, as nn.Embedding(padding_idx=...) ma
 """
 import torch
 
-from course_lib.reversal import BOS_ID, EOS_ID, VOCAB_SIZE
+from course_lib.reversal import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
 
 from ..parts import called, module, randn, random_mask, random_weights, recipe
 
@@ -16,6 +16,15 @@ TOLERANCE = dict(atol=1e-5, rtol=1e-5)
 WEIGHTS = "checkers.seq2seq._weights"
 LAYER_NORM, DECODER_BLOCK, SEQ2SEQ = (f"{WEIGHTS}:{name}" for name in
                                       ("layer_norm_slots", "decoder_block_slots", "seq2seq_slots"))
+
+
+def natural(weights, generator):
+    """Weights with every LayerNorm's scale near 1 and shift near 0, as training keeps them: a stack of blocks whose
+    norms scale by random numbers of either sign forgets its input, so its outputs would hardly tell mistakes apart."""
+    norms = {role: value for role, value in weights.items() if ".norm" in role or role.startswith("norm")}
+    drawn = {role: (1.0 if role.endswith("weight") else 0.0) + randn(generator, *value.shape, scale=0.2)
+             for role, value in norms.items()}
+    return {**weights, **drawn}
 
 
 def layer_norm_cases(reference, generator):
@@ -84,7 +93,8 @@ def decoder_cases(reference, generator):
     causal = torch.ones(6, 6, dtype=torch.bool).tril()
     memory_mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]], dtype=torch.bool)[:, None, None, :]
     for activation in ("nn.Tanh", "nn.GELU"):
-        weights = random_weights(cls, "DecoderBlock", DECODER_BLOCK, generator, activation=activation, **sizes)
+        weights = natural(random_weights(cls, "DecoderBlock", DECODER_BLOCK, generator, activation=activation,
+                                         **sizes), generator)
         built = module("DecoderBlock", DECODER_BLOCK, weights, activation=activation, **sizes)
         cases += [
             recipe(4, f"hidden: {activation}, no masks", False, build=built,
@@ -115,7 +125,7 @@ def model_cases(reference, generator):
     cls = reference["Seq2SeqTransformer"]
     config = dict(vocab_size=11, embed_dim=12, num_heads=3, feedforward_dim=24, num_encoder_layers=1,
                   num_decoder_layers=3, max_len=40, activation="nn.GELU", pad_id=4)
-    weights = random_weights(cls, "Seq2SeqTransformer", SEQ2SEQ, generator, **config)
+    weights = natural(random_weights(cls, "Seq2SeqTransformer", SEQ2SEQ, generator, scale=0.3, **config), generator)
     weights = {role: value.index_fill(0, torch.tensor([config["pad_id"]]), 0.0) if role.startswith("embedding")
                else value for role, value in weights.items()}  # the padding row, zero as nn.Embedding makes it
     built = module("Seq2SeqTransformer", SEQ2SEQ, weights, **config)
@@ -138,31 +148,34 @@ def model_cases(reference, generator):
     ]
 
 
-def scripted(script, mode="eval", pad_id=0, bos_id=BOS_ID):
-    """A model for greedy_decode that emits script (B, T) when fed its own tokens (checkers.seq2seq._scripted)."""
-    return {"helper": "checkers.seq2seq._scripted:ScriptedSeq2Seq", "mode": mode,
-            "kwargs": dict(script=torch.as_tensor(script), vocab_size=VOCAB_SIZE, bos_id=bos_id, wrong=VOCAB_SIZE - 1,
-                           pad_id=pad_id)}
+def scripted(ids, mode="eval"):
+    """A model for greedy_decode whose next token is known: the source reversed, then EOS (checkers' ScriptedModel)."""
+    pad_id, bos_id, eos_id = ids
+    return {"helper": "checkers.seq2seq._scripted:ScriptedModel", "report": "checkers.seq2seq._scripted:observed",
+            "mode": mode, "kwargs": dict(pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)}
 
 
 def decoding_cases(reference, generator):
-    """Task 6: EOS at different steps, the max_len cut-off, early stop, train mode restored, other ids."""
-    def source(batch_size):
-        return torch.randint(3, VOCAB_SIZE, (batch_size, 5), generator=generator)
+    """Task 6: EOS at different steps, the max_len cut-off, a batch of one, train mode, other token ids."""
+    course, other = (PAD_ID, BOS_ID, EOS_ID), (7, 3, 11)
 
-    staggered = [[4, 5, EOS_ID, 6, 7, 8], [EOS_ID, 3, 3, 3, 3, 3], [9, 8, 7, 6, EOS_ID, 5], [3, 4, 5, 6, 7, 8]]
-    other_ids = [[5, 9, 6, 3], [9, 3, 3, 3]]  # EOS is 9 here, BOS 7
+    def source(lengths, ids, seq_len):
+        symbols = torch.tensor([token for token in range(VOCAB_SIZE) if token not in ids])
+        picks = symbols[torch.randint(len(symbols), (len(lengths), seq_len), generator=generator)]  # (B, S)
+        return picks.masked_fill(torch.arange(seq_len) >= torch.tensor(lengths)[:, None], ids[0])  # (B, S)
+
+    staggered = source([2, 6, 4, 1, 3], course, 7)  # EOS at steps 3, 7, 5, 2, 4
     cases = [
-        ("EOS at steps 3, 1, 5 and never, max_len 8", scripted(staggered), source(4), 8, BOS_ID, EOS_ID),
-        ("EOS at steps 3, 1, 5 and never, cut off at max_len 4", scripted(staggered), source(4), 4, BOS_ID, EOS_ID),
-        ("every sequence ends early, max_len 10", scripted(staggered[:3]), source(3), 10, BOS_ID, EOS_ID),
-        ("a batch of one, EOS first", scripted(staggered[1:2]), source(1), 6, BOS_ID, EOS_ID),
-        ("model in train mode (restored after)", scripted(staggered, "train"), source(4), 7, BOS_ID, EOS_ID),
-        ("pad_id 11, BOS 1, EOS 2", scripted(staggered, pad_id=11), source(4), 8, BOS_ID, EOS_ID),
-        ("BOS 7, EOS 9", scripted(other_ids, bos_id=7), source(2), 5, 7, 9),
+        ("EOS at steps 3, 7, 5, 2 and 4, max_len 10", scripted(course), staggered, 10, course),
+        ("cut off at max_len 5 before two sequences end", scripted(course), staggered, 5, course),
+        ("max_len 1", scripted(course), staggered, 1, course),
+        ("a batch of one", scripted(course), staggered[3:4], 6, course),
+        ("model in train mode", scripted(course, "train"), staggered, 9, course),
+        ("pad_id 7, BOS 3, EOS 11, train mode", scripted(other, "train"), source([3, 1, 5], other, 6), 8, other),
+        ("pad_id 7, BOS 3, EOS 11, cut off", scripted(other), source([4, 2], other, 5), 3, other),
     ]
-    return [recipe(6, f"hidden: {name}", False, call=called(model, tokens, max_len, bos_id, eos_id))
-            for name, model, tokens, max_len, bos_id, eos_id in cases]
+    return [recipe(6, f"hidden: {name}", False, call=called(model, tokens, max_len, ids[1], ids[2]))
+            for name, model, tokens, max_len, ids in cases]
 
 
 HIDDEN = {1: layer_norm_cases, 2: mask_cases, 3: attention_cases, 4: decoder_cases, 5: model_cases,

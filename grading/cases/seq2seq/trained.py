@@ -12,14 +12,12 @@ import copy
 import torch
 import torch.nn as nn
 
+from checkers.seq2seq.trained import RESET_CEILING, TARGET_ACCURACY  # one bar for the check and the grade
 from course_lib.reversal import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE, ReversalDataset, exact_match
 
 from ...judge.trained import InvalidModel, check_weights, one_setting, shape
 from ..parts import recipe
 
-# TODO: import TARGET_ACCURACY from checkers.seq2seq.trained once that check lands (one target for the notebook's
-# check and the grader), as grading/cases/transformer/trained.py does.
-TARGET_ACCURACY = 0.99
 ACTIVATIONS = ("ReLU", "GELU", "SiLU", "Tanh", "LeakyReLU", "ELU", "SELU", "CELU", "Mish", "Softplus", "Sigmoid",
                "Hardswish", "Hardtanh", "ReLU6", "Softsign", "Tanhshrink", "LogSigmoid", "PReLU", "RReLU")
 LIMITS = {"embed_dim": 1024, "feedforward_dim": 8192, "num_encoder_layers": 16, "num_decoder_layers": 16}
@@ -27,7 +25,6 @@ DATA_SEED = 161803  # neither the notebook's data (1, 2) nor a check's
 SIZE = 2000
 COLLAPSE_SIZE = 500  # pairs the re-drawn model is decoded on
 COLLAPSE_SEED = 1729
-COLLAPSED = 0.10  # re-drawn weights must score below this: a random model reverses (almost) nothing
 BATCH = 500
 SLOTS = "checkers.seq2seq._weights:seq2seq_slots"
 STACKS = {"encoder": ["attention"], "decoder": ["self_attention", "cross_attention"]}
@@ -111,7 +108,7 @@ def trained_accuracy(task, model, data, reference):
     if accuracy >= data["target"]:
         chance = decoded_accuracy(redrawn(model), data["sources"][:COLLAPSE_SIZE], data["targets"][:COLLAPSE_SIZE],
                                   greedy_decode)
-        if chance >= COLLAPSED:
+        if chance >= RESET_CEILING:
             raise InvalidModel(f"the same architecture with re-drawn weights still scores {chance:.0%}, so the "
                                "accuracy does not come from the trained weights")
     return accuracy

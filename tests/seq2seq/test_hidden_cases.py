@@ -1,0 +1,239 @@
+"""The seq2seq hidden grading cases (grading/cases/seq2seq/), scored in-process as the grader scores them.
+
+The reference passes every task; every planted mistake of Tasks 1-6 (course/mistakes/seq2seq.py) scores 0 on its
+task; what a probe receives holds no expected values; and Task 7 is judged by the reference architecture loaded
+with the model's weights and decoded by the reference greedy_decode: a model that answers from `source`, or copies
+its memory reversed by hand, earns nothing, and a trained reference model does.
+"""
+import pytest
+import torch
+
+from course.mistakes import Mutant
+from course.mistakes.seq2seq import MUTANTS
+from course.reference import load_reference, reference_source
+from course.registry import assignment
+from course_lib import seq2seq_defaults
+from course_lib.reversal import EOS_ID, PAD_ID, VOCAB_SIZE
+from grading.cases import build_cases
+from grading.cases.seq2seq import trained
+from grading.judge.expected import expected_records, reference_namespace
+from grading.judge.score import score_submission
+from grading.judge.trained import judge_trained
+from grading.run.notebook import check_cells, read, release_layout
+from grading.run.recipes import run
+
+SEQ2SEQ = assignment("seq2seq")
+POINTS = SEQ2SEQ.points
+DEFINITION_TASKS = SEQ2SEQ.definition_tasks
+
+
+@pytest.fixture(scope="module")
+def graded_cases():
+    """(cases, expected, names, points, reference) as the grader builds them."""
+    reference = reference_namespace(SEQ2SEQ)
+    checks = check_cells(release_layout(read(SEQ2SEQ.release_notebook)))
+    names = {task: cell.names for task, cell in checks.items()}
+    cases = build_cases(reference, SEQ2SEQ)
+    return cases, expected_records(cases, reference, names), names, {t: c.points for t, c in checks.items()}, reference
+
+
+def verdict_of(task, namespace, graded_cases):
+    """Score one task in-process on a namespace of objects (what the probe does, without a sandbox)."""
+    cases, expected, names, points, reference = graded_cases
+    records = []
+    for recipe in cases[task]:
+        try:
+            records.append(run(recipe, [namespace[name] for name in names[task]], namespace))
+        except Exception as error:  # noqa: BLE001 -- a failing case is a record too
+            records.append({"error": f"{type(error).__name__}: {error}"})
+    return score_submission({task: cases[task]}, expected, {task: records}, points, reference)[task]
+
+
+def variant(edit):
+    """The reference namespace after edit(source) -> source."""
+    return load_reference(edit(reference_source(SEQ2SEQ)))
+
+
+@pytest.mark.parametrize("task", DEFINITION_TASKS)
+def test_reference_passes_hidden_tests(task, graded_cases):
+    verdict = verdict_of(task, graded_cases[4], graded_cases)
+    assert verdict.score == POINTS[task], verdict.message
+    assert sum(not case["visible"] for case in graded_cases[0][task]) >= 5  # hidden cases beyond the visible ones
+
+
+# Mistakes of Tasks 1-5 from issue 12's list, planted here until course/mistakes/seq2seq.py holds its own for every
+# task (its owners write them with their checks); the catalogue's are planted too, whatever it holds.
+CAUSAL = "torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()"
+KEYS = "(tokens != pad_id)[:, None, None, :]"
+K_FROM = "key = self.k_proj(context)"
+V_FROM = "value = self.v_proj(context)"
+SELF_CALL = "attended, self_weights = self.self_attention(x, mask=self_mask, return_attention=True)"
+CROSS_MASK = "x, context=memory, mask=memory_mask, return_attention=True)"
+SCALED = "self.embedding(target_input) * math.sqrt(self.embed_dim)"
+EXTRA = [
+    Mutant(1, "unbiased variance", (("(centered * centered).mean(dim=-1, keepdim=True)",
+                                     "x.var(dim=-1, keepdim=True, unbiased=True)"),)),
+    Mutant(1, "eps outside the sqrt", (("torch.sqrt(var + self.eps)", "(torch.sqrt(var) + self.eps)"),)),
+    Mutant(1, "statistics over the first axis", (("mean = x.mean(dim=-1, keepdim=True)", "mean = x.mean(dim=0, keepdim=True)"),
+                                                ("centered).mean(dim=-1, keepdim=True)", "centered).mean(dim=0, keepdim=True)"))),
+    Mutant(1, "no affine parameters", (("self.weight = nn.Parameter(torch.ones(embed_dim))", "self.weight = 1.0"),
+                                       ("self.bias = nn.Parameter(torch.zeros(embed_dim))", "self.bias = 0.0"))),
+    Mutant(2, "causal mask inverted", ((CAUSAL, CAUSAL.replace(".tril()", ".triu()")),)),
+    Mutant(2, "causal mask without the diagonal", ((CAUSAL, CAUSAL.replace(".tril()", ".tril(-1)")),)),
+    Mutant(2, "padding mask on the queries", ((KEYS, "(tokens != pad_id)[:, None, :, None]"),)),
+    Mutant(2, "padding mask without broadcast axes", ((KEYS, "(tokens != pad_id)"),)),
+    Mutant(2, "padding mask True on the pads", ((KEYS, "(tokens == pad_id)[:, None, None, :]"),)),
+    Mutant(3, "keys and values from x", ((K_FROM, "key = self.k_proj(x)"), (V_FROM, "value = self.v_proj(x)"),
+                                         ("key_len = context.size(1)", "key_len = query_len"))),
+    Mutant(3, "queries from the context", (("query = self.q_proj(x).view(batch_size, query_len",
+                                            "query = self.q_proj(context).view(batch_size, key_len"),
+                                           ("outputs = self.o_proj(heads.transpose(1, 2).reshape(batch_size, query_len",
+                                            "outputs = self.o_proj(heads.transpose(1, 2).reshape(batch_size, key_len"))),
+    Mutant(3, "mask ignored", (("scaled_softmax_attention(query, key, value, mask)",
+                                "scaled_softmax_attention(query, key, value)"),)),
+    Mutant(4, "pre-norm", ((SELF_CALL, SELF_CALL.replace("self_attention(x,", "self_attention(self.norm1(x),")),
+                           ("x = self.norm1(x + self.dropout(attended))", "x = x + self.dropout(attended)"))),
+    Mutant(4, "no causal self-mask", ((SELF_CALL, SELF_CALL.replace("mask=self_mask", "mask=None")),)),
+    Mutant(4, "memory padding ignored", ((CROSS_MASK, CROSS_MASK.replace("mask=memory_mask", "mask=None")),)),
+    Mutant(4, "one LayerNorm reused", (("x = self.norm2(x + self.dropout(attended))",
+                                        "x = self.norm1(x + self.dropout(attended))"),
+                                       ("x = self.norm3(x + self.dropout(self.feedforward(x)))",
+                                        "x = self.norm1(x + self.dropout(self.feedforward(x)))"))),
+    Mutant(4, "cross-attention before self-attention", (
+        (SELF_CALL, "attended, cross_weights = self.cross_attention(x, context=memory, mask=memory_mask, "
+                    "return_attention=True)"),
+        ("attended, cross_weights = self.cross_attention(\n            " + CROSS_MASK,
+         "attended, self_weights = self.self_attention(x, mask=self_mask, return_attention=True)"))),
+    Mutant(5, "decoder sees one step ahead", (("causal_mask(target_input.size(1), device=target_input.device)",
+                                               "causal_mask(target_input.size(1) + 1)[1:, :-1]"),)),
+    Mutant(5, "separate target embedding", (
+        ("self.output = nn.Linear(embed_dim, vocab_size)",
+         "self.output = nn.Linear(embed_dim, vocab_size)\n        self.target_embedding = nn.Embedding(vocab_size, "
+         "embed_dim, padding_idx=pad_id)"), (SCALED, SCALED.replace("self.embedding(", "self.target_embedding(")))),
+    Mutant(5, "target embedding not scaled", ((SCALED, "self.embedding(target_input)"),)),
+    Mutant(5, "no positional encoding on the target", (
+        ("x = self.positional_encoding(" + SCALED + ")", "x = " + SCALED),)),
+    Mutant(5, "source padding not masked in the encoder", (
+        ("x, weights = block(x, mask=mask, return_attention=True)", "x, weights = block(x, return_attention=True)"),)),
+    Mutant(5, "pad id 0 hard-coded", (("memory_mask = padding_mask(source, self.pad_id)",
+                                       "memory_mask = padding_mask(source, 0)"),)),
+]
+DEFINITION_MUTANTS = [mutant for mutant in MUTANTS if mutant.task in DEFINITION_TASKS] + EXTRA
+
+
+def test_there_are_mistakes_of_every_definition_task_to_plant():
+    """The mistakes this file plants cover Tasks 1-6."""
+    assert {mutant.task for mutant in DEFINITION_MUTANTS} == set(DEFINITION_TASKS)
+
+
+@pytest.mark.parametrize("planted", DEFINITION_MUTANTS, ids=lambda m: f"task{m.task}-{m.name}")
+def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases):
+    verdict = verdict_of(planted.task, variant(planted.apply), graded_cases)
+    assert verdict.score == 0 and verdict.message.startswith(f"Task {planted.task}"), verdict.message
+
+
+def test_recipes_hold_no_expected_values(graded_cases):
+    """What a probe receives: inputs and weights only; Task 7's sources and targets stay in the grader."""
+    cases, expected = graded_cases[0], graded_cases[1]
+    text = repr(cases)
+    assert "'targets'" not in text and "'sources'" not in text and "expected" not in text
+    assert not {"sources", "targets"} & set(cases[7][0]["trained"])
+    assert {"sources", "targets"} <= set(expected[7][0])  # the data is there, on the grader's side
+    assert expected[7][0]["sources"].shape == (trained.SIZE, 12)
+
+
+def trained_reference(reference):
+    """A reference Seq2SeqTransformer of the notebook's size, trained on reversal as the notebook trains it."""
+    from torch.utils.data import DataLoader
+
+    from course_lib import stop_at_accuracy, train
+    from course_lib.reversal import ReversalDataset, decoding_accuracy, init_embedding, teacher_forcing_loss
+    torch.manual_seed(0)
+    model = init_embedding(reference["Seq2SeqTransformer"](**seq2seq_defaults.MODEL))
+    val = ReversalDataset(seq2seq_defaults.VAL_SIZE, seed=2)
+    loader = DataLoader(ReversalDataset(seq2seq_defaults.TRAIN_SIZE, seed=1), batch_size=seq2seq_defaults.BATCH_SIZE,
+                        shuffle=True)
+    train(model, loader, None, device=torch.device("cpu"), **seq2seq_defaults.TRAINING, batch_loss=teacher_forcing_loss,
+          evaluate_fn=lambda m: decoding_accuracy(m, val.sources, val.targets),
+          callbacks=[stop_at_accuracy(seq2seq_defaults.STOP_AT_ACCURACY)])
+    return model.eval()
+
+
+def judged(model, graded_cases, namespace_class=None):
+    """The problem judge_trained finds with the model's Task 7 record (None: full marks)."""
+    cases, expected, _, _, reference = graded_cases
+    cls = namespace_class or reference["Seq2SeqTransformer"]
+    record = run(cases[7][0], [model], {"Seq2SeqTransformer": cls})
+    return judge_trained(7, record, expected[7][0], reference)
+
+
+@pytest.fixture(scope="module")
+def trained_model(graded_cases):
+    return trained_reference(graded_cases[4])
+
+
+def test_a_trained_reference_model_earns_task_7(trained_model, graded_cases):
+    assert judged(trained_model, graded_cases) is None
+
+
+def source_reader(base):
+    """A model class whose decode answers from `source` (it gets it for the padding mask): 100% with any decoder."""
+    class SourceReader(base):
+        def decode(self, target_input, memory, source, attention=None):
+            from course_lib.reversal import reversal_targets
+            answer = reversal_targets(source)  # (B, S + 1)
+            step = answer.gather(1, (torch.arange(target_input.size(1)).clamp(max=answer.size(1) - 1))
+                                 .expand(target_input.size(0), -1))
+            return torch.nn.functional.one_hot(step, VOCAB_SIZE).float() * 10  # (B, T, V)
+    return SourceReader
+
+
+def memory_copier(base):
+    """A model whose encode embeds the source one-hot and whose decode copies the memory reversed by hand."""
+    class MemoryCopier(base):
+        def encode(self, source, attention=None):
+            return torch.nn.functional.one_hot(source, VOCAB_SIZE).float()  # (B, S, V)
+
+        def decode(self, target_input, memory, source, attention=None):
+            lengths = (source != PAD_ID).sum(1, keepdim=True)  # (B, 1)
+            index = lengths - 1 - torch.arange(target_input.size(1))  # (B, T): where each output token comes from
+            rows = memory.gather(1, index.clamp(min=0)[..., None].expand(-1, -1, VOCAB_SIZE))  # (B, T, V)
+            eos = torch.nn.functional.one_hot(torch.tensor(EOS_ID), VOCAB_SIZE).float()
+            return torch.where((index < 0)[..., None], eos, rows) * 10  # (B, T, V)
+    return MemoryCopier
+
+
+@pytest.mark.parametrize("cheat", [source_reader, memory_copier], ids=lambda f: f.__name__)
+def test_task_7_is_judged_on_the_reference_not_on_the_model_s_own_forward(cheat, graded_cases):
+    """A hand-written reversal in place of a trained network (the reference's own decoder gets 100% from it) earns
+    nothing: the grader decodes the reference architecture loaded with the untrained weights."""
+    from course_lib.reversal import ReversalDataset, exact_match
+    reference = graded_cases[4]
+    cls = cheat(reference["Seq2SeqTransformer"])
+    torch.manual_seed(0)
+    model = cls(**seq2seq_defaults.MODEL).eval()
+    data = ReversalDataset(200, seed=5)
+    decoded = reference["greedy_decode"](model, data.sources, data.sources.size(1) + 1, 1, EOS_ID)
+    assert exact_match(decoded, data.targets) == 1.0  # the cheat works on the model's own forward
+    problem = judged(model, graded_cases, cls)
+    assert problem and "accuracy" in problem and "with your weights" in problem, problem
+
+
+def test_trained_weights_that_do_not_fit_the_reference_are_not_judged(trained_model, graded_cases):
+    """Settings the reference cannot build, or another vocabulary, score 0 and say why."""
+    cases, expected, _, _, reference = graded_cases
+    record = run(cases[7][0], [trained_model], {"Seq2SeqTransformer": reference["Seq2SeqTransformer"]})
+    wrong_heads = dict(record, config=dict(record["config"], num_heads=[5] * len(record["config"]["num_heads"])))
+    assert "not valid" in judge_trained(7, wrong_heads, expected[7][0], reference)
+    mixed = dict(record, config=dict(record["config"], activation=["ReLU", "GELU"] * 2))
+    assert "disagree" in judge_trained(7, mixed, expected[7][0], reference)
+    bigger = dict(record, weights={**record["weights"], "embedding.weight": torch.zeros(14, 32)})
+    assert "vocab_size is 14" in judge_trained(7, bigger, expected[7][0], reference)
+
+
+def test_re_drawn_weights_collapse_on_the_reference_architecture(trained_model, graded_cases):
+    """The collapse check the grader makes: the trained weights re-drawn reverse (almost) nothing."""
+    expected, reference = graded_cases[1][7][0], graded_cases[4]
+    data = (expected["sources"][:500], expected["targets"][:500], reference["greedy_decode"])
+    assert trained.decoded_accuracy(trained_model, *data) >= trained.TARGET_ACCURACY
+    assert trained.decoded_accuracy(trained.redrawn(trained_model), *data) < 0.05
