@@ -132,6 +132,47 @@ def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases):
     assert verdict.score == 0 and verdict.message.startswith(f"Task {planted.task}"), verdict.message
 
 
+# Valid ways to write Tasks 1-6 (edits of the reference), which the hidden cases must accept.
+DECODE_STEP = "next_token = model.decode(tokens, memory, source)[:, -1].argmax(dim=-1)"
+VALID = [
+    Mutant(1, "F.layer_norm", (("centered / torch.sqrt(var + self.eps) * self.weight + self.bias",
+                                "F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)"),)),
+    Mutant(1, "var_mean and rsqrt", (("mean = x.mean(dim=-1, keepdim=True)",
+                                      "var, mean = torch.var_mean(x, dim=-1, keepdim=True, correction=0)"),
+                                     ("var = (centered * centered).mean(dim=-1, keepdim=True)", "pass"),
+                                     ("centered / torch.sqrt(var + self.eps)", "centered * torch.rsqrt(var + self.eps)"))),
+    Mutant(2, "masks by comparison and unsqueeze", (
+        ("torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()",
+         "torch.arange(seq_len, device=device)[None, :] <= torch.arange(seq_len, device=device)[:, None]"),
+        ("(tokens != pad_id)[:, None, None, :]", "tokens.ne(pad_id).unsqueeze(1).unsqueeze(2)"))),
+    Mutant(3, "einsum heads", (("heads, attention = scaled_softmax_attention(query, key, value, mask)",
+                                "scores = torch.einsum('bhqd,bhkd->bhqk', query, key) / math.sqrt(self.head_dim)\n"
+                                "        if mask is not None:\n"
+                                "            scores = scores.masked_fill(~mask.bool(), float('-inf'))\n"
+                                "        attention = scores.softmax(dim=-1)\n"
+                                "        heads = torch.einsum('bhqk,bhkd->bhqd', attention, value)"),)),
+    Mutant(4, "dropout inside the feed-forward network", (
+        ("nn.Linear(embed_dim, feedforward_dim), activation(), nn.Linear(feedforward_dim, embed_dim))",
+         "nn.Linear(embed_dim, feedforward_dim), activation(), nn.Dropout(dropout), nn.Linear(feedforward_dim, "
+         "embed_dim))"),)),
+    Mutant(5, "masks inline, embedding scaled by embed_dim ** 0.5", (
+        ("memory_mask = padding_mask(source, self.pad_id)", "memory_mask = (source != self.pad_id)[:, None, None, :]"),
+        ("self.embedding(target_input) * math.sqrt(self.embed_dim)",
+         "self.embedding(target_input) * self.embed_dim ** 0.5"))),
+    Mutant(6, "model(source, tokens) at every step", ((DECODE_STEP,
+        "next_token = model(source, tokens)[:, -1].argmax(dim=-1)"),)),
+    Mutant(6, "a list of steps, concatenated at the end", (
+        ("tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (B, t + 1)",
+         "tokens = torch.cat([tokens, next_token.unsqueeze(1)], 1)"),)),
+]
+
+
+@pytest.mark.parametrize("valid", VALID, ids=lambda m: f"task{m.task}-{m.name}")
+def test_hidden_tests_accept_valid_variants(valid, graded_cases):
+    verdict = verdict_of(valid.task, variant(valid.apply), graded_cases)
+    assert verdict.score == POINTS[valid.task], verdict.message
+
+
 def test_recipes_hold_no_expected_values(graded_cases):
     """What a probe receives: inputs and weights only; Task 7's sources and targets stay in the grader."""
     cases, expected = graded_cases[0], graded_cases[1]
