@@ -58,7 +58,8 @@ class ScriptedModel(nn.Module):
         return F.one_hot(index, VOCAB_SIZE).to(memory.dtype) * LOGIT * self.scale  # (B, T, VOCAB_SIZE)
 
     def forward(self, source, target_input):
-        return self.decode(target_input, self.encode(source), source)
+        memory = self.encode(source)  # (B, S, 1)
+        return self.decode(target_input, memory, source)
 
 
 def observed(model):

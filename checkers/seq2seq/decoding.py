@@ -9,8 +9,8 @@ from ._scripted import FILLER, WRONG, ScriptedModel
 NAME = "greedy_decode"
 TRAIN_MODE = ("the model ran in train mode, so dropout stays active while decoding: call model.eval() first "
               "(and restore the caller's mode before returning).")
-MODE_NOT_RESTORED = ("the model is left in {after} mode though the caller had it in {before} mode: remember "
-                     "model.training first and call model.train(was_training) before returning.")
+MODE_NOT_RESTORED = ("the model is left in {after} mode though the caller had it in {before} mode: note "
+                     "model.training before switching to eval mode, and give it back with model.train(...) at the end.")
 BUILDS_GRAPH = ("decode ran with gradients enabled, so every step builds an autograd graph: wrap the loop in "
                 "`with torch.no_grad():`.")
 NEVER_STOPS = ("it keeps calling decode after every sequence has produced EOS (it ran all max_len steps): stop "

@@ -1,5 +1,213 @@
-"""SKELETON (replaced by its owner before this branch lands): Task 5's check."""
+"""Task 5: the encoder-decoder Transformer, loaded with fixed weights by role and compared on padded batches."""
+import torch
+import torch.nn as nn
+
+from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
+from .._core import check_function, expect_module_class, load_fixture
+from .._dependencies import attention_function, explain_parts, part_class
+from .._modules import build, expect_native_output, load
+from ._weights import MissingPart, seq2seq_slots
+
+NAME = "Seq2SeqTransformer"
+ATOL, RTOL = 1e-5, 1e-5  # a float32 `pe` table, converted to float64, costs up to ~1e-6 here
+ATTENTION_KEYS = ("encoder", "decoder_self", "decoder_cross")
+SEPARATE_EMBEDDINGS = ("the model holds {count} nn.Embedding layers; source and target share one vocabulary, so "
+                       "use the single self.embedding for both (in encode and in decode).")
+READS_FUTURE = ("the logits at position {position} change when only a later token of target_input changes: the "
+                "decoder reads the future; pass causal_mask(T) as the self-attention mask in decode.")
+ENCODER_PADDING = ("the memory of the real source tokens changes when PAD tokens are appended to the source: the "
+                   "encoder attends to padding; pass padding_mask(source, self.pad_id) to every encoder block.")
+MEMORY_PADDING = ("the logits change when PAD tokens are appended to the source: the cross-attention attends to "
+                  "padded source positions; pass padding_mask(source, self.pad_id) as the decoder's memory_mask.")
+NOT_COMPOSED = ("forward(source, target_input) differs from decode(target_input, encode(source), source): forward "
+                "should be exactly that composition.")
+NO_OUTPUT_LAYER = ("decode returns {shape}, one embed_dim-wide vector per target position: apply self.output to "
+                   "the decoder's last hidden states to get vocab_size logits.")
+OUTPUT_ON_MEMORY = ("decode returns {shape}, one row per source position: apply self.output to the decoder's "
+                    "hidden states (one per target position), not to the memory.")
 
 
-def check_task_5(*objects):
-    raise NotImplementedError("the check of Task 5 is not written yet")
+PAD_ID_NOT_STORED = "Seq2SeqTransformer.pad_id should store the pad_id argument ({pad_id} here), found {found!r}."
+
+
+def _expect_structure(task, model, config):
+    """pad_id stored, one shared embedding with padding_idx, distinct blocks of the right counts, the output layer."""
+    if getattr(model, "pad_id", None) != config["pad_id"]:
+        task.fail(PAD_ID_NOT_STORED.format(pad_id=config["pad_id"], found=getattr(model, "pad_id", "nothing")))
+    embedding = getattr(model, "embedding", None)
+    if not isinstance(embedding, nn.Embedding):
+        task.fail(f"{NAME}.embedding should be an nn.Embedding, found {type(embedding).__name__}.")
+    embeddings = [module for module in model.modules() if isinstance(module, nn.Embedding)]
+    if len(embeddings) > 1:
+        task.fail(SEPARATE_EMBEDDINGS.format(count=len(embeddings)))
+    sizes = (config["vocab_size"], config["embed_dim"])
+    if (embedding.num_embeddings, embedding.embedding_dim) != sizes:
+        task.fail(f"{NAME}.embedding is nn.Embedding({embedding.num_embeddings}, {embedding.embedding_dim}), "
+                  f"expected nn.Embedding(vocab_size, embed_dim) = nn.Embedding{sizes}.")
+    if embedding.padding_idx != config["pad_id"]:
+        task.fail(f"{NAME}.embedding has padding_idx={embedding.padding_idx}; create it with padding_idx=pad_id "
+                  "so the PAD embedding stays zero and gets no gradient.")
+    for stack, key in (("encoder", "num_encoder_layers"), ("decoder", "num_decoder_layers")):
+        blocks = getattr(model, stack, None)
+        count = len(list(blocks)) if isinstance(blocks, (nn.ModuleList, nn.Sequential)) else None
+        if count is not None and count != config[key]:
+            task.fail(f"{NAME}.{stack} holds {count} blocks, expected {key} = {config[key]}.")
+    try:
+        seq2seq_slots(model)
+    except MissingPart as missing:
+        task.fail(f"{NAME}: {missing}.")
+    output = model.output
+    if (output.in_features, output.out_features) != sizes[::-1]:
+        task.fail(f"{NAME}.output is nn.Linear({output.in_features}, {output.out_features}), expected "
+                  f"nn.Linear(embed_dim, vocab_size) = nn.Linear{sizes[::-1]}.")
+
+
+def _tensor(task, what, value, shape, dtype):
+    """A (B, ., .) output checked for type, shape and dtype, with the usual wrong-shape causes named."""
+    expect_tensor(task, what, value)
+    if what.startswith(f"{NAME}.decode") and value.dim() == 3 and tuple(value.shape) != tuple(shape):
+        if value.size(1) == shape[1] and value.size(2) != shape[2]:
+            task.fail(NO_OUTPUT_LAYER.format(shape=tuple(value.shape)))
+        if value.size(1) != shape[1] and value.size(2) == shape[2]:
+            task.fail(OUTPUT_ON_MEMORY.format(shape=tuple(value.shape)))
+    return expect_tensor(task, what, value, shape, dtype)
+
+
+def _run(task, model, case):
+    """(memory, logits from decode, logits from forward) of the loaded model on the case's batch."""
+    source, target_input = case["source"], case["target_input"]
+    memory = _tensor(task, f"{NAME}.encode(source)", task.call(f"{NAME}.encode", model.encode, source),
+                     case["memory"].shape, case["memory"].dtype)
+    decoded = _tensor(task, f"{NAME}.decode(target_input, memory, source)",
+                      task.call(f"{NAME}.decode", model.decode, target_input, memory, source),
+                      case["logits"].shape, case["logits"].dtype)
+    logits = _tensor(task, f"{NAME}(source, target_input)", task.call(f"{NAME}.forward", model, source, target_input),
+                     case["logits"].shape, case["logits"].dtype)
+    return memory, decoded, logits
+
+
+def _explain_parts(task, model):
+    """Fail naming a Task 1-4 part of the model that fails its own task's check."""
+    blocks = list(getattr(model, "decoder", []))
+    block = blocks[0] if blocks else None
+    masks = tuple(attention_function(type(model), name) for name in ("causal_mask", "padding_mask"))
+    explain_parts(task, NAME, [
+        ("its LayerNorm class", 1, part_class(block, "norm1") if block is not None else None),
+        ("causal_mask and padding_mask", 2, masks),
+        ("its MultiheadAttention class", 3, part_class(block, "self_attention") if block is not None else None),
+        ("its DecoderBlock class", 4, None if block is None or type(block).__module__.startswith("torch") else type(block)),
+    ], __package__)
+
+
+def _quietly(run):
+    try:
+        return run()
+    except Exception:  # noqa: BLE001 -- only a probe: the caller reports the failure itself
+        return None
+
+
+def _explain_logits(task, model, case):
+    """Fail naming why the logits differ, from the model's behaviour on changed inputs."""
+    source, target_input = case["source"], case["target_input"]
+    base = _quietly(lambda: model(source, target_input))
+    if not isinstance(base, torch.Tensor) or base.shape != case["logits"].shape:
+        return
+    for position in range(target_input.size(1) - 1, 0, -1):
+        changed = target_input.clone()
+        changed[:, position] = (changed[:, position] + 1) % case["config"]["vocab_size"]
+        moved = _quietly(lambda: model(source, changed))
+        if isinstance(moved, torch.Tensor) and not torch.allclose(moved[:, :position], base[:, :position], atol=ATOL):
+            earliest = int((moved[:, :position] - base[:, :position]).abs().amax(dim=(0, 2)).gt(ATOL).nonzero()[0])
+            task.fail(READS_FUTURE.format(position=earliest))
+    padded = torch.nn.functional.pad(source, (0, 2), value=case["config"]["pad_id"])  # (B, S + 2)
+    memory, longer = _quietly(lambda: model.encode(source)), _quietly(lambda: model.encode(padded))
+    if isinstance(memory, torch.Tensor) and isinstance(longer, torch.Tensor) and longer.shape[:2] == padded.shape:
+        real = (source != case["config"]["pad_id"]).unsqueeze(-1)  # (B, S, 1)
+        if not torch.allclose((longer[:, : source.size(1)] - memory) * real, torch.zeros_like(memory), atol=ATOL):
+            task.fail(ENCODER_PADDING)
+    moved = _quietly(lambda: model(padded, target_input))
+    if isinstance(moved, torch.Tensor) and moved.shape == base.shape and not torch.allclose(moved, base, atol=ATOL):
+        task.fail(MEMORY_PADDING)
+
+
+def _expect_outputs(task, model, case):
+    """encode, decode and forward against the fixture, naming a known mistake or a failing part."""
+    memory, decoded, logits = _run(task, model, case)
+    for what, got, key in (("encode(source)", memory, "memory"), ("decode(target_input, memory, source)", decoded,
+                                                                  "logits")):
+        if not matches(got, case[key], ATOL, RTOL):
+            expect_finite(task, f"{NAME}.{what}", got)
+            _explain_parts(task, model)
+            diagnose(task, f"{NAME}.{what}", got, signatures(case, key), ATOL, RTOL)
+            _explain_logits(task, model, case)
+        expect_close(task, f"{NAME}.{what}", got, case[key], ATOL, RTOL)
+    if not matches(logits, decoded, ATOL, RTOL):
+        expect_finite(task, f"{NAME}(source, target_input)", logits)
+        task.fail(NOT_COMPOSED)
+
+
+def _expect_attention(task, model, case):
+    """forward_attention: a dict of one (B, H, ., .) map per block for each of its three keys, equal to the fixture's."""
+    if not callable(getattr(model, "forward_attention", None)):
+        task.fail(f"{NAME} has no method forward_attention.")
+    maps = task.call(f"{NAME}.forward_attention", model.forward_attention, case["source"], case["target_input"])
+    if not isinstance(maps, dict) or set(maps) != set(ATTENTION_KEYS):
+        keys = sorted(maps) if isinstance(maps, dict) else type(maps).__name__
+        task.fail(f"{NAME}.forward_attention should return a dict with the keys {list(ATTENTION_KEYS)}, got {keys}.")
+    for key in ATTENTION_KEYS:
+        expected = case["attention"][key]
+        if not isinstance(maps[key], (list, tuple)) or len(maps[key]) != len(expected):
+            size = f" of length {len(maps[key])}" if isinstance(maps[key], (list, tuple)) else ""
+            task.fail(f"{NAME}.forward_attention(...)[{key!r}] should be a list with one attention tensor per "
+                      f"block ({len(expected)}), got {type(maps[key]).__name__}{size}.")
+        for layer, (got, want) in enumerate(zip(maps[key], expected)):
+            what = f"{NAME}.forward_attention(...)[{key!r}][{layer}]"
+            expect_tensor(task, what, got, want.shape, want.dtype)
+            expect_close(task, what, got, want, ATOL, RTOL)
+
+
+def _expect_training_behaviour(task, cls, case):
+    """Dropout passed on to the blocks, and a finite gradient for every parameter."""
+    config = dict(case, config=dict(case["config"], dropout=0.5))
+    model = _build(task, cls, config).train()
+    torch.manual_seed(0)
+    first, second = (task.call(f"{NAME}.forward", model, case["source"], case["target_input"]) for _ in range(2))
+    if torch.equal(first, second):
+        task.fail(f"{NAME}(dropout=0.5) in train mode gave the same logits twice: pass `dropout` on to every "
+                  "encoder and decoder block.")
+    model.zero_grad(set_to_none=True)
+    task.call(f"backward through {NAME}", first.pow(2).sum().backward)
+    for name, parameter in model.named_parameters():
+        if parameter.requires_grad and (parameter.grad is None or not torch.isfinite(parameter.grad).all()):
+            task.fail(f"no gradient reaches `{name}`: is it created but never used in encode or decode, or used "
+                      "through .data / .detach()?")
+
+
+def _build(task, cls, case, **options):
+    """The student's model built with the case's sizes and activation (stored by name in the fixture)."""
+    return build(task, cls, NAME, **case["config"], activation=getattr(nn, case["activation"]), **options)
+
+
+def _loaded(task, cls, case, **options):
+    model = _build(task, cls, case, **options)
+    _expect_structure(task, model, case["config"])
+    return load(task, model, seq2seq_slots, case["weights"], NAME).eval()
+
+
+@check_function(5)
+def check_task_5(task, Seq2SeqTransformer):
+    """Check Seq2SeqTransformer: structure, encode / decode / forward, attention maps, dropout and gradients."""
+    cls = Seq2SeqTransformer
+    expect_module_class(task, cls, NAME)
+    fixture = load_fixture(__package__, 5)
+    for case in fixture["cases"].values():
+        model = _loaded(task, cls, case)
+        _expect_outputs(task, model, case)
+        _expect_attention(task, model, case)
+    _expect_training_behaviour(task, cls, case)
+    single = _loaded(task, cls, case, dtype=torch.float32, native=True)
+    expect_native_output(task, single, NAME, f"{NAME} in float32",
+                         lambda: task.call(f"{NAME}.forward", single, case["source"], case["target_input"]),
+                         case["logits"], attention_api=False)
+    task.passed("shared scaled embedding, positions, encoder and decoder stacks with their masks, output layer, "
+                "attention maps, dropout and gradients are right.")

@@ -42,6 +42,11 @@ def _expect_model(task, model):
         task.fail(f"got the class {model.__name__}, not a trained model: pass the model object you trained.")
     if not isinstance(model, nn.Module):
         task.fail(f"expected the trained Seq2SeqTransformer (an nn.Module), got {type(model).__name__}.")
+
+
+def _expect_layout(task, model, sources, targets):
+    """The model runs (NotImplementedError: not implemented yet) and has the pinned Seq2SeqTransformer layout."""
+    _logits(task, model, sources.to(_device(model)), teacher_forcing_input(targets).to(_device(model)))
     try:
         seq2seq_slots(model)
     except MissingPart as missing:
@@ -90,7 +95,9 @@ def _accuracy(task, model, sources, targets):
 def _reinitialised(model):
     """A copy of model with every weight drawn afresh (each submodule's reset_parameters, then init_embedding)."""
     fresh = copy.deepcopy(model)
-    with torch.random.fork_rng(devices=[]), torch.no_grad():
+    device = _device(model)
+    cuda = [device.index or 0] if device.type == "cuda" else []  # whose generator the re-draw uses, restored after
+    with torch.random.fork_rng(devices=cuda), torch.no_grad():
         torch.manual_seed(CHECK_SEED + 2)
         for module in fresh.modules():
             if callable(getattr(module, "reset_parameters", None)):
@@ -106,9 +113,10 @@ def check_task_7(task, model):
     generator = torch.Generator().manual_seed(CHECK_SEED)
     sources = random_sources(CHECK_SIZE, generator)  # (N, S)
     targets = reversal_targets(sources)  # (N, S + 1)
-    was_training = model.training
+    caller_mode = model.training
     model.eval()
     try:
+        _expect_layout(task, model, sources[:4], targets[:4])
         _expect_causal(task, model, sources[:16], targets[:16])
         accuracy = _accuracy(task, model, sources, targets)
         if accuracy < TARGET_ACCURACY:
@@ -119,6 +127,6 @@ def check_task_7(task, model):
         if chance >= RESET_CEILING:
             task.fail(NOT_FROM_WEIGHTS.format(accuracy=chance, size=RESET_SIZE))
     finally:
-        model.train(was_training)
+        model.train(caller_mode)
     task.passed(f"greedy decoding reverses {accuracy:.1%} of {CHECK_SIZE} fresh sequences exactly "
                 f"(and {chance:.0%} once its weights are re-initialised).")
