@@ -1,5 +1,211 @@
-"""SKELETON (replaced by its owner before this branch lands): Task 4's check."""
+"""Task 4: the post-norm decoder block."""
+import torch
+import torch.nn as nn
+
+from .._block_probes import explain_activation
+from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
+from .._core import check_function, expect_module_class, load_fixture
+from .._dependencies import explain_parts, part_class
+from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, load
+from ._weights import decoder_block_slots
+
+ATOL, RTOL = 1e-6, 1e-6
+WHAT = "DecoderBlock"
+# Sentences the known mistakes' diagnoses quote (course/mistakes/seq2seq.py).
+PRE_NORM = ("the block normalises before each sub-layer (pre-norm); this block is post-norm: "
+            "x = norm1(x + dropout(self_attention(x))), then norm2 around cross-attention, norm3 around the "
+            "feed-forward network.")
+CROSS_FIRST = ("cross-attention runs before self-attention: the order is self-attention (norm1), then "
+               "cross-attention to the memory (norm2), then the feed-forward network (norm3).")
+MEMORY_MASK_IGNORED = ("memory_mask is not used: pass it to cross-attention, cross_attention(x, context=memory, "
+                       "mask=memory_mask), so that no query attends the memory's padding.")
+SELF_MASK_IGNORED = ("self_mask is not used: pass it to self-attention, self_attention(x, mask=self_mask), so that "
+                     "no position reads a later one.")
+ONE_NORM = ("one LayerNorm is used for several sub-layers: norm1 after self-attention, norm2 after cross-attention "
+            "and norm3 after the feed-forward network, each with its own weights.")
+SHARED = "is the same module as"  # said by checkers.seq2seq._weights for one module in two roles
+DROPOUT_IN_EVAL = ("dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
+                   "under .eval().")
+DROPOUT_ON_RESIDUAL = ("dropout acts on the residual path too: with every sub-layer's output zero, dropout in train "
+                       "mode still changes the output; apply it to each sub-layer's output only, "
+                       "norm1(x + dropout(attended)).")
+SUBLAYER_OUTPUTS = ("self_attention.o_proj.weight", "self_attention.o_proj.bias", "cross_attention.o_proj.weight",
+                    "cross_attention.o_proj.bias", "feedforward.out.weight", "feedforward.out.bias")
 
 
-def check_task_4(*objects):
-    raise NotImplementedError("the check of Task 4 is not written yet")
+def _forward(task, block, x, memory, **kwargs):
+    befores = (x.clone(), memory.clone())
+    result = task.call("DecoderBlock.forward", block, x, memory, **kwargs)
+    if not (torch.equal(befores[0], x) and torch.equal(befores[1], memory)):
+        task.fail("DecoderBlock.forward modified `x` or `memory` in place (e.g. `x += ...`); build a new tensor "
+                  "instead.")
+    if result is None:
+        task.fail("DecoderBlock.forward returned None: is a `return` statement missing?")
+    return result
+
+
+def _outputs(task, block, fixture, x=None, masked=True, what=WHAT):
+    x = fixture["x"] if x is None else x
+    masks = {key: fixture[key] for key in ("self_mask", "memory_mask")} if masked else {}
+    return expect_output(task, what, _forward(task, block, x, fixture["memory"], **masks), x.shape, x.dtype)
+
+
+def _loaded(task, cls, fixture, activation="ReLU", dropout=0.0, dtype=torch.float64):
+    sizes = fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"]
+    block = build(task, cls, "DecoderBlock", *sizes, activation=getattr(nn, activation), dropout=dropout,
+                  dtype=dtype, native=dtype != torch.float64)
+    return load(task, block, decoder_block_slots, fixture["cases"][activation]["weights"], "DecoderBlock").eval()
+
+
+def _expect_values(task, cls, block, fixture, activation):
+    case, what = fixture["cases"][activation], f"DecoderBlock (activation=nn.{activation}) with both masks"
+    outputs = _outputs(task, block, fixture, what=what)
+    if not matches(outputs, case["outputs"], ATOL, RTOL):
+        expect_finite(task, what, outputs)
+        diagnose(task, f"{what}: output", outputs, signatures(case, "outputs"), ATOL, RTOL)
+        explain_parts(task, what, [("its self_attention module", 3, part_class(block, "self_attention")),
+                                   ("its norm1 module", 1, part_class(block, "norm1"))], __package__)
+        _explain_masks(task, block, fixture, what)
+        _explain_residuals(task, block, fixture, what)
+        sizes = fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"]
+        explain_activation(task, what, lambda act: _Masked(build(task, cls, "DecoderBlock", *sizes, activation=act)
+                                                           .eval(), fixture), fixture["x"], fixture["feedforward_dim"])
+    expect_close(task, f"{what}: output", outputs, case["outputs"], ATOL, RTOL)
+    x = fixture["x"]
+    result = _forward(task, block, x, fixture["memory"], self_mask=fixture["self_mask"],
+                      memory_mask=fixture["memory_mask"], return_attention=True)
+    if not isinstance(result, (tuple, list)) or len(result) != 3:
+        task.fail(f"{what} with return_attention=True should return (x, self-attention weights, cross-attention "
+                  "weights).")
+    for got, key in zip(result, ("outputs", "self_attention", "cross_attention")):
+        expect_tensor(task, f"{what}: returned {key.replace('_', '-')}", got, case[key].shape, x.dtype)
+        expect_close(task, f"{what}: returned {key.replace('_', '-')}", got, case[key], ATOL, RTOL)
+    unmasked = _outputs(task, block, fixture, masked=False, what=f"DecoderBlock (activation=nn.{activation})")
+    expect_close(task, f"DecoderBlock (activation=nn.{activation}) without masks: output", unmasked,
+                 case["unmasked"]["outputs"], ATOL, RTOL, signatures(case["unmasked"], "outputs"))
+
+
+class _Masked(nn.Module):
+    """A block called with the fixture's memory and masks, for probes that call block(x)."""
+
+    def __init__(self, block, fixture):
+        super().__init__()
+        self.block, self.fixture = block, fixture
+
+    def forward(self, x):
+        return self.block(x, self.fixture["memory"], self_mask=self.fixture["self_mask"],
+                          memory_mask=self.fixture["memory_mask"])
+
+
+def _probe(block, x, memory, fixture):
+    try:
+        return block(x, memory, self_mask=fixture["self_mask"], memory_mask=fixture["memory_mask"]).detach()
+    except Exception:  # noqa: BLE001 -- only a probe
+        return None
+
+
+def _masks_given(block, fixture):
+    """{"self_attention": bool, "cross_attention": bool}: whether each attention got a mask in one forward."""
+    given, hooks = {}, []
+    for name in ("self_attention", "cross_attention"):
+        part = getattr(block, name, None)
+        if isinstance(part, nn.Module):
+            def record(module, args, kwargs, name=name):
+                given[name] = given.get(name, False) or kwargs.get("mask") is not None or (
+                    len(args) > 2 and args[2] is not None)
+            hooks.append(part.register_forward_pre_hook(record, with_kwargs=True))
+    try:
+        _probe(block, fixture["x"], fixture["memory"], fixture)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return given
+
+
+def _explain_masks(task, block, fixture, what):
+    """Causality and the memory's padding, measured: a later target token or a padded memory row changes nothing."""
+    x, memory = fixture["x"], fixture["memory"]
+    outputs, given = _probe(block, x, memory, fixture), _masks_given(block, fixture)
+    later = x.clone()
+    later[:, -1] += 1.0
+    moved = _probe(block, later, memory, fixture)
+    if outputs is not None and moved is not None and not torch.allclose(outputs[:, :-1], moved[:, :-1], atol=1e-9):
+        cause = SELF_MASK_IGNORED if given.get("self_attention") is False else (
+            "no position may read a later one: self_mask goes to self-attention, and cross-attention takes its "
+            "queries from x and its keys and values from the memory only.")
+        task.fail(f"{what}: changing the last target position changed the outputs of earlier positions: {cause}")
+    padded = ~fixture["memory_mask"].view(memory.size(0), 1, memory.size(1)).transpose(1, 2)  # (B, S, 1)
+    moved = _probe(block, x, memory + padded * 3.0, fixture)
+    if outputs is not None and moved is not None and not torch.allclose(outputs, moved, atol=1e-9):
+        cause = MEMORY_MASK_IGNORED if given.get("cross_attention") is False else (
+            "the memory's padded positions must not count: memory_mask goes to cross-attention, whose keys and "
+            "values come from the memory.")
+        task.fail(f"{what}: changing the memory at padded source positions changed the output: {cause}")
+
+
+def _explain_residuals(task, block, fixture, what):
+    """With one sub-layer's output set to zero, the output must still depend on x through the residual path."""
+    slots, x, memory = decoder_block_slots(block), fixture["x"], fixture["memory"]
+    for name in ("self_attention", "cross_attention", "feedforward"):
+        roles = [f"{name}.o_proj.weight", f"{name}.o_proj.bias"] if name != "feedforward" else \
+            ["feedforward.out.weight", "feedforward.out.bias"]
+        saved = [slots[role].detach().clone() for role in roles]
+        try:
+            with torch.no_grad():
+                for role in roles:
+                    slots[role].zero_()
+            first = _probe(block, x, memory, fixture)
+            second = _probe(block, x + torch.linspace(-1, 1, x.numel(), dtype=x.dtype).view_as(x), memory, fixture)
+        finally:
+            with torch.no_grad():
+                for role, value in zip(roles, saved):
+                    slots[role].copy_(value)
+        if first is not None and second is not None and torch.allclose(first, second, atol=1e-9):
+            task.fail(f"{what}: with the output of {name} set to zero, the block's output no longer depends on x: "
+                      f"the residual connection around {name} is missing (x + dropout(sub-layer output)).")
+
+
+def _expect_dropout(task, cls, fixture):
+    block = _loaded(task, cls, fixture, dropout=0.0).train()
+    if not torch.equal(_outputs(task, block, fixture), _outputs(task, block, fixture)):
+        task.fail("DecoderBlock(dropout=0.0) in train mode gave two different outputs for one input: something drops "
+                  "values although dropout=0.0; create the dropout from the argument, nn.Dropout(dropout).")
+    block = _loaded(task, cls, fixture, dropout=0.5)
+    first = _outputs(task, block, fixture)
+    if not torch.equal(first, _outputs(task, block, fixture)):
+        task.fail(f"DecoderBlock(dropout=0.5) gave two different outputs for one input in eval mode: {DROPOUT_IN_EVAL}")
+    expect_close(task, "DecoderBlock(dropout=0.5) in eval mode (dropout must be off)", first,
+                 fixture["cases"]["ReLU"]["outputs"], ATOL, RTOL)
+    block.train()
+    torch.manual_seed(0)
+    if torch.allclose(_outputs(task, block, fixture), _outputs(task, block, fixture)):
+        task.fail("with dropout=0.5 in train mode two forward passes gave the same output: is `dropout` used "
+                  "(and created as nn.Dropout(dropout))?")
+    slots = decoder_block_slots(block)
+    with torch.no_grad():
+        for role in SUBLAYER_OUTPUTS:
+            slots[role].zero_()
+    torch.manual_seed(1)
+    if not torch.allclose(_outputs(task, block, fixture), _outputs(task, block, fixture), atol=ATOL):
+        task.fail(f"DecoderBlock(dropout=0.5): {DROPOUT_ON_RESIDUAL}")
+
+
+@check_function(4)
+def check_task_4(task, DecoderBlock):
+    """Check DecoderBlock(embed_dim, num_heads, feedforward_dim, activation, dropout) against fixed weights."""
+    expect_module_class(task, DecoderBlock, "DecoderBlock")
+    fixture = load_fixture(__package__, 4)
+    for activation in ("ReLU", "GELU"):
+        block = _loaded(task, DecoderBlock, fixture, activation)
+        _expect_values(task, DecoderBlock, block, fixture, activation)
+    _expect_dropout(task, DecoderBlock, fixture)
+    inputs = fixture["x"].clone().requires_grad_(True)
+    outputs = _outputs(task, block, fixture, x=inputs)
+    expect_gradients_everywhere(task, block, outputs.pow(2).sum(), inputs, "DecoderBlock")
+    single = _loaded(task, DecoderBlock, fixture, dtype=torch.float32)
+    floats = dict(fixture, x=fixture["x"].float(), memory=fixture["memory"].float())
+    expect_native_output(task, single, "DecoderBlock", "DecoderBlock on float32 input",
+                         lambda: _forward(task, single, floats["x"], floats["memory"], self_mask=fixture["self_mask"],
+                                          memory_mask=fixture["memory_mask"]), fixture["cases"]["ReLU"]["outputs"])
+    task.passed("self-attention with self_mask, cross-attention to the memory with memory_mask, feed-forward, "
+                "post-norm with three LayerNorms, dropout, gradients and dtypes are right.")

@@ -1,5 +1,94 @@
-"""SKELETON (replaced by its owner before this branch lands): Task 2's check."""
+"""Task 2: the causal and padding masks."""
+import torch
+
+from .._compare import expect_tensor
+from .._core import check_function, expect_callable, load_fixture
+
+# Sentences the known mistakes' diagnoses quote (course/mistakes/seq2seq.py).
+CAUSAL_INVERTED = ("the causal mask is inverted: it is True where key j is in the future (j > i); True must mean "
+                   "'may attend', for j <= i, e.g. torch.ones(L, L, dtype=torch.bool).tril().")
+CAUSAL_TRANSPOSED = ("the causal mask is transposed: query i may attend keys j >= i, the future; keep the lower "
+                     "triangle (j <= i), .tril(), not .triu().")
+CAUSAL_NO_DIAGONAL = ("the causal mask excludes the diagonal: each position must be able to attend to itself "
+                      "(j <= i, not j < i); use .tril() without diagonal=-1.")
+CAUSAL_SEES_NEXT = ("the causal mask lets query i attend key i + 1, one step into the future: allow j <= i only, "
+                    ".tril() without diagonal=1.")
+PADDING_INVERTED = "the padding mask is inverted: True must mark the real tokens (tokens != pad_id), not the padding."
+PADDING_ON_QUERIES = ("the padding mask has shape (B, 1, L, 1), so it masks the queries instead of the keys: the "
+                      "padded positions are keys no query may attend, (tokens != pad_id)[:, None, None, :].")
+PADDING_NO_AXES = ("the padding mask lacks its broadcast axes: return shape (B, 1, 1, L), "
+                   "(tokens != pad_id)[:, None, None, :], which lines up with the scores (B, H, L_q, L_k) and "
+                   "broadcasts over the heads and the queries.")
+PAD_ID_IGNORED = "the padding mask ignores the `pad_id` argument (it treats 0 as padding): compare with pad_id."
 
 
-def check_task_2(*objects):
-    raise NotImplementedError("the check of Task 2 is not written yet")
+def _call(task, what, fn, *args, **kwargs):
+    return task.call(what, fn, *args, **kwargs)
+
+
+def _expect_causal(task, causal_mask, case):
+    seq_len, expected = case["seq_len"], case["causal"]
+    what = f"causal_mask({seq_len})"
+    got = expect_tensor(task, what, _call(task, what, causal_mask, seq_len), (seq_len, seq_len))
+    if got.dtype != torch.bool:
+        task.fail(f"{what} has dtype {got.dtype}; it should be torch.bool, True where query i may attend key j.")
+    if torch.equal(got, expected):
+        return
+    ones = torch.ones(seq_len, seq_len, dtype=torch.bool)
+    for wrong, message in ((~expected, CAUSAL_INVERTED), (expected.T, CAUSAL_TRANSPOSED),
+                           (ones.tril(-1), CAUSAL_NO_DIAGONAL), (ones.tril(1), CAUSAL_SEES_NEXT)):
+        if torch.equal(got, wrong):
+            task.fail(f"{what} is wrong: {message}")
+    where = tuple((got != expected).nonzero()[0].tolist())
+    task.fail(f"{what} is wrong at [query {where[0]}, key {where[1]}]: it should be True exactly where the key "
+              "is not after the query (j <= i).")
+
+
+def _expect_device(task, causal_mask):
+    for device in ("cpu", torch.device("cpu")):
+        got = _call(task, f"causal_mask(3, device={device!r})", causal_mask, 3, device=device)
+        if not isinstance(got, torch.Tensor) or got.device.type != "cpu":
+            task.fail(f"causal_mask(3, device={device!r}) should return a tensor on that device.")
+
+
+def _expect_padding(task, padding_mask, pad_id, case):
+    tokens, expected = case["tokens"], case["padding"]
+    batch_size, seq_len = tokens.shape
+    what = f"padding_mask(tokens of shape {tuple(tokens.shape)}, pad_id={pad_id})"
+    before = tokens.clone()
+    got = _call(task, what, padding_mask, tokens, pad_id)
+    if not torch.equal(before, tokens):
+        task.fail(f"{what} modified `tokens` in place; build a new tensor instead.")
+    expect_tensor(task, what, got)
+    if got.dtype != torch.bool:
+        task.fail(f"{what} has dtype {got.dtype}; it should be torch.bool, True where the key is a real token.")
+    real = expected.view(batch_size, seq_len)
+    if tuple(got.shape) != tuple(expected.shape):
+        if got.numel() == real.numel() and torch.equal(got.reshape(batch_size, seq_len), real):
+            if tuple(got.shape) in ((batch_size, 1, seq_len, 1), (batch_size, seq_len, 1)):
+                task.fail(f"{what} is wrong: {PADDING_ON_QUERIES}")
+            task.fail(f"{what} has shape {tuple(got.shape)}: {PADDING_NO_AXES}")
+        task.fail(f"{what} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}.")
+    if torch.equal(got, expected):
+        return
+    if torch.equal(got, ~expected):
+        task.fail(f"{what} is wrong: {PADDING_INVERTED}")
+    if pad_id != 0 and torch.equal(got, (tokens != 0)[:, None, None, :]):
+        task.fail(f"{what} is wrong: {PAD_ID_IGNORED}")
+    where = tuple((got != expected).nonzero()[0].tolist())
+    task.fail(f"{what} is wrong at index {where}: it should be True exactly where tokens != pad_id.")
+
+
+@check_function(2)
+def check_task_2(task, causal_mask, padding_mask):
+    """Check causal_mask(seq_len, device) and padding_mask(tokens, pad_id) against the expected masks."""
+    expect_callable(task, causal_mask, "causal_mask")
+    expect_callable(task, padding_mask, "padding_mask")
+    fixture = load_fixture(__package__, 2)
+    for _, case in sorted(fixture["causal"].items(), reverse=True):  # the longest first: it tells mistakes apart
+        _expect_causal(task, causal_mask, case)
+    _expect_device(task, causal_mask)
+    for pad_id, case in fixture["padding"].items():
+        _expect_padding(task, padding_mask, pad_id, case)
+    task.passed("the causal mask (j <= i) and the padding mask (B, 1, 1, L), True where attention is allowed, "
+                "are right.")

@@ -1,0 +1,103 @@
+"""Plausible Tasks 1-4 mistakes that no planted mistake (course/mistakes/seq2seq.py) describes.
+
+Written independently of the reference, the way a student might; the checks must reject each one with the words
+listed in UNNAMED (tests/seq2seq/test_checks_layers.py), not only "differs".
+"""
+import math
+
+import torch
+import torch.nn as nn
+
+from .layers_variants import LayerNormVarMean, MultiheadAttentionEinsum, make_decoder_blocks
+
+
+class LayerNormLastAxisHardCoded(LayerNormVarMean):
+    """dim=2: the last axis only for 3-D inputs."""
+
+    def forward(self, x):
+        mean = x.mean(dim=2, keepdim=True)
+        var = ((x - mean) ** 2).mean(dim=2, keepdim=True)
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+
+class LayerNormOnesWeight(LayerNormVarMean):
+    """Starts with a random scale instead of ones."""
+
+    def __init__(self, embed_dim, eps=1e-5):
+        super().__init__(embed_dim, eps)
+        self.weight = nn.Parameter(torch.rand(embed_dim))
+
+
+def causal_mask_float(seq_len, device=None):
+    """0/1 floats instead of booleans."""
+    return torch.tril(torch.ones(seq_len, seq_len, device=device))
+
+
+def causal_mask_batched(seq_len, device=None):
+    """An extra (1, 1) in front: (1, 1, L, L)."""
+    return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()[None, None]
+
+
+def padding_mask_pad_is_zero_int(tokens, pad_id):
+    """0/1 integers instead of booleans."""
+    return (tokens != pad_id).long()[:, None, None, :]
+
+
+class MultiheadAttentionUnscaled(MultiheadAttentionEinsum):
+    """Scores not divided by sqrt(head_dim)."""
+
+    def forward(self, x, context=None, mask=None, return_attention=False):
+        source = x if context is None else context
+        query, key, value = self._heads(self.q_proj(x)), self._heads(self.k_proj(source)), self._heads(self.v_proj(source))
+        scores = torch.einsum("bqhd,bkhd->bhqk", query, key)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        attention = scores.softmax(dim=-1)
+        outputs = self.o_proj(torch.einsum("bhqk,bkhd->bqhd", attention, value).flatten(2))
+        return (outputs, attention) if return_attention else outputs
+
+
+class MultiheadAttentionDroppedContext(MultiheadAttentionEinsum):
+    """Takes the context but returns the attention of x over x when the lengths differ -- a crash instead."""
+
+    def forward(self, x, context=None, mask=None, return_attention=False):
+        context = x if context is None else context
+        batch_size, query_len, embed_dim = x.shape
+        query = self._heads(self.q_proj(x))
+        key = self._heads(self.k_proj(context)).reshape(batch_size, query_len, self.num_heads, -1)
+        value = self._heads(self.v_proj(context))
+        scores = torch.einsum("bqhd,bkhd->bhqk", query, key) / math.sqrt(query.size(-1))
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        attention = scores.softmax(dim=-1)
+        outputs = self.o_proj(torch.einsum("bhqk,bkhd->bqhd", attention, value).flatten(2))
+        return (outputs, attention) if return_attention else outputs
+
+
+def make_unnamed_decoder_blocks(MultiheadAttention, LayerNorm):
+    """Decoder blocks with one change each from a correct base (layers_variants.make_decoder_blocks)."""
+    base = make_decoder_blocks(MultiheadAttention, LayerNorm)[0]
+
+    class DecoderBlockNoCrossResidual(base):
+        def forward(self, x, memory, self_mask=None, memory_mask=None, return_attention=False):
+            attended = self.self_attention(x, mask=self_mask)
+            x = self.norm1(x + self.dropout(attended))
+            x = self.norm2(self.dropout(self.cross_attention(x, context=memory, mask=memory_mask)))
+            return self.norm3(x + self.dropout(self.feedforward(x)))
+
+    class DecoderBlockActivationIgnored(base):
+        def __init__(self, embed_dim, num_heads, feedforward_dim, activation=nn.ReLU, dropout=0.0):
+            super().__init__(embed_dim, num_heads, feedforward_dim, nn.ReLU, dropout)
+
+    class DecoderBlockMaskedMemoryQueries(base):
+        """Cross-attention from the memory to x: the roles of queries and context swapped."""
+
+        def forward(self, x, memory, self_mask=None, memory_mask=None, return_attention=False):
+            x = self.norm1(x + self.dropout(self.self_attention(x, mask=self_mask)))
+            x = self.norm2(x + self.dropout(self.cross_attention(memory, context=x)[:, : x.size(1)]))
+            return self.norm3(x + self.dropout(self.feedforward(x)))
+
+    return {"no residual around cross-attention": (DecoderBlockNoCrossResidual,
+                                                   "residual connection around cross_attention is missing"),
+            "activation ignored": (DecoderBlockActivationIgnored, "the `activation` argument is never called"),
+            "memory as the queries": (DecoderBlockMaskedMemoryQueries, "cross-attention takes its queries from x")}

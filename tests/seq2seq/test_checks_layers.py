@@ -1,0 +1,270 @@
+"""Tasks 1-4's checks both ways: the reference and valid variants pass; planted and unnamed mistakes fail, named where
+the evidence identifies them; bad input fails cleanly; every check stays within a second."""
+import contextlib
+import io
+import statistics
+import time
+
+import pytest
+import torch
+import torch.nn as nn
+
+import checkers.seq2seq as checkers
+from checkers.seq2seq import CheckFailure, NotImplementedYet
+from course.mistakes.seq2seq import MUTANTS
+from . import layers_unnamed as unnamed
+from .layers_support import LAYER_OBJECTS, reference, run_layer_check, variant
+from .layers_variants import LAYER_NORMS, MASKS, MULTIHEADS, make_decoder_blocks
+
+LAYER_MUTANTS = [m for m in MUTANTS if m.task in LAYER_OBJECTS]
+
+
+def check(task):
+    return getattr(checkers, f"check_task_{task}")
+
+
+def expect_pass(capsys, task, *objects):
+    check(task)(*objects)
+    assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
+
+
+def failure_of(task, *objects):
+    """The one-line message of the CheckFailure that check_task_<task>(*objects) must raise."""
+    with pytest.raises(CheckFailure) as failure:
+        check(task)(*objects)
+    message = str(failure.value)
+    assert message.startswith(f"Task {task}"), message
+    assert "\n" not in message and "the check itself could not run" not in message, message
+    return message
+
+
+# ----- The reference ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("task", sorted(LAYER_OBJECTS))
+def test_reference_passes(task, capsys):
+    run_layer_check(task, reference())
+    assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
+
+
+# ----- Planted mistakes: each fails, and is named when it has a diagnosis --------------------------------
+
+def test_every_layer_task_has_planted_mistakes():
+    for task in LAYER_OBJECTS:
+        assert sum(m.task == task for m in LAYER_MUTANTS) >= 5, task
+
+
+@pytest.mark.parametrize("mutant", LAYER_MUTANTS, ids=lambda m: f"task{m.task}-{m.name}")
+def test_planted_mistake_fails_with_its_diagnosis(mutant):
+    namespace = variant(mutant.apply)
+    with pytest.raises(CheckFailure) as failure:
+        run_layer_check(mutant.task, namespace)
+    message = str(failure.value)
+    assert message.startswith(f"Task {mutant.task}") and "\n" not in message, message
+    if mutant.diagnosis:
+        assert mutant.diagnosis in message, message
+
+
+def test_diagnoses_are_distinct_per_task():
+    """Two mistakes sharing one diagnosis would make a named mistake ambiguous (SHARED names both on purpose)."""
+    from checkers.seq2seq.decoder import SHARED
+    named = [(m.task, m.diagnosis) for m in LAYER_MUTANTS if m.diagnosis and m.diagnosis != SHARED]
+    repeated = {pair for pair in named if named.count(pair) > 1}
+    assert repeated <= {(2, checkers.masks.PADDING_NO_AXES), (3, checkers.attention.KV_FROM_X)}, repeated
+
+
+# ----- Valid variants pass ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cls", LAYER_NORMS, ids=lambda c: c.__name__)
+def test_task_1_accepts(cls, capsys):
+    expect_pass(capsys, 1, cls)
+
+
+def test_task_1_accepts_torch_layer_norm_subclass(capsys):
+    """nn.LayerNorm itself has the pinned weight and bias and the same formula."""
+    class TorchLayerNorm(nn.LayerNorm):
+        def __init__(self, embed_dim, eps=1e-5):
+            super().__init__(embed_dim, eps=eps)
+    expect_pass(capsys, 1, TorchLayerNorm)
+
+
+@pytest.mark.parametrize("functions", MASKS, ids=lambda pair: pair[0].__name__)
+def test_task_2_accepts(functions, capsys):
+    expect_pass(capsys, 2, *functions)
+
+
+@pytest.mark.parametrize("cls", MULTIHEADS, ids=lambda c: c.__name__)
+def test_task_3_accepts(cls, capsys):
+    expect_pass(capsys, 3, cls)
+
+
+@pytest.mark.parametrize("parts", ["reference", "variants"])
+@pytest.mark.parametrize("index", [0, 1])
+def test_task_4_accepts(parts, index, capsys):
+    attention, norm = (reference()["MultiheadAttention"], reference()["LayerNorm"]) if parts == "reference" else \
+        (MULTIHEADS[index], LAYER_NORMS[index])
+    expect_pass(capsys, 4, make_decoder_blocks(attention, norm)[index])
+
+
+def test_task_4_rejects_a_module_list_of_norms():
+    """The API pins norm1, norm2, norm3: a ModuleList of norms cannot be loaded by role."""
+    base = make_decoder_blocks(reference()["MultiheadAttention"], reference()["LayerNorm"])[0]
+
+    class DecoderBlockNormList(base):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.norms = nn.ModuleList([self.norm1, self.norm2, self.norm3])
+            del self.norm1, self.norm2, self.norm3
+
+        def _add(self, norm, x, sublayer_output, index):
+            return self.norms[index](x + self.dropouts[index](sublayer_output))
+
+        def forward(self, x, memory, self_mask=None, memory_mask=None, return_attention=False):
+            x = self._add(None, x, self.self_attention(x, mask=self_mask), 0)
+            x = self._add(None, x, self.cross_attention(x, context=memory, mask=memory_mask), 1)
+            return self._add(None, x, self.feedforward(x), 2)
+
+    assert "`norm1` should be a LayerNorm module, found nothing" in failure_of(4, DecoderBlockNormList)
+
+
+# ----- Mistakes no planted mistake describes still fail, by a property where one applies ---------------------
+
+def unnamed_cases():
+    ref = reference()
+    cases = [
+        (1, (unnamed.LayerNormLastAxisHardCoded,), "on a 2-D input raised IndexError"),
+        (1, (unnamed.LayerNormOnesWeight,), "should start as torch.ones(6)"),
+        (2, (unnamed.causal_mask_float, ref["padding_mask"]), "should be torch.bool"),
+        (2, (unnamed.causal_mask_batched, ref["padding_mask"]), "has shape (1, 1, 5, 5), expected (5, 5)"),
+        (2, (ref["causal_mask"], unnamed.padding_mask_pad_is_zero_int), "should be torch.bool"),
+        (3, (unnamed.MultiheadAttentionUnscaled,), "instead of divided by √head_dim = √4"),
+        (3, (unnamed.MultiheadAttentionDroppedContext,), "raised RuntimeError"),
+    ]
+    for name, (cls, words) in unnamed.make_unnamed_decoder_blocks(ref["MultiheadAttention"], ref["LayerNorm"]).items():
+        cases.append((4, (cls,), words))
+    return cases
+
+
+UNNAMED = unnamed_cases()
+
+
+@pytest.mark.parametrize("task, objects, words", UNNAMED, ids=lambda value: value[0].__name__
+                         if isinstance(value, tuple) else None)
+def test_unnamed_mistake_fails(task, objects, words):
+    message = failure_of(task, *objects)
+    assert words in message, message
+
+
+# ----- Bad input ----------------------------------------------------------------------------------------
+
+def _nan(result):
+    if isinstance(result, (tuple, list)):
+        return type(result)(_nan(item) for item in result)
+    return torch.full_like(result, float("nan")) if isinstance(result, torch.Tensor) else result
+
+
+def _not_implemented(self, *args, **kwargs):
+    raise NotImplementedError()
+
+
+CLASS_TASKS = {1: "LayerNorm", 3: "MultiheadAttention", 4: "DecoderBlock"}
+EXAMPLE_ARGS = {"LayerNorm": (6,), "MultiheadAttention": (8, 2), "DecoderBlock": (8, 2, 16)}
+BROKEN_CLASSES = {
+    "None": (lambda base: None, "got None"),
+    "instance instead of the class": (lambda base: base(*EXAMPLE_ARGS[base.__name__]), "an object of class"),
+    "class not an nn.Module": (lambda base: type(base.__name__, (), {}), "not an nn.Module"),
+    "function": (lambda base: (lambda *args, **kwargs: None), "the function"),
+    "forward returns NaN": (lambda base: type("Broken", (base,), {
+        "forward": lambda self, *a, **k: _nan(base.forward(self, *a, **k))}), "NaN"),
+    "forward returns None": (lambda base: type("Broken", (base,), {"forward": lambda self, *a, **k: None}), "None"),
+    "forward raises NotImplementedError": (lambda base: type("Broken", (base,), {"forward": _not_implemented}), None),
+    "__init__ creates no layers": (lambda base: type("Broken", (base,), {
+        "__init__": lambda self, *a, **k: nn.Module.__init__(self)}), None),
+}
+NOT_IMPLEMENTED = {"forward raises NotImplementedError", "__init__ creates no layers"}
+
+
+@pytest.mark.parametrize("kind", BROKEN_CLASSES)
+@pytest.mark.parametrize("task", sorted(CLASS_TASKS))
+def test_broken_class(task, kind):
+    make, words = BROKEN_CLASSES[kind]
+    with pytest.raises(CheckFailure) as failure:
+        check(task)(make(reference()[CLASS_TASKS[task]]))
+    message = str(failure.value)
+    assert "\n" not in message and "the check itself could not run" not in message, message
+    if kind in NOT_IMPLEMENTED:
+        assert isinstance(failure.value, NotImplementedYet), message
+        assert message.startswith(f"Task {task} is not implemented yet"), message
+    else:
+        assert not isinstance(failure.value, NotImplementedYet) and message.startswith(f"Task {task}"), message
+        assert words in message, message
+
+
+def _raises_not_implemented(*args, **kwargs):
+    raise NotImplementedError()
+
+
+BROKEN_FUNCTIONS = {
+    "None": (None, "got None"),
+    "a class": (nn.Linear, "got the class Linear"),
+    "returns None": (lambda *args, **kwargs: None, "is None"),
+    "returns a list": (lambda *args, **kwargs: [[True]], "should be a torch.Tensor"),
+    "returns NaN floats": (lambda *args, **kwargs: torch.full((5, 5), float("nan")), "dtype"),
+}
+
+
+@pytest.mark.parametrize("kind", BROKEN_FUNCTIONS)
+@pytest.mark.parametrize("position", [0, 1])
+def test_broken_mask_function(position, kind):
+    objects = [reference()["causal_mask"], reference()["padding_mask"]]
+    objects[position] = BROKEN_FUNCTIONS[kind][0]
+    message = failure_of(2, *objects)
+    assert BROKEN_FUNCTIONS[kind][1] in message, message
+
+
+@pytest.mark.parametrize("position", [0, 1])
+def test_mask_function_not_implemented(position):
+    objects = [reference()["causal_mask"], reference()["padding_mask"]]
+    objects[position] = _raises_not_implemented
+    with pytest.raises(NotImplementedYet, match="^Task 2 is not implemented yet"):
+        check(2)(*objects)
+
+
+# ----- Speed --------------------------------------------------------------------------------------------
+
+def _seconds(run, runs=5):
+    seconds = []
+    with contextlib.redirect_stdout(io.StringIO()):
+        run()
+        for _ in range(runs):
+            start = time.perf_counter()
+            run()
+            seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+def _failing(task, objects):
+    def run():
+        with pytest.raises(CheckFailure):
+            check(task)(*objects)
+    return run
+
+
+@pytest.mark.parametrize("task", sorted(LAYER_OBJECTS))
+def test_checks_take_under_a_second(task):
+    objects = [reference()[name] for name in LAYER_OBJECTS[task]]
+    seconds = _seconds(lambda: check(task)(*objects))
+    print(f"check_task_{task}: median {statistics.median(seconds) * 1e3:.1f} ms, max {max(seconds) * 1e3:.1f} ms")
+    assert max(seconds) <= 1.0, seconds
+
+
+@pytest.mark.parametrize("mutant", LAYER_MUTANTS, ids=lambda m: f"task{m.task}-{m.name}")
+def test_diagnosing_a_planted_mistake_takes_under_a_second(mutant):
+    objects = [variant(mutant.apply)[name] for name in LAYER_OBJECTS[mutant.task]]
+    seconds = _seconds(_failing(mutant.task, objects), runs=2)
+    assert max(seconds) <= 1.0, seconds
+
+
+@pytest.mark.parametrize("task, objects, words", UNNAMED, ids=lambda value: value[0].__name__
+                         if isinstance(value, tuple) else None)
+def test_diagnosing_an_unnamed_mistake_takes_under_a_second(task, objects, words):
+    assert max(_seconds(_failing(task, objects), runs=2)) <= 1.0
