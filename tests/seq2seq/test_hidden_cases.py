@@ -12,8 +12,7 @@ from course.mistakes import Mutant
 from course.mistakes.seq2seq import MUTANTS
 from course.reference import load_reference, reference_source
 from course.registry import assignment
-from course_lib import seq2seq_defaults
-from course_lib.reversal import EOS_ID, PAD_ID, VOCAB_SIZE
+from course_lib.reversal import EOS_ID
 from grading.cases import build_cases
 from grading.cases.seq2seq import trained
 from grading.judge.expected import expected_records, reference_namespace
@@ -21,6 +20,8 @@ from grading.judge.score import score_submission
 from grading.judge.trained import judge_trained
 from grading.run.notebook import check_cells, read, release_layout
 from grading.run.recipes import run
+
+from . import layers_unnamed, layers_variants, reversal_models
 
 SEQ2SEQ = assignment("seq2seq")
 POINTS = SEQ2SEQ.points
@@ -173,6 +174,47 @@ def test_hidden_tests_accept_valid_variants(valid, graded_cases):
     assert verdict.score == POINTS[valid.task], verdict.message
 
 
+def layer_variants(reference):
+    """The checks' accepted Tasks 1-4 alternatives (tests/seq2seq/layers_variants.py), by task."""
+    blocks = layers_variants.make_decoder_blocks(reference["MultiheadAttention"], reference["LayerNorm"])
+    return [(1, (cls,)) for cls in layers_variants.LAYER_NORMS] + [(2, pair) for pair in layers_variants.MASKS] + \
+        [(3, (cls,)) for cls in layers_variants.MULTIHEADS] + [(4, (cls,)) for cls in blocks]
+
+
+@pytest.mark.parametrize("index", range(9))
+def test_hidden_tests_accept_the_checks_layer_variants(index, graded_cases):
+    task, objects = layer_variants(graded_cases[4])[index]
+    verdict = verdict_of(task, dict(zip(graded_cases[2][task], objects)), graded_cases)
+    assert verdict.score == POINTS[task], f"{[obj.__name__ for obj in objects]}: {verdict.message}"
+
+
+def test_every_layer_variant_is_tried(graded_cases):
+    assert len(layer_variants(graded_cases[4])) == 9
+
+
+def unnamed_layer_mistakes(reference):
+    """The checks' unnamed Tasks 1-4 mistakes (tests/seq2seq/layers_unnamed.py) that change what a module computes
+    with given weights (LayerNormOnesWeight only starts from other values: loaded weights hide that)."""
+    blocks = layers_unnamed.make_unnamed_decoder_blocks(reference["MultiheadAttention"], reference["LayerNorm"])
+    return [(1, (layers_unnamed.LayerNormLastAxisHardCoded,)),
+            (2, (layers_unnamed.causal_mask_float, reference["padding_mask"])),
+            (2, (layers_unnamed.causal_mask_batched, reference["padding_mask"])),
+            (2, (reference["causal_mask"], layers_unnamed.padding_mask_pad_is_zero_int)),
+            (3, (layers_unnamed.MultiheadAttentionUnscaled,)), (3, (layers_unnamed.MultiheadAttentionDroppedContext,))
+            ] + [(4, (cls,)) for cls, _ in blocks.values()]
+
+
+@pytest.mark.parametrize("index", range(9))
+def test_hidden_tests_reject_the_checks_unnamed_layer_mistakes(index, graded_cases):
+    task, objects = unnamed_layer_mistakes(graded_cases[4])[index]
+    verdict = verdict_of(task, dict(zip(graded_cases[2][task], objects)), graded_cases)
+    assert verdict.score == 0 and verdict.message.startswith(f"Task {task}"), verdict.message
+
+
+def test_every_unnamed_layer_mistake_is_tried(graded_cases):
+    assert len(unnamed_layer_mistakes(graded_cases[4])) == 9
+
+
 def test_recipes_hold_no_expected_values(graded_cases):
     """What a probe receives: inputs and weights only; Task 7's sources and targets stay in the grader."""
     cases, expected = graded_cases[0], graded_cases[1]
@@ -183,87 +225,43 @@ def test_recipes_hold_no_expected_values(graded_cases):
     assert expected[7][0]["sources"].shape == (trained.SIZE, 12)
 
 
-def trained_reference(reference):
-    """A reference Seq2SeqTransformer of the notebook's size, trained on reversal as the notebook trains it."""
-    from torch.utils.data import DataLoader
-
-    from course_lib import stop_at_accuracy, train
-    from course_lib.reversal import ReversalDataset, decoding_accuracy, init_embedding, teacher_forcing_loss
-    torch.manual_seed(0)
-    model = init_embedding(reference["Seq2SeqTransformer"](**seq2seq_defaults.MODEL))
-    val = ReversalDataset(seq2seq_defaults.VAL_SIZE, seed=2)
-    loader = DataLoader(ReversalDataset(seq2seq_defaults.TRAIN_SIZE, seed=1), batch_size=seq2seq_defaults.BATCH_SIZE,
-                        shuffle=True)
-    train(model, loader, None, device=torch.device("cpu"), **seq2seq_defaults.TRAINING, batch_loss=teacher_forcing_loss,
-          evaluate_fn=lambda m: decoding_accuracy(m, val.sources, val.targets),
-          callbacks=[stop_at_accuracy(seq2seq_defaults.STOP_AT_ACCURACY)])
-    return model.eval()
-
-
-def judged(model, graded_cases, namespace_class=None):
-    """The problem judge_trained finds with the model's Task 7 record (None: full marks)."""
+def judged(model, graded_cases):
+    """The problem judge_trained finds with the model's Task 7 record (None: full marks); the notebook's
+    Seq2SeqTransformer is the model's own class."""
     cases, expected, _, _, reference = graded_cases
-    cls = namespace_class or reference["Seq2SeqTransformer"]
-    record = run(cases[7][0], [model], {"Seq2SeqTransformer": cls})
+    record = run(cases[7][0], [model], {"Seq2SeqTransformer": type(model)})
     return judge_trained(7, record, expected[7][0], reference)
 
 
 @pytest.fixture(scope="module")
-def trained_model(graded_cases):
-    return trained_reference(graded_cases[4])
+def trained_model():
+    return reversal_models.trained_reference()
 
 
 def test_a_trained_reference_model_earns_task_7(trained_model, graded_cases):
     assert judged(trained_model, graded_cases) is None
 
 
-def source_reader(base):
-    """A model class whose decode answers from `source` (it gets it for the padding mask): 100% with any decoder."""
-    class SourceReader(base):
-        def decode(self, target_input, memory, source, attention=None):
-            from course_lib.reversal import reversal_targets
-            answer = reversal_targets(source)  # (B, S + 1)
-            step = answer.gather(1, (torch.arange(target_input.size(1)).clamp(max=answer.size(1) - 1))
-                                 .expand(target_input.size(0), -1))
-            return torch.nn.functional.one_hot(step, VOCAB_SIZE).float() * 10  # (B, T, V)
-    return SourceReader
-
-
-def memory_copier(base):
-    """A model whose encode embeds the source one-hot and whose decode copies the memory reversed by hand."""
-    class MemoryCopier(base):
-        def encode(self, source, attention=None):
-            return torch.nn.functional.one_hot(source, VOCAB_SIZE).float()  # (B, S, V)
-
-        def decode(self, target_input, memory, source, attention=None):
-            lengths = (source != PAD_ID).sum(1, keepdim=True)  # (B, 1)
-            index = lengths - 1 - torch.arange(target_input.size(1))  # (B, T): where each output token comes from
-            rows = memory.gather(1, index.clamp(min=0)[..., None].expand(-1, -1, VOCAB_SIZE))  # (B, T, V)
-            eos = torch.nn.functional.one_hot(torch.tensor(EOS_ID), VOCAB_SIZE).float()
-            return torch.where((index < 0)[..., None], eos, rows) * 10  # (B, T, V)
-    return MemoryCopier
-
-
-@pytest.mark.parametrize("cheat", [source_reader, memory_copier], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("cheat", ["source_reader", "memory_copier", "future_reader"])
 def test_task_7_is_judged_on_the_reference_not_on_the_model_s_own_forward(cheat, graded_cases):
-    """A hand-written reversal in place of a trained network (the reference's own decoder gets 100% from it) earns
-    nothing: the grader decodes the reference architecture loaded with the untrained weights."""
+    """A hand-written reversal in place of a trained network (the reference's own decoder gets 100% from the first
+    two) earns nothing: the grader decodes the reference architecture loaded with the untrained weights."""
     from course_lib.reversal import ReversalDataset, exact_match
     reference = graded_cases[4]
-    cls = cheat(reference["Seq2SeqTransformer"])
     torch.manual_seed(0)
-    model = cls(**seq2seq_defaults.MODEL).eval()
-    data = ReversalDataset(200, seed=5)
-    decoded = reference["greedy_decode"](model, data.sources, data.sources.size(1) + 1, 1, EOS_ID)
-    assert exact_match(decoded, data.targets) == 1.0  # the cheat works on the model's own forward
-    problem = judged(model, graded_cases, cls)
+    model = getattr(reversal_models, cheat)(reference)
+    if cheat != "future_reader":
+        data = ReversalDataset(200, seed=5)
+        decoded = reference["greedy_decode"](model, data.sources, data.sources.size(1) + 1, 1, EOS_ID)
+        assert exact_match(decoded, data.targets) == 1.0  # the cheat works on the model's own forward
+    problem = judged(model, graded_cases)
     assert problem and "accuracy" in problem and "with your weights" in problem, problem
 
 
 def test_trained_weights_that_do_not_fit_the_reference_are_not_judged(trained_model, graded_cases):
     """Settings the reference cannot build, or another vocabulary, score 0 and say why."""
     cases, expected, _, _, reference = graded_cases
-    record = run(cases[7][0], [trained_model], {"Seq2SeqTransformer": reference["Seq2SeqTransformer"]})
+    record = run(cases[7][0], [trained_model], {"Seq2SeqTransformer": type(trained_model)})
     wrong_heads = dict(record, config=dict(record["config"], num_heads=[5] * len(record["config"]["num_heads"])))
     assert "not valid" in judge_trained(7, wrong_heads, expected[7][0], reference)
     mixed = dict(record, config=dict(record["config"], activation=["ReLU", "GELU"] * 2))

@@ -110,6 +110,16 @@ def decoder_cases(reference, generator):
     dropout = module("DecoderBlock", DECODER_BLOCK, weights, activation="nn.GELU", dropout=0.4, **sizes)
     cases.append(recipe(4, "hidden: dropout=0.4 in eval mode", False, build=dropout,
                         call=called(x, memory, causal, memory_mask), **TOLERANCE))
+    cases.append(recipe(4, "hidden: dropout=0.4 in train mode", False, build=dict(dropout, mode="train"),
+                        compare="differ", call=called(x, memory, causal, memory_mask, repeat=2)))
+    # Every sub-layer outputs zeros, so dropout on them changes nothing and the output is deterministic, unless
+    # dropout acts on the residual sum instead.
+    silent = dict(weights, **{role: torch.zeros_like(value) for role, value in weights.items()
+                              if role.startswith(("self_attention.o_proj.", "cross_attention.o_proj.",
+                                                  "feedforward.out."))})
+    silenced = module("DecoderBlock", DECODER_BLOCK, silent, activation="nn.GELU", dropout=0.5, mode="train", **sizes)
+    cases.append(recipe(4, "hidden: dropout=0.5 in train mode, sub-layers silenced", False, build=silenced,
+                        call=called(x, memory, causal, memory_mask), **TOLERANCE))
     return cases
 
 
@@ -145,6 +155,9 @@ def model_cases(reference, generator):
         recipe(5, "hidden: decode with a given memory and padded source", False, build=built,
                call=called(target, memory, source, method="decode"), **TOLERANCE),
         recipe(5, "hidden: gradients", False, build=built, grad=True, call=called(source, target), **TOLERANCE),
+        recipe(5, "hidden: dropout=0.5 in train mode", False, compare="differ",
+               build=module("Seq2SeqTransformer", SEQ2SEQ, weights, mode="train", **dict(config, dropout=0.5)),
+               call=called(source, target, repeat=2)),
     ]
 
 
