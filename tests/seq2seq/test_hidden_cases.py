@@ -268,6 +268,11 @@ def test_trained_weights_that_do_not_fit_the_reference_are_not_judged(trained_mo
     assert "disagree" in judge_trained(7, mixed, expected[7][0], reference)
     bigger = dict(record, weights={**record["weights"], "embedding.weight": torch.zeros(14, 32)})
     assert "vocab_size is 14" in judge_trained(7, bigger, expected[7][0], reference)
+    huge = dict(record, weights={**record["weights"], "embedding.weight": torch.zeros(13, 2048)})
+    assert "embed_dim = 2048 is outside 1..1024" in judge_trained(7, huge, expected[7][0], reference)
+    deep = dict(record, weights={**record["weights"], **{f"decoder.{i}.norm1.weight": torch.ones(32) for i in range(17)}},
+                config=dict(record["config"], num_heads=[4] * (2 + 2 * 17), activation=["ReLU"] * (2 + 17)))
+    assert "num_decoder_layers = 17 is outside 1..16" in judge_trained(7, deep, expected[7][0], reference)
 
 
 def test_re_drawn_weights_collapse_on_the_reference_architecture(trained_model, graded_cases):
@@ -276,3 +281,13 @@ def test_re_drawn_weights_collapse_on_the_reference_architecture(trained_model, 
     data = (expected["sources"][:500], expected["targets"][:500], reference["greedy_decode"])
     assert trained.decoded_accuracy(trained_model, *data) >= trained.TARGET_ACCURACY
     assert trained.decoded_accuracy(trained.redrawn(trained_model), *data) < 0.05
+
+
+def test_a_dict_of_other_keys_is_named_by_its_keys(graded_cases):
+    """forward_attention's dict is compared key by key; one without a key says which keys it has."""
+    dropped = Mutant(5, "no decoder_cross", (('return attention\n', 'return {key: attention[key] for key in '
+                                                                      '("encoder", "decoder_self")}\n'),))
+    verdict = verdict_of(5, variant(dropped.apply), graded_cases)
+    assert verdict.score == 0
+    assert "returned a dict of keys 'decoder_self', 'encoder', expected a dict of keys 'decoder_cross', " \
+           "'decoder_self', 'encoder'" in verdict.message, verdict.message

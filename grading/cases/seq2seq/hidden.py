@@ -9,7 +9,7 @@ import torch
 
 from course_lib.reversal import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
 
-from ..parts import called, module, randn, random_mask, random_weights, recipe
+from ..parts import called, helper, module, randn, random_mask, random_weights, recipe
 
 SEED = 737373  # never a seed of the notebook, the checkers or make_fixtures
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)
@@ -164,8 +164,8 @@ def model_cases(reference, generator):
 def scripted(ids, mode="eval"):
     """A model for greedy_decode whose next token is known: the source reversed, then EOS (checkers' ScriptedModel)."""
     pad_id, bos_id, eos_id = ids
-    return {"helper": "checkers.seq2seq._scripted:ScriptedModel", "report": "checkers.seq2seq._scripted:observed",
-            "mode": mode, "kwargs": dict(pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)}
+    return helper("checkers.seq2seq._scripted:ScriptedModel", "checkers.seq2seq._scripted:observed", mode,
+                  pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
 
 
 def decoding_cases(reference, generator):
