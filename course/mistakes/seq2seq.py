@@ -1,12 +1,12 @@
 """Known student mistakes of the seq2seq assignment, each a few edits of the reference source (the solutions
 notebook). See course/mistakes/transformer.py for how they are used. Instructor-side only: never shipped.
 """
-from checkers.seq2seq import attention as _attention, decoder as _decoder, layer_norm as _norm, masks as _masks
 from checkers.seq2seq.decoding import (BUILDS_GRAPH, DROPS_EOS, FIRST_STOPS, HARD_CODED_PAD, KEEPS_BOS,
                                        MODE_NOT_RESTORED, NEVER_STOPS, NOT_PADDED, PADS_WITH_EOS, PREFIX_NOT_FED,
                                        TRAIN_MODE)
 from checkers.seq2seq.model import (ENCODER_PADDING, MEMORY_PADDING, NO_OUTPUT_LAYER, OUTPUT_ON_MEMORY,
                                     PAD_ID_NOT_STORED, SEPARATE_EMBEDDINGS)
+from checkers.seq2seq import attention as _attention, decoder as _decoder, layer_norm as _norm, masks as _masks
 from course.mistakes import Mutant
 
 # ---- Tasks 1-4: the reference lines the mistakes edit ----
@@ -29,7 +29,6 @@ CROSS = """        attended, cross_weights = self.cross_attention(
 """
 FFN = "x = self.norm3(x + self.dropout(self.feedforward(x)))"
 NORMS = "self.norm1, self.norm2, self.norm3 = LayerNorm(embed_dim), LayerNorm(embed_dim), LayerNorm(embed_dim)"
-
 
 # Task 6: greedy_decode
 STOP = "if finished.all():\n                    break"

@@ -204,3 +204,30 @@ def test_check_takes_under_a_second(name):
         except CheckFailure:
             pass
     assert max(timings(run)) <= 1.0
+
+
+# ----- mistakes without a stored output are explained by the probes --------------------------------------------
+
+LAST_KEY = " | (torch.arange(source.size(1)) == source.size(1) - 1)"  # the last source position never masked
+PROBED = {
+    "decoder sees two tokens ahead": (
+        ("self_mask = causal_mask(target_input.size(1), device=target_input.device)",
+         "self_mask = torch.ones(target_input.size(1), target_input.size(1), dtype=torch.bool).tril(2)"),
+        "the decoder reads the future"),
+    "cross-attention sees the last PAD": (
+        ("memory_mask = padding_mask(source, self.pad_id)", "memory_mask = padding_mask(source, self.pad_id)" + LAST_KEY),
+        "the cross-attention attends to padded source positions"),
+    "encoder sees the last PAD": (
+        ("mask = padding_mask(source, self.pad_id)  # (B, 1, 1, S)\n        x = self.positional_encoding(self.embedding(source)",
+         "mask = padding_mask(source, self.pad_id)" + LAST_KEY + "\n        x = self.positional_encoding(self.embedding(source)"),
+        "the encoder attends to padding"),
+}
+
+
+@pytest.mark.parametrize("name", PROBED)
+def test_unrecorded_mistake_is_explained_by_a_probe(name):
+    edit, words = PROBED[name]
+    cls = variant(Mutant(5, name, (edit,)))["Seq2SeqTransformer"]
+    with pytest.raises(CheckFailure, match="^Task 5: ") as failure:
+        check_task_5(cls)
+    assert words in str(failure.value)

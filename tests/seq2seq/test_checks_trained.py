@@ -98,3 +98,14 @@ def test_bad_input_fails_cleanly(model, words):
 def test_check_takes_under_a_second():
     model = trained_reference()
     assert max(timings(lambda: check_task_7(model))) <= 1.0
+
+
+def test_a_differently_written_model_with_the_trained_weights_passes(capsys):
+    """Task 7 judges the weights, not the style: Task 5's alternative model, given the trained weights by role."""
+    from checkers.seq2seq._weights import load_roles, seq2seq_slots
+    from .test_checks_model import alternative_model
+
+    trained = {role: value.detach() for role, value in seq2seq_slots(trained_reference()).items()}
+    model = load_roles(alternative_model(reference())(**seq2seq_defaults.MODEL), seq2seq_slots, trained)
+    check_task_7(model)
+    assert capsys.readouterr().out.startswith("✓ Task 7 passed")
