@@ -8,14 +8,14 @@ from ._weights import layer_norm_slots
 
 ATOL, RTOL = 1e-6, 1e-6
 # Sentences the known mistakes' diagnoses quote (course/mistakes/seq2seq.py).
-UNBIASED = ("the variance is the unbiased one (divided by D - 1): LayerNorm uses the biased variance, "
-            "x.var(dim=-1, unbiased=False, keepdim=True), i.e. the mean of the squared deviations.")
+UNBIASED = ("the variance is the unbiased one (divided by D - 1): LayerNorm uses the biased variance, the mean "
+            "of the squared deviations (divided by D).")
 EPS_OUTSIDE = ("eps is added outside the square root: divide by torch.sqrt(var + eps), not by torch.sqrt(var) + eps "
                "(it matters for tokens whose variance is close to eps).")
 AFFINE_NOT_APPLIED = ("the output is normalised but weight and bias are not applied: return "
                       "normalised * self.weight + self.bias.")
 WRONG_AXIS = ("the mean and variance are taken over the wrong axis: LayerNorm standardises each token over its own "
-              "D features, x.mean(dim=-1, keepdim=True), whatever the number of leading axes.")
+              "D features, the last axis (dim=-1), whatever the number of leading axes.")
 EPS_IGNORED = ("the `eps` argument is ignored (eps=0.1 gives the output of eps=1e-5): store it, self.eps = eps, "
                "and use it instead of a fixed number.")
 NOT_PARAMETER = "(so it is learned and saved)"  # said by checkers.seq2seq._weights for a weight that is no Parameter
