@@ -136,6 +136,10 @@ def _explain_masks(task, block, fixture, what):
             "queries from x and its keys and values from the memory only.")
         task.fail(f"{what}: changing the last target position changed the outputs of earlier positions: {cause}")
     padded = ~fixture["memory_mask"].view(memory.size(0), 1, memory.size(1)).transpose(1, 2)  # (B, S, 1)
+    moved = _probe(block, x, memory + (~padded) * torch.linspace(-1, 1, memory.size(-1), dtype=memory.dtype), fixture)
+    if outputs is not None and moved is not None and torch.allclose(outputs, moved, atol=1e-9):
+        task.fail(f"{what}: the output does not depend on the memory: cross_attention(x, context=memory, "
+                  "mask=memory_mask) must run between self-attention and the feed-forward network.")
     moved = _probe(block, x, memory + padded * 3.0, fixture)
     if outputs is not None and moved is not None and not torch.allclose(outputs, moved, atol=1e-9):
         cause = MEMORY_MASK_IGNORED if given.get("cross_attention") is False else (

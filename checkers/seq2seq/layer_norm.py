@@ -48,9 +48,9 @@ def _explain(task, norm, x, what):
     except Exception:  # noqa: BLE001 -- only a probe
         return
     for axis in range(rows.dim() - 1):
-        along = rows.movedim(axis, -1)
-        if torch.allclose(along.mean(-1), torch.zeros(()), atol=1e-6) and \
-                torch.allclose(along.var(-1, unbiased=False), torch.ones(()), atol=1e-2):
+        mean, variance = rows.movedim(axis, -1).mean(-1), rows.movedim(axis, -1).var(-1, unbiased=False)
+        if torch.allclose(mean, torch.zeros_like(mean), atol=1e-6) and \
+                torch.allclose(variance, torch.ones_like(variance), atol=1e-2):
             task.fail(f"{what}: with weight 1 and bias 0 the output is standardised along axis {axis} (size "
                       f"{rows.size(axis)}), not along the last axis: {WRONG_AXIS}")
 
