@@ -58,9 +58,9 @@ def block_slots(block, path="", projections=ATTENTION_PROJECTIONS):
     return slots
 
 
-def encoder_blocks(model):
-    """The encoder blocks of a classifier, from an nn.Sequential or nn.ModuleList `encoder`."""
-    encoder = _child(model, "encoder", nn.Module, "")
+def encoder_blocks(model, name="encoder"):
+    """The blocks of a model's stack `name` (its `encoder` by default), an nn.Sequential or nn.ModuleList."""
+    encoder = _child(model, name, nn.Module, "")
     # iterate rather than .children(), which would hide a block listed twice
     return list(encoder) if isinstance(encoder, (nn.Sequential, nn.ModuleList)) else list(encoder.children())
 

@@ -139,7 +139,7 @@ def two_assignment_course(folder):
         (folder / kind / "sequel").mkdir()
         shutil.copy(folder / kind / NAME / f"{NAME}.ipynb", folder / kind / "sequel" / "sequel.ipynb")
     registry = (folder / "course.toml").read_text()
-    tasks = registry[registry.index("[assignments.tasks]"):]
+    tasks = registry[registry.index("[assignments.tasks]"):].split("\n[[assignments]]")[0]  # the first assignment's
     (folder / "course.toml").write_text(registry + '\n[[assignments]]\nname = "sequel"\ntitle = "x"\n' + tasks)
     return folder
 

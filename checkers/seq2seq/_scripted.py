@@ -60,3 +60,10 @@ class ScriptedModel(nn.Module):
     def forward(self, source, target_input):
         memory = self.encode(source)  # (B, S, 1)
         return self.decode(target_input, memory, source)
+
+
+def observed(model):
+    """What a ScriptedModel saw during a call, as plain data (the grader compares it with the reference's run)."""
+    return {"train_mode": any(call["training"] for call in model.calls),
+            "gradients": any(call["grad"] for call in model.calls),
+            "mode_after": bool(model.training), "steps": len(model.calls)}

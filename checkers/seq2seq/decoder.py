@@ -23,6 +23,7 @@ SELF_MASK_IGNORED = ("self_mask is not used: pass it to self-attention, self_att
                      "no position reads a later one.")
 ONE_NORM = ("one LayerNorm is used for several sub-layers: norm1 after self-attention, norm2 after cross-attention "
             "and norm3 after the feed-forward network, each with its own weights.")
+RESIDUAL_MISSING = "the residual connection around {name} is missing (x + dropout(sub-layer output))."
 SHARED = "is the same module as"  # said by checkers.seq2seq._weights for one module in two roles
 DROPOUT_IN_EVAL = ("dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
                    "under .eval().")
@@ -135,6 +136,10 @@ def _explain_masks(task, block, fixture, what):
             "queries from x and its keys and values from the memory only.")
         task.fail(f"{what}: changing the last target position changed the outputs of earlier positions: {cause}")
     padded = ~fixture["memory_mask"].view(memory.size(0), 1, memory.size(1)).transpose(1, 2)  # (B, S, 1)
+    moved = _probe(block, x, memory + (~padded) * torch.linspace(-1, 1, memory.size(-1), dtype=memory.dtype), fixture)
+    if outputs is not None and moved is not None and torch.allclose(outputs, moved, atol=1e-9):
+        task.fail(f"{what}: the output does not depend on the memory: cross_attention(x, context=memory, "
+                  "mask=memory_mask) must run between self-attention and the feed-forward network.")
     moved = _probe(block, x, memory + padded * 3.0, fixture)
     if outputs is not None and moved is not None and not torch.allclose(outputs, moved, atol=1e-9):
         cause = MEMORY_MASK_IGNORED if given.get("cross_attention") is False else (
@@ -162,7 +167,7 @@ def _explain_residuals(task, block, fixture, what):
                     slots[role].copy_(value)
         if first is not None and second is not None and torch.allclose(first, second, atol=1e-9):
             task.fail(f"{what}: with the output of {name} set to zero, the block's output no longer depends on x: "
-                      f"the residual connection around {name} is missing (x + dropout(sub-layer output)).")
+                      + RESIDUAL_MISSING.format(name=name))
 
 
 def _expect_dropout(task, cls, fixture):

@@ -6,19 +6,19 @@ from .._core import check_function, expect_callable, load_fixture
 
 # Sentences the known mistakes' diagnoses quote (course/mistakes/seq2seq.py).
 CAUSAL_INVERTED = ("the causal mask is inverted: it is True where key j is in the future (j > i); True must mean "
-                   "'may attend', for j <= i, e.g. torch.ones(L, L, dtype=torch.bool).tril().")
+                   "'may attend', for j <= i.")
 CAUSAL_TRANSPOSED = ("the causal mask is transposed: query i may attend keys j >= i, the future; keep the lower "
-                     "triangle (j <= i), .tril(), not .triu().")
+                     "triangle (j <= i), not the upper one.")
 CAUSAL_NO_DIAGONAL = ("the causal mask excludes the diagonal: each position must be able to attend to itself "
-                      "(j <= i, not j < i); use .tril() without diagonal=-1.")
-CAUSAL_SEES_NEXT = ("the causal mask lets query i attend key i + 1, one step into the future: allow j <= i only, "
-                    ".tril() without diagonal=1.")
-PADDING_INVERTED = "the padding mask is inverted: True must mark the real tokens (tokens != pad_id), not the padding."
-PADDING_ON_QUERIES = ("the padding mask has shape (B, 1, L, 1), so it masks the queries instead of the keys: the "
-                      "padded positions are keys no query may attend, (tokens != pad_id)[:, None, None, :].")
-PADDING_NO_AXES = ("the padding mask lacks its broadcast axes: return shape (B, 1, 1, L), "
-                   "(tokens != pad_id)[:, None, None, :], which lines up with the scores (B, H, L_q, L_k) and "
-                   "broadcasts over the heads and the queries.")
+                      "(j <= i, not j < i).")
+CAUSAL_SEES_NEXT = ("the causal mask lets query i attend key i + 1, one step into the future: allow j <= i only "
+                    "(the diagonal and below).")
+PADDING_INVERTED = "the padding mask is inverted: True must mark the real tokens, not the padding."
+PADDING_ON_QUERIES = ("the padding mask has its length axis where the queries are, so it masks padded queries instead "
+                      "of padded keys: the padded positions are keys no query may attend, so the length goes last, "
+                      "shape (B, 1, 1, L).")
+PADDING_NO_AXES = ("the padding mask lacks its broadcast axes: it should have shape (B, 1, 1, L), which lines up "
+                   "with the scores (B, H, L_q, L_k) and broadcasts over the heads and the queries.")
 PAD_ID_IGNORED = "the padding mask ignores the `pad_id` argument (it treats 0 as padding): compare with pad_id."
 
 
@@ -73,7 +73,7 @@ def _expect_padding(task, padding_mask, pad_id, case):
         return
     if torch.equal(got, ~expected):
         task.fail(f"{what} is wrong: {PADDING_INVERTED}")
-    if pad_id != 0 and torch.equal(got, (tokens != 0)[:, None, None, :]):
+    if pad_id != 0 and torch.equal(got, (tokens != 0).view(got.shape)):
         task.fail(f"{what} is wrong: {PAD_ID_IGNORED}")
     where = tuple((got != expected).nonzero()[0].tolist())
     task.fail(f"{what} is wrong at index {where}: it should be True exactly where tokens != pad_id.")

@@ -142,7 +142,8 @@ MUTANTS = [
            _attention.MERGE_KEY_LEN),
     Mutant(3, "mask not broadcast over the heads", ((MHA_CALL, MHA_CALL.replace(
         "value, mask)", "value, mask if mask is None or mask.dim() < 4 else mask[:, 0])")),), _attention.MASK_HEADS),
-    Mutant(3, "no output projection", (("outputs = self.o_proj(heads.transpose(1, 2)", "outputs = (heads.transpose(1, 2)"),)),
+    Mutant(3, "no output projection", (("outputs = self.o_proj(heads.transpose(1, 2)",
+                                         "outputs = (heads.transpose(1, 2)"),)),
     Mutant(3, "context ignored", (("context = x if context is None else context", "context = x"),),
            _attention.KV_FROM_X),
     # Task 4: DecoderBlock
@@ -166,13 +167,15 @@ MUTANTS = [
                                                       "LayerNorm(embed_dim)"),), _decoder.SHARED),
     Mutant(4, "one attention for self and cross", (("self.cross_attention = MultiheadAttention(embed_dim, num_heads)",
                                                     "self.cross_attention = self.self_attention"),), _decoder.SHARED),
-    Mutant(4, "dropout active in eval mode", ((NORM1_CROSS, NORM1_CROSS.replace(NORM1, "x = self.norm1(x + F.dropout(attended, "
-                                                                          "self.dropout.p, training=True))")),), _decoder.DROPOUT_IN_EVAL),
-    Mutant(4, "dropout on the residual sum", ((NORM1_CROSS, NORM1_CROSS.replace(NORM1, "x = self.norm1(self.dropout(x + attended))")),
+    Mutant(4, "dropout active in eval mode", ((NORM1_CROSS, NORM1_CROSS.replace(
+        NORM1, "x = self.norm1(x + F.dropout(attended, self.dropout.p, training=True))")),), _decoder.DROPOUT_IN_EVAL),
+    Mutant(4, "dropout on the residual sum", ((NORM1_CROSS, NORM1_CROSS.replace(
+        NORM1, "x = self.norm1(self.dropout(x + attended))")),
                                               (FFN, "x = self.norm3(self.dropout(x + self.feedforward(x)))")),
            _decoder.DROPOUT_ON_RESIDUAL),
     Mutant(4, "no residual around cross-attention", (("x = self.norm2(x + self.dropout(attended))",
-                                                      "x = self.norm2(self.dropout(attended))"),)),
+                                                      "x = self.norm2(self.dropout(attended))"),),
+           _decoder.RESIDUAL_MISSING.format(name="cross_attention")),
 
     # ---- Tasks 5-7 ----
     *MODEL_MUTANTS,

@@ -35,6 +35,15 @@ def called(*args, method=None, repeat=1, **kwargs):
     return {"args": list(args), "kwargs": kwargs, "method": method, "repeat": repeat}
 
 
+def helper(name, report=None, mode=None, **kwargs):
+    """An argument the probe builds from the public checkers package ("checkers.<module>:<class>"), e.g. a scripted
+    model for a decoding function; report ("checkers.<module>:<function>") says what it saw during the call, as plain
+    data compared with what it saw under the reference (see grading/run/recipes.py: helper, observed)."""
+    spec = {"helper": name, "kwargs": kwargs}
+    spec.update({key: value for key, value in (("report", report), ("mode", mode)) if value is not None})
+    return spec
+
+
 def random_weights(reference_class, name, slots, generator, scale=0.5, **kwargs):
     """Distinct random values for every weight role of a module of the reference class."""
     kwargs = {key: decode(value) for key, value in kwargs.items()}

@@ -21,6 +21,8 @@ def human(structure):
     """'tensor' -> 'one tensor', 'seq(tensor,tensor)' -> 'a sequence of 2 items', else 'a <type>'."""
     if structure == "tensor":
         return "one tensor"
+    if structure.startswith("map("):
+        return f"a dict of keys {', '.join(repr(key) for key in top_keys(structure))}"
     if structure.startswith("seq("):
         depth, items = 0, 1 if structure != "seq()" else 0
         for char in structure[4:-1]:
@@ -28,6 +30,17 @@ def human(structure):
             items += char == "," and depth == 0
         return f"a sequence of {items} item{'s' if items != 1 else ''}"
     return f"a {structure}"
+
+
+def top_keys(structure):
+    """The keys of a 'map(key:structure,...)' description, outer level only."""
+    keys, depth, start = [], 0, 4
+    for index, char in enumerate(structure[4:-1] + ",", start=4):
+        depth += (char == "(") - (char == ")")
+        if char == "," and depth == 0:
+            keys.append(structure[start:index].split(":", 1)[0])
+            start = index + 1
+    return [key for key in keys if key]
 
 
 def compare_tensor(what, got, expected, atol, rtol, row_atol=0.0, positions=None):
@@ -65,7 +78,8 @@ def compare_facts(got, expected):
 
 def counts(record):
     """(tensors per call, inputs recorded after the call) of a record: the comparison goes through all of them."""
-    return [len(result) for result in record.get("outputs", [])], len(record.get("inputs_after", []))
+    return ([len(result) for result in record.get("outputs", [])], len(record.get("inputs_after", [])),
+            len(record.get("observed", [])))
 
 
 def compare_outputs(recipe, got, expected):
@@ -87,7 +101,30 @@ def compare_outputs(recipe, got, expected):
     for mine, theirs in zip(got.get("inputs_after", []), expected["inputs_after"]):
         if theirs is not None and (not isinstance(mine, torch.Tensor) or not torch.equal(mine, theirs)):
             return "the call modified its input in place (e.g. `x += ...`); build a new tensor instead"
+    for mine, theirs in zip(got.get("observed", []), expected.get("observed", [])):
+        problem = compare_observed(mine, theirs)
+        if problem:
+            return problem
     return compare_grads(got.get("grads", {}), expected.get("grads", {}), tolerance)
+
+
+OBSERVED_PROBLEMS = {
+    "train_mode": "the model ran in train mode (dropout active): call model.eval() before using it",
+    "gradients": "the model ran with gradients enabled: wrap the loop in `with torch.no_grad():`",
+    "mode_after": ("the call left the model in another train/eval mode than it had: remember model.training first "
+                   "and call model.train(was_training) before returning"),
+    "steps": "the model was called another number of times than needed: stop once every sequence has produced EOS",
+}
+
+
+def compare_observed(got, expected):
+    """What a helper object passed to the call saw (its report) against what it saw under the reference."""
+    if expected is None:
+        return None
+    for key, value in expected.items():
+        if not isinstance(got, dict) or got.get(key) != value:
+            return OBSERVED_PROBLEMS.get(key, f"the object passed to the call saw another `{key}` than the reference")
+    return None
 
 
 def compare_grads(got, expected, tolerance):

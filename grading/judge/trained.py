@@ -9,7 +9,8 @@ plays no part: weights that do not load, or settings that are not valid, score 0
 
 What depends on the assignment comes from its cases package (grading/cases/<assignment>/, named by the spec):
 `trained_config(weights, settings, spec)`, the reference constructor's keywords (raising InvalidModel), and
-`trained_accuracy(task, model, data)`, the loaded model's accuracy on the grader's evaluation data.
+`trained_accuracy(task, model, data, reference)`, the loaded model's accuracy on the grader's evaluation data
+(the reference namespace at hand, e.g. for the reference's own decoding function).
 """
 import torch
 
@@ -90,7 +91,7 @@ def reference_model(task, reference, record, spec):
 def reference_accuracy(task, reference, record, data):
     """Accuracy of the reference loaded with the student's weights; raises InvalidModel."""
     model = reference_model(task, reference, record, data)
-    return cases_of(data["assignment"]).trained_accuracy(task, model, data)
+    return cases_of(data["assignment"]).trained_accuracy(task, model, data, reference)
 
 
 def judge_trained(task, record, data, reference):

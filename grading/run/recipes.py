@@ -60,10 +60,44 @@ def subclasses(tensors):
 
 
 def decode(value):
-    """Recipe values are plain data; the string 'nn.X' stands for the class torch.nn.X."""
+    """Recipe values are plain data; the string 'nn.X' stands for the class torch.nn.X, and {"helper": ...} for an
+    object of the public checkers package (see helper)."""
     if isinstance(value, str) and value.startswith("nn."):
         return getattr(nn, value[3:])
+    if isinstance(value, dict) and "helper" in value:
+        return helper(value)
     return value
+
+
+def helper(spec):
+    """An object a case passes to the student's function, e.g. a scripted model for a decoding loop.
+
+    Args:
+        spec: {"helper": "checkers.<module>:<class>", "kwargs": {...}, "mode": "train" or "eval" (optional),
+            "report": "checkers.<module>:<function>" (optional: what the object saw, see observed)}; only the
+            public checkers package is importable (it is what the sandbox holds beside this file).
+    """
+    made = checkers_object(spec["helper"])(**{key: decode(value) for key, value in spec.get("kwargs", {}).items()})
+    if "mode" in spec:
+        made.train(spec["mode"] == "train")
+    return made
+
+
+def checkers_object(name):
+    """The object a "checkers.<module>:<name>" string names (nothing outside the public checkers package)."""
+    module, _, attribute = name.partition(":")
+    if not module.startswith("checkers."):
+        raise ValueError(f"a case's helper must come from the checkers package, not {module!r}")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def observed(specs, args):
+    """After a call: for each argument made from a helper spec with a "report", what it saw (plain data), else None.
+
+    E.g. a scripted model passed to a decoding loop reports the mode it ran in and whether gradients were on.
+    """
+    return [checkers_object(spec["report"])(made) if isinstance(spec, dict) and "report" in spec else None
+            for spec, made in zip(specs, args)]
 
 
 def run(recipe, objects, namespace=None):
@@ -131,6 +165,9 @@ def call(task, target, recipe):
     outputs = [leaves(result) for result in results]
     record = {"structure": describe(results[0]),
               "inputs_after": [snapshot(a) if isinstance(a, torch.Tensor) else None for a in args]}
+    reports = observed(spec.get("args", []), args)
+    if any(report is not None for report in reports):
+        record["observed"] = reports
     odd = subclasses(tensor for result in outputs for tensor in result)
     if odd:
         record["subclasses"] = odd
@@ -146,7 +183,14 @@ def describe(value):
         return "tensor"
     if isinstance(value, (list, tuple)):
         return "seq(" + ",".join(describe(item) for item in value) + ")"
+    if isinstance(value, dict):
+        return "map(" + ",".join(f"{str(key)[:40]}:{describe(item)}" for key, item in items(value)) + ")"
     return type(value).__name__
+
+
+def items(mapping):
+    """A dict's (key, value) pairs in the order of their keys as text, so two dicts of the same keys line up."""
+    return sorted(mapping.items(), key=lambda pair: str(pair[0]))
 
 
 def leaves(value):
@@ -155,6 +199,8 @@ def leaves(value):
         return [value]
     if isinstance(value, (list, tuple)):
         return [leaf for item in value for leaf in leaves(item)]
+    if isinstance(value, dict):
+        return [leaf for _, item in items(value) for leaf in leaves(item)]
     return []
 
 
@@ -209,7 +255,7 @@ def run_trained(task, model, spec, namespace):
                         "instance": isinstance(cls, type) and isinstance(model, cls)}}
     if not record["facts"]["module"]:
         return record
-    record["weights"], record["config"] = trained_weights(model, spec["slots"])
+    record["weights"], record["config"] = trained_weights(model, spec["slots"], spec.get("stacks"))
     return record
 
 
@@ -220,19 +266,27 @@ def plain(value):
     return {"type": type(value).__name__}
 
 
-def trained_weights(model, slots_name):
+ENCODER_ONLY = {"encoder": ["attention"]}  # a classifier's stack of blocks and each block's attention modules
+
+
+def trained_weights(model, slots_name, stacks=None):
     """({role: float64 tensor}, settings): the weights by role, and per block the heads and activation.
 
-    Settings are plain data the grader validates: {"num_heads": [per block], "activation": [per block]},
-    or {"error": why} when the model's layout does not have the pinned parts.
+    Args:
+        stacks: {stack attribute: [attention attributes of each of its blocks]}, in order; ENCODER_ONLY by default
+            (an encoder-decoder names its decoder's self_attention and cross_attention too).
+
+    Settings are plain data the grader validates: {"num_heads": [per attention module of each block, in order],
+    "activation": [per block]}, or {"error": why} when the model's layout does not have the pinned parts.
     """
     try:
         weights = {role: snapshot(p).double() for role, p in slots_of(slots_name)(model).items()}
-        blocks = encoder_blocks(model)
+        blocks = [(block, attentions) for stack, attentions in (stacks or ENCODER_ONLY).items()
+                  for block in encoder_blocks(model, stack)]
     except Exception as error:  # noqa: BLE001 -- a model of another layout: the grader says why it scores 0
         return {}, {"error": str(error)[:300]}
-    heads = [plain(getattr(getattr(block, "attention", None), "num_heads", None)) for block in blocks]
+    heads = [plain(getattr(getattr(block, name, None), "num_heads", None)) for block, names in blocks for name in names]
     activations = [next((type(m).__name__ for m in block.feedforward.modules()
                          if not isinstance(m, (nn.Linear, nn.Dropout, nn.Sequential))), "")
-                   if isinstance(getattr(block, "feedforward", None), nn.Module) else "" for block in blocks]
+                   if isinstance(getattr(block, "feedforward", None), nn.Module) else "" for block, _ in blocks]
     return weights, {"num_heads": heads, "activation": activations}

@@ -20,6 +20,14 @@ class LayerNormLastAxisHardCoded(LayerNormVarMean):
         return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
 
 
+class LayerNormSequenceAxis(LayerNormVarMean):
+    """Statistics over the positions (dim=-2) instead of the features."""
+
+    def forward(self, x):
+        var, mean = torch.var_mean(x, dim=-2, unbiased=False, keepdim=True)
+        return self.weight * (x - mean) / (var + self.eps).sqrt() + self.bias
+
+
 class LayerNormOnesWeight(LayerNormVarMean):
     """Starts with a random scale instead of ones."""
 
@@ -97,7 +105,13 @@ def make_unnamed_decoder_blocks(MultiheadAttention, LayerNorm):
             x = self.norm2(x + self.dropout(self.cross_attention(memory, context=x)[:, : x.size(1)]))
             return self.norm3(x + self.dropout(self.feedforward(x)))
 
-    return {"no residual around cross-attention": (DecoderBlockNoCrossResidual,
+    class DecoderBlockWithoutCrossAttention(base):
+        def forward(self, x, memory, self_mask=None, memory_mask=None, return_attention=False):
+            x = self.norm1(x + self.dropout(self.self_attention(x, mask=self_mask)))
+            return self.norm3(x + self.dropout(self.feedforward(x)))
+
+    return {"no cross-attention": (DecoderBlockWithoutCrossAttention, "the output does not depend on the memory"),
+            "no residual around cross-attention": (DecoderBlockNoCrossResidual,
                                                    "residual connection around cross_attention is missing"),
             "activation ignored": (DecoderBlockActivationIgnored, "the `activation` argument is never called"),
             "memory as the queries": (DecoderBlockMaskedMemoryQueries, "cross-attention takes its queries from x")}

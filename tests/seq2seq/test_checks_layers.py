@@ -133,6 +133,7 @@ def unnamed_cases():
     cases = [
         (1, (unnamed.LayerNormLastAxisHardCoded,), "on a 2-D input raised IndexError"),
         (1, (unnamed.LayerNormOnesWeight,), "should start as torch.ones(6)"),
+        (1, (unnamed.LayerNormSequenceAxis,), "standardised along axis 1 (size 4), not along the last axis"),
         (2, (unnamed.causal_mask_float, ref["padding_mask"]), "should be torch.bool"),
         (2, (unnamed.causal_mask_batched, ref["padding_mask"]), "has shape (1, 1, 5, 5), expected (5, 5)"),
         (2, (ref["causal_mask"], unnamed.padding_mask_pad_is_zero_int), "should be torch.bool"),

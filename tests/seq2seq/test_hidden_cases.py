@@ -1,0 +1,235 @@
+"""The seq2seq hidden grading cases (grading/cases/seq2seq/), scored in-process as the grader scores them.
+
+The reference passes every task; every planted mistake of Tasks 1-6 (course/mistakes/seq2seq.py) and every unnamed
+Tasks 1-4 mistake of the checks' tests scores 0 on its task; the valid variants (the checks' and a few edits of the
+reference) score full marks; what a probe receives holds no expected values; and Task 7 is judged by the reference
+architecture loaded with the model's weights and decoded by the reference greedy_decode: a trained reference model
+earns it, a model that answers from `source`, copies its memory reversed by hand or reads the future does not, and
+settings the reference cannot take are refused with a reason.
+"""
+import pytest
+import torch
+
+from course.mistakes import Mutant
+from course.mistakes.seq2seq import MUTANTS
+from course.reference import load_reference, reference_source
+from course.registry import assignment
+from course_lib.reversal import EOS_ID
+from grading.cases import build_cases
+from grading.cases.seq2seq import trained
+from grading.judge.expected import expected_records, reference_namespace
+from grading.judge.score import score_submission
+from grading.judge.trained import judge_trained
+from grading.run.notebook import check_cells, read, release_layout
+from grading.run.recipes import run
+
+from . import layers_unnamed, layers_variants, reversal_models
+
+SEQ2SEQ = assignment("seq2seq")
+REFERENCE = reference_namespace(SEQ2SEQ)  # at collection: the variants built on its layers are parameters
+POINTS = SEQ2SEQ.points
+DEFINITION_TASKS = SEQ2SEQ.definition_tasks
+
+
+@pytest.fixture(scope="module")
+def graded_cases():
+    """(cases, expected, names, points, reference) as the grader builds them."""
+    reference = REFERENCE
+    checks = check_cells(release_layout(read(SEQ2SEQ.release_notebook)))
+    names = {task: cell.names for task, cell in checks.items()}
+    cases = build_cases(reference, SEQ2SEQ)
+    return cases, expected_records(cases, reference, names), names, {t: c.points for t, c in checks.items()}, reference
+
+
+def verdict_of(task, namespace, graded_cases):
+    """Score one task in-process on a namespace of objects (what the probe does, without a sandbox)."""
+    cases, expected, names, points, reference = graded_cases
+    records = []
+    for recipe in cases[task]:
+        try:
+            records.append(run(recipe, [namespace[name] for name in names[task]], namespace))
+        except Exception as error:  # noqa: BLE001 -- a failing case is a record too
+            records.append({"error": f"{type(error).__name__}: {error}"})
+    return score_submission({task: cases[task]}, expected, {task: records}, points, reference)[task]
+
+
+def variant(edit):
+    """The reference namespace after edit(source) -> source."""
+    return load_reference(edit(reference_source(SEQ2SEQ)))
+
+
+@pytest.mark.parametrize("task", DEFINITION_TASKS)
+def test_reference_passes_hidden_tests(task, graded_cases):
+    verdict = verdict_of(task, graded_cases[4], graded_cases)
+    assert verdict.score == POINTS[task], verdict.message
+    assert sum(not case["visible"] for case in graded_cases[0][task]) >= 5  # hidden cases beyond the visible ones
+
+
+DEFINITION_MUTANTS = [mutant for mutant in MUTANTS if mutant.task in DEFINITION_TASKS]
+
+
+def test_there_are_mistakes_of_every_definition_task_to_plant():
+    """The catalogue this file plants from (course/mistakes/seq2seq.py) covers Tasks 1-6."""
+    assert {mutant.task for mutant in DEFINITION_MUTANTS} == set(DEFINITION_TASKS)
+
+
+@pytest.mark.parametrize("planted", DEFINITION_MUTANTS, ids=lambda m: f"task{m.task}-{m.name}")
+def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases):
+    verdict = verdict_of(planted.task, variant(planted.apply), graded_cases)
+    assert verdict.score == 0 and verdict.message.startswith(f"Task {planted.task}"), verdict.message
+
+
+# Valid ways to write Tasks 1-6 (edits of the reference), which the hidden cases must accept.
+DECODE_STEP = "next_token = model.decode(tokens, memory, source)[:, -1].argmax(dim=-1)"
+VALID = [
+    Mutant(1, "F.layer_norm", (("centered / torch.sqrt(var + self.eps) * self.weight + self.bias",
+                                "F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)"),)),
+    Mutant(1, "var_mean and rsqrt", (("mean = x.mean(dim=-1, keepdim=True)",
+                                      "var, mean = torch.var_mean(x, dim=-1, keepdim=True, correction=0)"),
+                                     ("var = (centered * centered).mean(dim=-1, keepdim=True)", "pass"),
+                                     ("centered / torch.sqrt(var + self.eps)", "centered * torch.rsqrt(var + self.eps)"))),
+    Mutant(2, "masks by comparison and unsqueeze", (
+        ("torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()",
+         "torch.arange(seq_len, device=device)[None, :] <= torch.arange(seq_len, device=device)[:, None]"),
+        ("(tokens != pad_id)[:, None, None, :]", "tokens.ne(pad_id).unsqueeze(1).unsqueeze(2)"))),
+    Mutant(3, "einsum heads", (("heads, attention = scaled_softmax_attention(query, key, value, mask)",
+                                "scores = torch.einsum('bhqd,bhkd->bhqk', query, key) / math.sqrt(self.head_dim)\n"
+                                "        if mask is not None:\n"
+                                "            scores = scores.masked_fill(~mask.bool(), float('-inf'))\n"
+                                "        attention = scores.softmax(dim=-1)\n"
+                                "        heads = torch.einsum('bhqk,bhkd->bhqd', attention, value)"),)),
+    Mutant(4, "dropout inside the feed-forward network", (
+        ("nn.Linear(embed_dim, feedforward_dim), activation(), nn.Linear(feedforward_dim, embed_dim))",
+         "nn.Linear(embed_dim, feedforward_dim), activation(), nn.Dropout(dropout), nn.Linear(feedforward_dim, "
+         "embed_dim))"),)),
+    Mutant(5, "masks inline, embedding scaled by embed_dim ** 0.5", (
+        ("memory_mask = padding_mask(source, self.pad_id)", "memory_mask = (source != self.pad_id)[:, None, None, :]"),
+        ("self.embedding(target_input) * math.sqrt(self.embed_dim)",
+         "self.embedding(target_input) * self.embed_dim ** 0.5"))),
+    Mutant(6, "model(source, tokens) at every step", ((DECODE_STEP,
+        "next_token = model(source, tokens)[:, -1].argmax(dim=-1)"),)),
+    Mutant(6, "a list of steps, concatenated at the end", (
+        ("tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (B, t + 1)",
+         "tokens = torch.cat([tokens, next_token.unsqueeze(1)], 1)"),)),
+]
+
+
+@pytest.mark.parametrize("valid", VALID, ids=lambda m: f"task{m.task}-{m.name}")
+def test_hidden_tests_accept_valid_variants(valid, graded_cases):
+    verdict = verdict_of(valid.task, variant(valid.apply), graded_cases)
+    assert verdict.score == POINTS[valid.task], verdict.message
+
+
+def layer_variants(reference):
+    """The checks' accepted Tasks 1-4 alternatives (tests/seq2seq/layers_variants.py), by task."""
+    blocks = layers_variants.make_decoder_blocks(reference["MultiheadAttention"], reference["LayerNorm"])
+    return [(1, (cls,)) for cls in layers_variants.LAYER_NORMS] + [(2, pair) for pair in layers_variants.MASKS] + \
+        [(3, (cls,)) for cls in layers_variants.MULTIHEADS] + [(4, (cls,)) for cls in blocks]
+
+
+def names(value):
+    return "-".join(obj.__name__ for obj in value[1]) if isinstance(value, tuple) else None
+
+
+@pytest.mark.parametrize("variant_of_task", layer_variants(REFERENCE), ids=names)
+def test_hidden_tests_accept_the_checks_layer_variants(variant_of_task, graded_cases):
+    task, objects = variant_of_task
+    verdict = verdict_of(task, dict(zip(graded_cases[2][task], objects)), graded_cases)
+    assert verdict.score == POINTS[task], verdict.message
+
+
+def unnamed_layer_mistakes(reference):
+    """The checks' unnamed Tasks 1-4 mistakes (tests/seq2seq/layers_unnamed.py) that change what a module computes
+    with given weights (LayerNormOnesWeight only starts from other values: loaded weights hide that)."""
+    blocks = layers_unnamed.make_unnamed_decoder_blocks(reference["MultiheadAttention"], reference["LayerNorm"])
+    return [(1, (layers_unnamed.LayerNormLastAxisHardCoded,)),
+            (2, (layers_unnamed.causal_mask_float, reference["padding_mask"])),
+            (2, (layers_unnamed.causal_mask_batched, reference["padding_mask"])),
+            (2, (reference["causal_mask"], layers_unnamed.padding_mask_pad_is_zero_int)),
+            (3, (layers_unnamed.MultiheadAttentionUnscaled,)), (3, (layers_unnamed.MultiheadAttentionDroppedContext,))
+            ] + [(4, (cls,)) for cls, _ in blocks.values()]
+
+
+@pytest.mark.parametrize("mistake_of_task", unnamed_layer_mistakes(REFERENCE), ids=names)
+def test_hidden_tests_reject_the_checks_unnamed_layer_mistakes(mistake_of_task, graded_cases):
+    task, objects = mistake_of_task
+    verdict = verdict_of(task, dict(zip(graded_cases[2][task], objects)), graded_cases)
+    assert verdict.score == 0 and verdict.message.startswith(f"Task {task}"), verdict.message
+
+
+def test_recipes_hold_no_expected_values(graded_cases):
+    """What a probe receives: inputs and weights only; Task 7's sources and targets stay in the grader."""
+    cases, expected = graded_cases[0], graded_cases[1]
+    text = repr(cases)
+    assert "'targets'" not in text and "'sources'" not in text and "expected" not in text
+    assert not {"sources", "targets"} & set(cases[7][0]["trained"])
+    assert {"sources", "targets"} <= set(expected[7][0])  # the data is there, on the grader's side
+    assert expected[7][0]["sources"].shape == (trained.SIZE, 12)
+
+
+def judged(model, graded_cases):
+    """The problem judge_trained finds with the model's Task 7 record (None: full marks); the notebook's
+    Seq2SeqTransformer is the model's own class."""
+    cases, expected, _, _, reference = graded_cases
+    record = run(cases[7][0], [model], {"Seq2SeqTransformer": type(model)})
+    return judge_trained(7, record, expected[7][0], reference)
+
+
+@pytest.fixture(scope="module")
+def trained_model():
+    return reversal_models.trained_reference()
+
+
+def test_a_trained_reference_model_earns_task_7(trained_model, graded_cases):
+    assert judged(trained_model, graded_cases) is None
+
+
+@pytest.mark.parametrize("cheat", ["source_reader", "memory_copier", "future_reader"])
+def test_task_7_is_judged_on_the_reference_not_on_the_model_s_own_forward(cheat, graded_cases):
+    """A hand-written reversal in place of a trained network (the reference's own decoder gets 100% from the first
+    two) earns nothing: the grader decodes the reference architecture loaded with the untrained weights."""
+    from course_lib.reversal import ReversalDataset, exact_match
+    reference = graded_cases[4]
+    torch.manual_seed(0)
+    model = getattr(reversal_models, cheat)(reference)
+    if cheat != "future_reader":
+        data = ReversalDataset(200, seed=5)
+        decoded = reference["greedy_decode"](model, data.sources, data.sources.size(1) + 1, 1, EOS_ID)
+        assert exact_match(decoded, data.targets) == 1.0  # the cheat works on the model's own forward
+    problem = judged(model, graded_cases)
+    assert problem and "accuracy" in problem and "with your weights" in problem, problem
+
+
+def test_trained_weights_that_do_not_fit_the_reference_are_not_judged(trained_model, graded_cases):
+    """Settings the reference cannot build, or another vocabulary, score 0 and say why."""
+    cases, expected, _, _, reference = graded_cases
+    record = run(cases[7][0], [trained_model], {"Seq2SeqTransformer": type(trained_model)})
+    wrong_heads = dict(record, config=dict(record["config"], num_heads=[5] * len(record["config"]["num_heads"])))
+    assert "not valid" in judge_trained(7, wrong_heads, expected[7][0], reference)
+    mixed = dict(record, config=dict(record["config"], activation=["ReLU", "GELU"] * 2))
+    assert "disagree" in judge_trained(7, mixed, expected[7][0], reference)
+    bigger = dict(record, weights={**record["weights"], "embedding.weight": torch.zeros(14, 32)})
+    assert "vocab_size is 14" in judge_trained(7, bigger, expected[7][0], reference)
+    huge = dict(record, weights={**record["weights"], "embedding.weight": torch.zeros(13, 2048)})
+    assert "embed_dim = 2048 is outside 1..1024" in judge_trained(7, huge, expected[7][0], reference)
+    deep = dict(record, weights={**record["weights"], **{f"decoder.{i}.norm1.weight": torch.ones(32) for i in range(17)}},
+                config=dict(record["config"], num_heads=[4] * (2 + 2 * 17), activation=["ReLU"] * (2 + 17)))
+    assert "num_decoder_layers = 17 is outside 1..16" in judge_trained(7, deep, expected[7][0], reference)
+
+
+def test_re_drawn_weights_collapse_on_the_reference_architecture(trained_model, graded_cases):
+    """The collapse check the grader makes: the trained weights re-drawn reverse (almost) nothing."""
+    expected, reference = graded_cases[1][7][0], graded_cases[4]
+    data = (expected["sources"][:500], expected["targets"][:500], reference["greedy_decode"])
+    assert trained.decoded_accuracy(trained_model, *data) >= trained.TARGET_ACCURACY
+    assert trained.decoded_accuracy(trained.redrawn(trained_model), *data) < 0.05
+
+
+def test_a_dict_of_other_keys_is_named_by_its_keys(graded_cases):
+    """forward_attention's dict is compared key by key; one without a key says which keys it has."""
+    dropped = Mutant(5, "no decoder_cross", (('return attention\n', 'return {key: attention[key] for key in '
+                                                                      '("encoder", "decoder_self")}\n'),))
+    verdict = verdict_of(5, variant(dropped.apply), graded_cases)
+    assert verdict.score == 0
+    assert "returned a dict of keys 'decoder_self', 'encoder', expected a dict of keys 'decoder_cross', " \
+           "'decoder_self', 'encoder'" in verdict.message, verdict.message
