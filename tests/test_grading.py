@@ -199,7 +199,7 @@ def test_collect_reads_student_ids_from_lms_names(tmp_path):
                      "dave/old attempt.ipynb", "dave/transformer.ipynb", "Eve Smith_42_assignsubmission_file_/x.ipynb",
                      "__MACOSX/._alice_transformer.ipynb", "transformer.ipynb"):
             archive.writestr(name, json.dumps(read(RELEASE)))
-    collected, unknown, skipped = collect(tmp_path / "download.zip", course_folder(tmp_path))
+    collected, unknown, skipped = collect(tmp_path / "download.zip", course_folder(tmp_path), NAME)
     assert sorted(collected) == ["Eve-Smith_42", "alice", "bob-12345", "carol", "dave"]
     assert unknown == ["transformer.ipynb"] and skipped == []
     for student in collected:
@@ -215,11 +215,11 @@ def graded(tmp_path_factory):
     """(course folder, seconds make grade took, its output) after collect + grade --jobs 2 on a scratch course."""
     course = scratch_course(tmp_path_factory.mktemp("course"))
     collect_run = subprocess.run([sys.executable, "-m", "grading.collect", str(make_zip(course / "download.zip")),
-                                  "--course", str(course)], cwd=ROOT, capture_output=True, text=True)
+                                  "--course", str(course), "--assignment", NAME], cwd=ROOT, capture_output=True, text=True)
     assert collect_run.returncode == 0, collect_run.stderr
     started = time.monotonic()
     unsandboxed = [] if sandbox.bwrap_version() else ["--sandbox", "none"]  # trusted notebooks: ours
-    grade_run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course),
+    grade_run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course), "--assignment", NAME,
                                 *unsandboxed], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert grade_run.returncode == 0, grade_run.stdout + grade_run.stderr
     return course, time.monotonic() - started, grade_run.stdout

@@ -224,7 +224,7 @@ def redteam(tmp_path_factory):
         (folder / f"{NAME}.ipynb").write_text(json.dumps(notebook))
     started = time.monotonic()
     try:
-        run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course),
+        run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course), "--assignment", NAME,
                               "--memory", str(MEMORY_GIB), "--scratch", str(SCRATCH_GIB)],
                              cwd=ROOT, capture_output=True, text=True, timeout=900)
     finally:

@@ -287,7 +287,7 @@ def hostile_zip(path):
 
 def test_collect_skips_bad_entries_one_by_one_and_loses_no_one(tmp_path):
     expected = hostile_zip(tmp_path / "download.zip")
-    collected, unknown, skipped = collect(tmp_path / "download.zip", course_folder(tmp_path))
+    collected, unknown, skipped = collect(tmp_path / "download.zip", course_folder(tmp_path), NAME)
     assert set(collected) == set(expected), sorted(collected)
     for student, word in expected.items():
         folder = tmp_path / "submitted" / student / NAME
@@ -305,7 +305,7 @@ def test_collect_skips_bad_entries_one_by_one_and_loses_no_one(tmp_path):
 def test_collect_command_reports_skipped_entries_escaped(tmp_path):
     hostile_zip(tmp_path / "download.zip")
     result = subprocess.run([sys.executable, "-m", "grading.collect", str(tmp_path / "download.zip"), "--course",
-                             str(course_folder(tmp_path))], cwd=ROOT, capture_output=True, text=True)
+                             str(course_folder(tmp_path)), "--assignment", NAME], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     report = (tmp_path / "collect_report.md").read_text()
     assert "Bad CRC" in report and "encrypted" in report and "<img" not in report and "too large" in report
@@ -340,10 +340,10 @@ def attacked(tmp_path_factory):
     patch_central(course / "download.zip", "month0/transformer.ipynb", month0=True)
     patch_central(course / "download.zip", "bomb/transformer.ipynb", declared_size=2 << 30)
     collect_run = subprocess.run([sys.executable, "-m", "grading.collect", str(course / "download.zip"), "--course",
-                                  str(course)], cwd=ROOT, capture_output=True, text=True)
+                                  str(course), "--assignment", NAME], cwd=ROOT, capture_output=True, text=True)
     assert collect_run.returncode == 0, collect_run.stdout + collect_run.stderr
     started = time.monotonic()
-    grade_run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course)],
+    grade_run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course), "--assignment", NAME],
                                cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert grade_run.returncode == 0, grade_run.stdout[-3000:] + grade_run.stderr[-3000:]
     return course, time.monotonic() - started, grade_run.stdout
@@ -483,7 +483,7 @@ def test_collect_writes_nothing_outside_submitted_whatever_the_names(tmp_path):
         for name in ("../evil_transformer.ipynb", "/etc/evil_transformer.ipynb", "../../x/transformer.ipynb",
                      "a\n## Flagged_transformer.ipynb", "[x](javascript:y)_transformer.ipynb", "._dot_transformer.ipynb"):
             archive.writestr(zipfile.ZipInfo(name, (2026, 11, 20, 10, 0, 0)), notebook)
-    collected, unknown, skipped = collect(tmp_path / "download.zip", course_folder(tmp_path / "course"))
+    collected, unknown, skipped = collect(tmp_path / "download.zip", course_folder(tmp_path / "course"), NAME)
     written = {path.relative_to(tmp_path) for path in tmp_path.rglob("*") if path.is_file()}
     assert all(path.parts[:2] == ("course", "submitted") for path in written - {Path("download.zip"),
                                                                                Path("course/course.toml")}), written
