@@ -421,7 +421,7 @@ def test_progress_pipe_is_read_without_blocking_and_capped():
     ("# train(model)\nx = 1", 60), ('text = "train(model)"', 60), ("model.train()", 60),
     ("def broken(:\n    train(model)", 60), ("%%time\nx = 1  # train(", 60)])
 def test_training_limit_only_for_cells_that_call_train(source, seconds):
-    assert Course(ROOT).limit_for(source) == seconds
+    assert Course(ROOT, NAME).limit_for(source) == seconds
 
 
 def test_grading_without_a_sandbox_needs_the_flag_and_says_so():

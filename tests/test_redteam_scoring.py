@@ -455,7 +455,7 @@ def test_a_notebook_nbgrader_cannot_take_stays_with_its_student(tmp_path):
     from grading.judge import Result, not_graded
     from grading.publish import publish, write_rendered
     from grading.collect import Submission
-    course = Course(scratch_course(tmp_path / "course"))
+    course = Course(scratch_course(tmp_path / "course"), NAME)
     grading = Grading(course, "none")
     results, submissions = [], []
     for student in ("steady", "broken"):
