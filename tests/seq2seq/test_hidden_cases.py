@@ -139,10 +139,10 @@ def test_hidden_tests_accept_the_checks_layer_variants(variant_of_task, graded_c
 
 
 def unnamed_layer_mistakes(reference):
-    """The checks' unnamed Tasks 1-4 mistakes (tests/seq2seq/layers_unnamed.py) that change what a module computes
-    with given weights (LayerNormOnesWeight only starts from other values: loaded weights hide that)."""
+    """The checks' unnamed Tasks 1-4 mistakes (tests/seq2seq/layers_unnamed.py): each changes what a module computes
+    with given weights, or (LayerNormOnesWeight) what a new module computes before any weights are loaded."""
     blocks = layers_unnamed.make_unnamed_decoder_blocks(reference["MultiheadAttention"], reference["LayerNorm"])
-    return [(1, (layers_unnamed.LayerNormLastAxisHardCoded,)),
+    return [(1, (layers_unnamed.LayerNormLastAxisHardCoded,)), (1, (layers_unnamed.LayerNormOnesWeight,)),
             (2, (layers_unnamed.causal_mask_float, reference["padding_mask"])),
             (2, (layers_unnamed.causal_mask_batched, reference["padding_mask"])),
             (2, (reference["causal_mask"], layers_unnamed.padding_mask_pad_is_zero_int)),

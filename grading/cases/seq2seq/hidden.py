@@ -39,6 +39,9 @@ def layer_norm_cases(reference, generator):
         name = f"hidden: width {embed_dim}, input {tuple(x.shape)}, eps={eps:g}" + (f", offset {offset:g}" * bool(offset))
         cases.append(recipe(1, name, False, build=built, call=called(x), **TOLERANCE))
     cases.append(recipe(1, "hidden: gradients", False, build=built, grad=True, call=called(x), **TOLERANCE))
+    fresh = module("LayerNorm", LAYER_NORM, None, embed_dim=embed_dim)  # no weights loaded: its own initial values
+    cases.append(recipe(1, "hidden: a new LayerNorm starts as weight ones, bias zeros", False, build=fresh,
+                        call=called(x), **TOLERANCE))
     native = module("LayerNorm", LAYER_NORM, weights, "float32", native=True, embed_dim=embed_dim, eps=eps)
     cases.append(recipe(1, "hidden: float32, module built under float32", False, build=native,
                         call=called(x.float()), atol=1e-4, rtol=1e-4))
