@@ -173,6 +173,19 @@ MUTANTS = [
         NORM1, "x = self.norm1(self.dropout(x + attended))")),
                                               (FFN, "x = self.norm3(self.dropout(x + self.feedforward(x)))")),
            _decoder.DROPOUT_ON_RESIDUAL),
+    Mutant(4, "no dropout on the feed-forward output", ((FFN, "x = self.norm3(x + self.feedforward(x))"),),
+           _decoder.NO_SUBLAYER_DROPOUT.format(name="feedforward", formula=_decoder.SUBLAYER_FORMULAS["feedforward"])),
+    Mutant(4, "no dropout on the self-attention output", ((NORM1_CROSS, NORM1_CROSS.replace(
+        NORM1, "x = self.norm1(x + attended)")),), _decoder.NO_SUBLAYER_DROPOUT.format(
+            name="self_attention", formula=_decoder.SUBLAYER_FORMULAS["self_attention"])),
+    Mutant(4, "cross-attention queries from the memory", ((CROSS, CROSS.replace(
+        "            x, context=memory,", "            memory, context=x,")),), _decoder.CROSS_QUERIES_FROM_MEMORY),
+    Mutant(4, "cross-attention without context", ((CROSS, CROSS.replace("x, context=memory,", "x,")),),
+           _decoder.CROSS_NO_CONTEXT),
+    Mutant(4, "self_mask in the cross-attention", ((CROSS, CROSS.replace("mask=memory_mask", "mask=self_mask")),),
+           _decoder.CROSS_GETS_SELF_MASK),
+    Mutant(4, "memory_mask in the self-attention", ((SELF, SELF.replace("mask=self_mask", "mask=memory_mask")),),
+           _decoder.SELF_GETS_MEMORY_MASK),
     Mutant(4, "no residual around cross-attention", (("x = self.norm2(x + self.dropout(attended))",
                                                       "x = self.norm2(self.dropout(attended))"),),
            _decoder.RESIDUAL_MISSING.format(name="cross_attention")),

@@ -120,6 +120,16 @@ def decoder_cases(reference, generator):
     silenced = module("DecoderBlock", DECODER_BLOCK, silent, activation="nn.GELU", dropout=0.5, mode="train", **sizes)
     cases.append(recipe(4, "hidden: dropout=0.5 in train mode, sub-layers silenced", False, build=silenced,
                         call=called(x, memory, causal, memory_mask), **TOLERANCE))
+    # One sub-layer at a time, the other two silenced: its output must get dropout (or dropout inside it).
+    outputs = {"self-attention": "self_attention.o_proj.", "cross-attention": "cross_attention.o_proj.",
+               "feed-forward": "feedforward.out."}
+    for kept, prefix in outputs.items():
+        alone = dict(weights, **{role: torch.zeros_like(value) for role, value in weights.items()
+                                 if role.startswith(tuple(outputs.values())) and not role.startswith(prefix)})
+        cases.append(recipe(4, f"hidden: dropout=0.5 in train mode, {kept} alone", False, compare="differ",
+                            build=module("DecoderBlock", DECODER_BLOCK, alone, activation="nn.GELU", dropout=0.5,
+                                         mode="train", **sizes),
+                            call=called(x, memory, causal, memory_mask, repeat=2)))
     return cases
 
 
