@@ -150,7 +150,9 @@ def model_cases(reference, generator):
                else value for role, value in weights.items()}  # the padding row, zero as nn.Embedding makes it
     built = module("Seq2SeqTransformer", SEQ2SEQ, weights, **config)
     source = padded(generator, 3, 7, 11, 4, [7, 4, 1])  # (B, S)
-    target = padded(generator, 3, 5, 11, 4, [5, 3, 2])  # (B, T), padded like a teacher-forcing batch
+    # (B, T) decoder inputs without PAD: the logits at a PAD input are ignored by the loss and never used by greedy
+    # decoding, so a decoder that also masks padded target keys is right too; the sources stay padded.
+    target = padded(generator, 3, 5, 11, 4, [5, 5, 5])
     full_source = padded(generator, 2, 6, 11, 4, [6, 6])
     memory = randn(generator, 3, 7, 12)
     return [
