@@ -167,6 +167,9 @@ def model_cases(reference, generator):
         recipe(5, "hidden: decode with a given memory and padded source", False, build=built,
                call=called(target, memory, source, method="decode"), **TOLERANCE),
         recipe(5, "hidden: gradients", False, build=built, grad=True, call=called(source, target), **TOLERANCE),
+        # The memory at PAD positions depends on the PAD embedding, whose row padding_idx keeps without a gradient.
+        recipe(5, "hidden: gradients through encode of padded sources", False, build=built, grad=True,
+               call=called(source, method="encode"), **TOLERANCE),
         recipe(5, "hidden: dropout=0.5 in train mode", False, compare="differ",
                build=module("Seq2SeqTransformer", SEQ2SEQ, weights, mode="train", **dict(config, dropout=0.5)),
                call=called(source, target, repeat=2)),
