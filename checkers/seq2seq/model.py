@@ -3,7 +3,7 @@ import torch
 import torch.nn as nn
 
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import check_function, expect_module_class, load_fixture
+from .._core import CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
 from .._dependencies import attention_function, explain_parts, part_class
 from .._modules import build, expect_native_output, load
 from ._weights import MissingPart, seq2seq_slots
@@ -26,14 +26,22 @@ NO_OUTPUT_LAYER = ("decode returns {shape}, one embed_dim-wide vector per target
 OUTPUT_ON_MEMORY = ("decode returns {shape}, one row per source position: apply self.output to the decoder's "
                     "hidden states (one per target position), not to the memory.")
 
-
-PAD_ID_NOT_STORED = "Seq2SeqTransformer.pad_id should store the pad_id argument ({pad_id} here), found {found!r}."
+PAD_ID_NOT_STORED = "Seq2SeqTransformer.pad_id should store the pad_id argument ({pad_id} here), found {found}."
+PAD_ID_HARD_CODED = ("the masks are built with pad id {found} hard-coded although the model's pad_id is {pad_id}: "
+                     "use the stored one, padding_mask(source, self.pad_id).")
+MEMORY_MASK_FROM_TARGET = ("the decoder's memory_mask is built from target_input: it marks the real source positions "
+                           "the cross-attention may read, memory_mask = padding_mask(source, self.pad_id).")
+BLOCK_MEMORY_IS_X = ("the decoder blocks get their own input x as the memory: pass the encoder's output, "
+                     "block(x, memory, self_mask, memory_mask), so that cross-attention reads the source.")
+BLOCK_MEMORY_NOT_GIVEN = ("the decoder blocks are not given decode's memory argument as their memory: call "
+                          "block(x, memory, self_mask, memory_mask) with the memory passed to decode.")
 
 
 def _expect_structure(task, model, config):
     """pad_id stored, one shared embedding with padding_idx, distinct blocks of the right counts, the output layer."""
     if getattr(model, "pad_id", None) != config["pad_id"]:
-        task.fail(PAD_ID_NOT_STORED.format(pad_id=config["pad_id"], found=getattr(model, "pad_id", "nothing")))
+        found = repr(model.pad_id) if hasattr(model, "pad_id") else "nothing"
+        task.fail(PAD_ID_NOT_STORED.format(pad_id=config["pad_id"], found=found))
     embedding = getattr(model, "embedding", None)
     if not isinstance(embedding, nn.Embedding):
         task.fail(f"{NAME}.embedding should be an nn.Embedding, found {type(embedding).__name__}.")
@@ -73,14 +81,57 @@ def _tensor(task, what, value, shape, dtype):
     return expect_tensor(task, what, value, shape, dtype)
 
 
+def _explain_wiring(task, model, case):
+    """Name a decoder block given the wrong memory or memory_mask: a probe with source and target of one length (where
+    a swapped mask or memory runs without a size mismatch) records what the first decoder block receives."""
+    blocks = getattr(model, "decoder", None)
+    block = next(iter(blocks), None) if isinstance(blocks, (nn.ModuleList, nn.Sequential)) else None
+    if not isinstance(block, nn.Module):
+        return
+    length, pad_id = case["target_input"].size(1), case["config"]["pad_id"]
+    source, target_input = case["source"][:, :length], case["target_input"]  # padded source rows, a full target
+    memory = case["memory"][:, :length]
+    received = []
+
+    def record(module, args, kwargs):
+        values = list(args) + [None] * 4
+        received.append((values[0] if args else kwargs.get("x"),
+                         values[1] if len(args) > 1 else kwargs.get("memory"),
+                         values[3] if len(args) > 3 else kwargs.get("memory_mask")))
+    hook = block.register_forward_pre_hook(record, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            model.decode(target_input, memory, source)
+    except Exception:  # noqa: BLE001 -- only a probe: what the block received before a crash still counts
+        pass
+    finally:
+        hook.remove()
+    if not received:
+        return
+    x, given, mask = received[0]
+    if isinstance(given, torch.Tensor) and not (given is memory or (given.shape == memory.shape
+                                                                    and torch.equal(given, memory))):
+        task.fail(BLOCK_MEMORY_IS_X if given is x else BLOCK_MEMORY_NOT_GIVEN)
+    if isinstance(mask, torch.Tensor) and mask.numel() == source.numel():
+        mask = mask.reshape(source.shape)
+        if torch.equal(mask, target_input != pad_id) and not torch.equal(mask, source != pad_id):
+            task.fail(MEMORY_MASK_FROM_TARGET)
+
+
 def _run(task, model, case):
     """(memory, logits from decode, logits from forward) of the loaded model on the case's batch."""
     source, target_input = case["source"], case["target_input"]
     memory = _tensor(task, f"{NAME}.encode(source)", task.call(f"{NAME}.encode", model.encode, source),
                      case["memory"].shape, case["memory"].dtype)
-    decoded = _tensor(task, f"{NAME}.decode(target_input, memory, source)",
-                      task.call(f"{NAME}.decode", model.decode, target_input, memory, source),
-                      case["logits"].shape, case["logits"].dtype)
+    try:
+        decoded = task.call(f"{NAME}.decode", model.decode, target_input, memory, source)
+    except NotImplementedYet:
+        raise
+    except CheckFailure:  # e.g. a size mismatch from a swapped memory or mask: say which argument is wrong
+        _explain_wiring(task, model, case)
+        raise
+    decoded = _tensor(task, f"{NAME}.decode(target_input, memory, source)", decoded, case["logits"].shape,
+                      case["logits"].dtype)
     logits = _tensor(task, f"{NAME}(source, target_input)", task.call(f"{NAME}.forward", model, source, target_input),
                      case["logits"].shape, case["logits"].dtype)
     return memory, decoded, logits
@@ -139,6 +190,7 @@ def _expect_outputs(task, model, case):
             expect_finite(task, f"{NAME}.{what}", got)
             _explain_parts(task, model)
             diagnose(task, f"{NAME}.{what}", got, signatures(case, key), ATOL, RTOL)
+            _explain_wiring(task, model, case)
             _explain_logits(task, model, case)
         expect_close(task, f"{NAME}.{what}", got, case[key], ATOL, RTOL)
     if not matches(logits, decoded, ATOL, RTOL):

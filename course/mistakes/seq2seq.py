@@ -4,8 +4,9 @@ notebook). See course/mistakes/transformer.py for how they are used. Instructor-
 from checkers.seq2seq.decoding import (BUILDS_GRAPH, DROPS_EOS, FIRST_STOPS, HARD_CODED_PAD, KEEPS_BOS,
                                        MODE_NOT_RESTORED, NEVER_STOPS, NOT_PADDED, PADS_WITH_EOS, PREFIX_NOT_FED,
                                        TRAIN_MODE)
-from checkers.seq2seq.model import (ENCODER_PADDING, MEMORY_PADDING, NO_OUTPUT_LAYER, OUTPUT_ON_MEMORY,
-                                    PAD_ID_NOT_STORED, SEPARATE_EMBEDDINGS)
+from checkers.seq2seq.model import (BLOCK_MEMORY_IS_X, ENCODER_PADDING, MEMORY_MASK_FROM_TARGET, MEMORY_PADDING,
+                                    NO_OUTPUT_LAYER, OUTPUT_ON_MEMORY, PAD_ID_HARD_CODED, PAD_ID_NOT_STORED,
+                                    SEPARATE_EMBEDDINGS)
 from checkers.seq2seq import attention as _attention, decoder as _decoder, layer_norm as _norm, masks as _masks
 from course.mistakes import Mutant
 
@@ -89,9 +90,16 @@ MODEL_MUTANTS = [
            "positions."),
     Mutant(5, "output layer missing", ((OUTPUT, "return x"),), NO_OUTPUT_LAYER[-60:]),
     Mutant(5, "output layer applied to the memory", ((OUTPUT, "return self.output(memory)"),), OUTPUT_ON_MEMORY[-60:]),
-    Mutant(5, "pad_id not stored", (("self.pad_id, self.embed_dim = pad_id, embed_dim",
-                                     "self.pad_id, self.embed_dim = 0, embed_dim"),),
-           PAD_ID_NOT_STORED.format(pad_id=3, found=0)),
+    Mutant(5, "pad_id not stored", (("self.pad_id, self.embed_dim = pad_id, embed_dim", "self.embed_dim = embed_dim"),),
+           PAD_ID_NOT_STORED.format(pad_id=0, found="nothing")),
+    Mutant(5, "pad id 0 hard-coded in the masks", ((MEMORY_MASK, "memory_mask = padding_mask(source, 0)"),
+                                                   ("mask = padding_mask(source, self.pad_id)  # (B, 1, 1, S)",
+                                                    "mask = padding_mask(source, 0)  # (B, 1, 1, S)")),
+           PAD_ID_HARD_CODED.format(found=0, pad_id=3)),
+    Mutant(5, "memory_mask from target_input", ((MEMORY_MASK, "memory_mask = padding_mask(target_input, self.pad_id)"),),
+           MEMORY_MASK_FROM_TARGET),
+    Mutant(5, "decoder blocks given x as the memory", (("block(x, memory, self_mask, memory_mask,",
+                                                        "block(x, x, self_mask, memory_mask,"),), BLOCK_MEMORY_IS_X),
     Mutant(5, "activation not passed on", ((SIZES, SIZES.replace("activation,", "nn.ReLU,")),),
            "the blocks ignore the `activation` argument: pass activation on to every encoder and decoder block."),
     Mutant(5, "dropout not passed on", ((SIZES, SIZES.replace(", dropout)", ")")),), "pass `dropout` on"),
@@ -173,6 +181,19 @@ MUTANTS = [
         NORM1, "x = self.norm1(self.dropout(x + attended))")),
                                               (FFN, "x = self.norm3(self.dropout(x + self.feedforward(x)))")),
            _decoder.DROPOUT_ON_RESIDUAL),
+    Mutant(4, "no dropout on the feed-forward output", ((FFN, "x = self.norm3(x + self.feedforward(x))"),),
+           _decoder.NO_SUBLAYER_DROPOUT.format(name="feedforward", formula=_decoder.SUBLAYER_FORMULAS["feedforward"])),
+    Mutant(4, "no dropout on the self-attention output", ((NORM1_CROSS, NORM1_CROSS.replace(
+        NORM1, "x = self.norm1(x + attended)")),), _decoder.NO_SUBLAYER_DROPOUT.format(
+            name="self_attention", formula=_decoder.SUBLAYER_FORMULAS["self_attention"])),
+    Mutant(4, "cross-attention queries from the memory", ((CROSS, CROSS.replace(
+        "            x, context=memory,", "            memory, context=x,")),), _decoder.CROSS_QUERIES_FROM_MEMORY),
+    Mutant(4, "cross-attention without context", ((CROSS, CROSS.replace("x, context=memory,", "x,")),),
+           _decoder.CROSS_NO_CONTEXT),
+    Mutant(4, "self_mask in the cross-attention", ((CROSS, CROSS.replace("mask=memory_mask", "mask=self_mask")),),
+           _decoder.CROSS_GETS_SELF_MASK),
+    Mutant(4, "memory_mask in the self-attention", ((SELF, SELF.replace("mask=self_mask", "mask=memory_mask")),),
+           _decoder.SELF_GETS_MEMORY_MASK),
     Mutant(4, "no residual around cross-attention", (("x = self.norm2(x + self.dropout(attended))",
                                                       "x = self.norm2(self.dropout(attended))"),),
            _decoder.RESIDUAL_MISSING.format(name="cross_attention")),

@@ -231,3 +231,51 @@ def test_unrecorded_mistake_is_explained_by_a_probe(name):
     with pytest.raises(CheckFailure, match="^Task 5: ") as failure:
         check_task_5(cls)
     assert words in str(failure.value)
+
+
+# ----- masking padded target keys too is valid; source padding stays tested ---------------------------------
+
+CAUSAL = "self_mask = causal_mask(target_input.size(1), device=target_input.device)"
+TARGET_PADDING_MASKED = Mutant(5, "padded target keys masked too", ((
+    CAUSAL, CAUSAL + " & padding_mask(target_input, self.pad_id)"),))
+
+
+def test_a_decoder_that_also_masks_padded_target_keys_passes(capsys):
+    """What nn.Transformer's tgt_key_padding_mask does: it changes only the logits at PAD inputs, which the loss
+    ignores and greedy decoding never reads."""
+    check_task_5(variant(TARGET_PADDING_MASKED)["Seq2SeqTransformer"])
+    assert capsys.readouterr().out.startswith("✓ Task 5 passed")
+
+
+def test_the_fixture_pads_its_sources_not_its_decoder_inputs():
+    from checkers._core import load_fixture
+    for case in load_fixture("checkers.seq2seq", 5)["cases"].values():
+        pad_id = case["config"]["pad_id"]
+        assert (case["source"] == pad_id).any(dim=1).sum() >= 2  # source padding is what the masks are tested on
+        assert not (case["target_input"] == pad_id).any()
+
+
+# ----- a swapped memory or memory_mask is named instead of a raw size mismatch ----------------------------------
+
+SWAPPED = {
+    "memory_mask from target_input": (("memory_mask = padding_mask(source, self.pad_id)",
+                                       "memory_mask = padding_mask(target_input, self.pad_id)"), "MEMORY_MASK_FROM_TARGET"),
+    "block(x, x, ...)": (("block(x, memory, self_mask", "block(x, x, self_mask"), "BLOCK_MEMORY_IS_X"),
+    "block given the embedded source as memory": (
+        ("block(x, memory, self_mask", "block(x, self.embedding(source), self_mask"), "BLOCK_MEMORY_NOT_GIVEN"),
+    "pad id 0 hard-coded": (("padding_mask(source, self.pad_id)", "padding_mask(source, 0)"), "PAD_ID_HARD_CODED"),
+}
+
+
+@pytest.mark.parametrize("name", SWAPPED)
+def test_a_swapped_memory_or_mask_is_named(name):
+    from checkers.seq2seq import model as checks
+    edit, sentence = SWAPPED[name]
+    with pytest.raises(CheckFailure, match="^Task 5: ") as failure:
+        check_task_5(variant(Mutant(5, name, (edit,)))["Seq2SeqTransformer"])
+    message = str(failure.value)
+    expected = getattr(checks, sentence)
+    if sentence == "PAD_ID_HARD_CODED":
+        expected = expected.format(found=0, pad_id=3)
+        assert "should store the pad_id argument" not in message, message
+    assert expected in message and "must match the size" not in message, message

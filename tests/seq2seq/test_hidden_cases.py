@@ -106,6 +106,10 @@ VALID = [
         ("memory_mask = padding_mask(source, self.pad_id)", "memory_mask = (source != self.pad_id)[:, None, None, :]"),
         ("self.embedding(target_input) * math.sqrt(self.embed_dim)",
          "self.embedding(target_input) * self.embed_dim ** 0.5"))),
+    Mutant(5, "padded target keys masked too", (
+        ("self_mask = causal_mask(target_input.size(1), device=target_input.device)",
+         "self_mask = causal_mask(target_input.size(1), device=target_input.device) & "
+         "padding_mask(target_input, self.pad_id)"),)),
     Mutant(6, "model(source, tokens) at every step", ((DECODE_STEP,
         "next_token = model(source, tokens)[:, -1].argmax(dim=-1)"),)),
     Mutant(6, "a list of steps, concatenated at the end", (

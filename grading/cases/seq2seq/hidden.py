@@ -123,6 +123,16 @@ def decoder_cases(reference, generator):
     silenced = module("DecoderBlock", DECODER_BLOCK, silent, activation="nn.GELU", dropout=0.5, mode="train", **sizes)
     cases.append(recipe(4, "hidden: dropout=0.5 in train mode, sub-layers silenced", False, build=silenced,
                         call=called(x, memory, causal, memory_mask), **TOLERANCE))
+    # One sub-layer at a time, the other two silenced: its output must get dropout (or dropout inside it).
+    outputs = {"self-attention": "self_attention.o_proj.", "cross-attention": "cross_attention.o_proj.",
+               "feed-forward": "feedforward.out."}
+    for kept, prefix in outputs.items():
+        alone = dict(weights, **{role: torch.zeros_like(value) for role, value in weights.items()
+                                 if role.startswith(tuple(outputs.values())) and not role.startswith(prefix)})
+        cases.append(recipe(4, f"hidden: dropout=0.5 in train mode, {kept} alone", False, compare="differ",
+                            build=module("DecoderBlock", DECODER_BLOCK, alone, activation="nn.GELU", dropout=0.5,
+                                         mode="train", **sizes),
+                            call=called(x, memory, causal, memory_mask, repeat=2)))
     return cases
 
 
@@ -143,7 +153,9 @@ def model_cases(reference, generator):
                else value for role, value in weights.items()}  # the padding row, zero as nn.Embedding makes it
     built = module("Seq2SeqTransformer", SEQ2SEQ, weights, **config)
     source = padded(generator, 3, 7, 11, 4, [7, 4, 1])  # (B, S)
-    target = padded(generator, 3, 5, 11, 4, [5, 3, 2])  # (B, T), padded like a teacher-forcing batch
+    # (B, T) decoder inputs without PAD: the logits at a PAD input are ignored by the loss and never used by greedy
+    # decoding, so a decoder that also masks padded target keys is right too; the sources stay padded.
+    target = padded(generator, 3, 5, 11, 4, [5, 5, 5])
     full_source = padded(generator, 2, 6, 11, 4, [6, 6])
     memory = randn(generator, 3, 7, 12)
     return [
@@ -158,6 +170,9 @@ def model_cases(reference, generator):
         recipe(5, "hidden: decode with a given memory and padded source", False, build=built,
                call=called(target, memory, source, method="decode"), **TOLERANCE),
         recipe(5, "hidden: gradients", False, build=built, grad=True, call=called(source, target), **TOLERANCE),
+        # The memory at PAD positions depends on the PAD embedding, whose row padding_idx keeps without a gradient.
+        recipe(5, "hidden: gradients through encode of padded sources", False, build=built, grad=True,
+               call=called(source, method="encode"), **TOLERANCE),
         recipe(5, "hidden: dropout=0.5 in train mode", False, compare="differ",
                build=module("Seq2SeqTransformer", SEQ2SEQ, weights, mode="train", **dict(config, dropout=0.5)),
                call=called(source, target, repeat=2)),
