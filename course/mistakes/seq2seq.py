@@ -109,6 +109,15 @@ MUTANTS = [
     Mutant(1, "normalised over the wrong axis", ((MEAN, "mean = x.mean(dim=0, keepdim=True)"),
                                                  (VARIANCE, "var = (centered * centered).mean(dim=0, keepdim=True)")),
            _norm.WRONG_AXIS),
+    Mutant(1, "normalised over every axis but the batch", ((MEAN, "mean = x.mean(dim=tuple(range(1, x.dim())), "
+                                                                  "keepdim=True)"),
+                                                           (VARIANCE, "var = (centered * centered).mean(dim=tuple("
+                                                                      "range(1, x.dim())), keepdim=True)")),
+           _norm.AXES_BUT_BATCH),
+    Mutant(1, "mean detached", ((MEAN, "mean = x.mean(dim=-1, keepdim=True).detach()"),), _norm.MEAN_DETACHED),
+    Mutant(1, "variance detached", ((VARIANCE, VARIANCE.replace(".mean(dim=-1, keepdim=True)",
+                                                                ".mean(dim=-1, keepdim=True).detach()")),),
+           _norm.VARIANCE_DETACHED),
     Mutant(1, "weight and bias not applied", ((NORMALISE, "return centered / torch.sqrt(var + self.eps)"),),
            _norm.AFFINE_NOT_APPLIED),
     Mutant(1, "weight and bias plain tensors", (("self.weight = nn.Parameter(torch.ones(embed_dim))",

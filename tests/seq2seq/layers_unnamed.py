@@ -28,6 +28,31 @@ class LayerNormSequenceAxis(LayerNormVarMean):
         return self.weight * (x - mean) / (var + self.eps).sqrt() + self.bias
 
 
+class LayerNormWholeInput(LayerNormVarMean):
+    """One mean and variance for the whole input, every axis at once."""
+
+    def forward(self, x):
+        return (x - x.mean()) / torch.sqrt(x.var(unbiased=False) + self.eps) * self.weight + self.bias
+
+
+class LayerNormMeanWithoutGradient(LayerNormVarMean):
+    """The mean computed under torch.no_grad(): right values, but no gradient through it."""
+
+    def forward(self, x):
+        with torch.no_grad():
+            mean = x.mean(-1, keepdim=True)
+        var = x.var(-1, unbiased=False, keepdim=True)
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+
+class LayerNormStdFromData(LayerNormVarMean):
+    """The standard deviation taken from x.data: right values, but no gradient through it."""
+
+    def forward(self, x):
+        centred = x - x.mean(-1, keepdim=True)
+        return centred / (x.data.var(-1, unbiased=False, keepdim=True) + self.eps).sqrt() * self.weight + self.bias
+
+
 class LayerNormOnesWeight(LayerNormVarMean):
     """Starts with a random scale instead of ones."""
 

@@ -53,7 +53,22 @@ class LayerNormRsqrt(nn.Module):
         return centred * torch.rsqrt(centred.pow(2).mean(-1, keepdim=True) + self.epsilon) * self.weight + self.bias
 
 
-LAYER_NORMS = [LayerNormVarMean, LayerNormFunctional, LayerNormRsqrt]
+class LayerNormVarianceAroundDetachedMean(nn.Module):
+    """The variance measured around a detached copy of the mean: the same values and, as d var / d mean = 0 at the
+    mean, the same gradients as torch's own (only a detached mean in the centring, or a detached variance, differ)."""
+
+    def __init__(self, embed_dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(embed_dim))
+        self.bias = nn.Parameter(torch.zeros(embed_dim))
+
+    def forward(self, x):
+        var = (x - x.mean(-1, keepdim=True).detach()).square().mean(-1, keepdim=True)
+        return (x - x.mean(-1, keepdim=True)) / (var + self.eps).sqrt() * self.weight + self.bias
+
+
+LAYER_NORMS = [LayerNormVarMean, LayerNormFunctional, LayerNormRsqrt, LayerNormVarianceAroundDetachedMean]
 
 
 # ----- Task 2: masks ------------------------------------------------------------------------------------

@@ -134,6 +134,10 @@ def unnamed_cases():
         (1, (unnamed.LayerNormLastAxisHardCoded,), "on a 2-D input raised IndexError"),
         (1, (unnamed.LayerNormOnesWeight,), "should start as torch.ones(6)"),
         (1, (unnamed.LayerNormSequenceAxis,), "standardised along axis 1 (size 4), not along the last axis"),
+        (1, (unnamed.LayerNormWholeInput,), "standardised along axes (0, 1, 2) together (sizes 2 x 4 x 6), not "
+                                            "along the last axis alone: " + checkers.layer_norm.WRONG_AXIS),
+        (1, (unnamed.LayerNormMeanWithoutGradient,), checkers.layer_norm.MEAN_DETACHED),
+        (1, (unnamed.LayerNormStdFromData,), checkers.layer_norm.VARIANCE_DETACHED),
         (2, (unnamed.causal_mask_float, ref["padding_mask"]), "should be torch.bool"),
         (2, (unnamed.causal_mask_batched, ref["padding_mask"]), "has shape (1, 1, 5, 5), expected (5, 5)"),
         (2, (ref["causal_mask"], unnamed.padding_mask_pad_is_zero_int), "should be torch.bool"),
