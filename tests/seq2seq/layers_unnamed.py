@@ -66,6 +66,11 @@ def causal_mask_float(seq_len, device=None):
     return torch.tril(torch.ones(seq_len, seq_len, device=device))
 
 
+def causal_mask_on_cpu(seq_len, device=None):
+    """Always on the CPU: the device argument is never used."""
+    return torch.arange(seq_len)[None, :] <= torch.arange(seq_len)[:, None]
+
+
 def causal_mask_batched(seq_len, device=None):
     """An extra (1, 1) in front: (1, 1, L, L)."""
     return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()[None, None]

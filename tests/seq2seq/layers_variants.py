@@ -91,7 +91,21 @@ def padding_mask_view(tokens, pad_id):
     return (tokens != pad_id).view(batch_size, 1, 1, seq_len)
 
 
-MASKS = [(causal_mask_arange, padding_mask_unsqueeze), (causal_mask_not_triu, padding_mask_view)]
+def causal_mask_moved(seq_len, device=None):
+    """Built on the CPU, then moved to the device asked for."""
+    return torch.tril(torch.ones(seq_len, seq_len)).bool().to(device)
+
+
+def causal_mask_from_indices(seq_len, device=None):
+    """Filled from torch.tril_indices through nonzero-like indexing: has no "meta" version (torch raises there)."""
+    mask = torch.zeros(seq_len, seq_len, dtype=torch.bool, device=device)
+    rows, columns = torch.ones(seq_len, seq_len, device=device).tril().nonzero().unbind(1)
+    mask[rows, columns] = True
+    return mask
+
+
+MASKS = [(causal_mask_arange, padding_mask_unsqueeze), (causal_mask_not_triu, padding_mask_view),
+         (causal_mask_moved, padding_mask_unsqueeze), (causal_mask_from_indices, padding_mask_view)]
 
 
 # ----- Task 3: MultiheadAttention ---------------------------------------------------------------------

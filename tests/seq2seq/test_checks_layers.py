@@ -138,6 +138,8 @@ def unnamed_cases():
                                             "along the last axis alone: " + checkers.layer_norm.WRONG_AXIS),
         (1, (unnamed.LayerNormMeanWithoutGradient,), checkers.layer_norm.MEAN_DETACHED),
         (1, (unnamed.LayerNormStdFromData,), checkers.layer_norm.VARIANCE_DETACHED),
+        (2, (unnamed.causal_mask_on_cpu, ref["padding_mask"]), "returned a tensor on cpu: "
+                                                                + checkers.masks.DEVICE_IGNORED),
         (2, (unnamed.causal_mask_float, ref["padding_mask"]), "should be torch.bool"),
         (2, (unnamed.causal_mask_batched, ref["padding_mask"]), "has shape (1, 1, 5, 5), expected (5, 5)"),
         (2, (ref["causal_mask"], unnamed.padding_mask_pad_is_zero_int), "should be torch.bool"),
