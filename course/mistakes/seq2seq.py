@@ -136,8 +136,6 @@ MUTANTS = [
            _masks.CAUSAL_NO_DIAGONAL),
     Mutant(2, "causal mask sees the next position", ((CAUSAL, CAUSAL.replace(".tril()", ".tril(1)")),),
            _masks.CAUSAL_SEES_NEXT),
-    Mutant(2, "causal mask ignores its device", ((CAUSAL, CAUSAL.replace(", device=device", "")),),
-           _masks.DEVICE_IGNORED),
     Mutant(2, "padding mask on the queries", ((PADDING, "return (tokens != pad_id)[:, None, :, None]"),),
            _masks.PADDING_ON_QUERIES),
     Mutant(2, "padding mask of shape (B, L)", ((PADDING, "return tokens != pad_id"),), _masks.PADDING_NO_AXES),

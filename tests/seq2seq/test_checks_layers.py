@@ -128,6 +128,16 @@ def test_task_4_rejects_a_module_list_of_norms():
 
 # ----- Mistakes no planted mistake describes still fail, by a property where one applies ---------------------
 
+def test_task_2_names_a_reference_causal_mask_that_ignores_its_device():
+    """The reference with `device=device` dropped: right on the CPU, so no grading case sees it (the hidden cases
+    compare values on the CPU), hence an edit here rather than a planted mistake that the grader must reject."""
+    from course.mistakes.seq2seq import CAUSAL
+    assert CAUSAL.count(", device=device") == 1
+    namespace = variant(lambda source: source.replace(CAUSAL, CAUSAL.replace(", device=device", "")))
+    message = failure_of(2, namespace["causal_mask"], namespace["padding_mask"])
+    assert message == f"Task 2: causal_mask(3, device='meta') returned a tensor on cpu: {checkers.masks.DEVICE_IGNORED}"
+
+
 def unnamed_cases():
     ref = reference()
     cases = [
