@@ -2,6 +2,7 @@
 import torch
 import torch.nn.functional as F
 
+from course_lib.reversal import BOS_ID, EOS_ID
 from .._compare import diagnose, signatures
 from .._core import check_function, expect_callable, load_fixture
 from ._scripted import FILLER, WRONG, ScriptedModel
@@ -27,6 +28,12 @@ HARD_CODED_PAD = ("the positions after EOS hold {found}, but this model's pad_id
                   "not a fixed PAD id.")
 PREFIX_NOT_FED = ("the model was not given BOS followed by the tokens chosen so far: each step must decode the "
                   "whole prefix (BOS, then every chosen token) and take the logits of its last position.")
+EOS_CONSTANT = ("it stops at token {course}, the course's EOS_ID, though this call's eos_id is {eos_id} (with "
+                "eos_id={course} it is right): use the eos_id argument, not a constant.")
+BOS_CONSTANT = ("the first token it gives the model is {course}, the course's BOS_ID, though this call's bos_id is "
+                "{bos_id} (with bos_id={course} it is right): use the bos_id argument, not a constant.")
+IDS_CONSTANT = ("it starts with the course's BOS_ID ({bos}) and stops at its EOS_ID ({eos}), though this call's bos_id "
+                "is {bos_id} and eos_id is {eos_id}: use the bos_id / eos_id arguments, not constants.")
 MAX_LEN_OFF = ("it generated {width} tokens with max_len = {max_len}: generate at most max_len tokens "
                "(EOS included, BOS not counted).")
 
@@ -83,9 +90,7 @@ def _expect_steps(task, tokens, model, case):
 def _expect_tokens(task, tokens, case):
     """Compare with the expected tokens (trailing all-PAD columns allowed), naming what differs."""
     expected, pad_id, eos_id = case["tokens"], case["pad_id"], case["eos_id"]
-    width = max(tokens.size(1), expected.size(1))
-    got = F.pad(tokens, (0, width - tokens.size(1)), value=pad_id)  # (B, width)
-    want = F.pad(expected, (0, width - expected.size(1)), value=pad_id)  # (B, width)
+    got, want = _padded(tokens, expected, pad_id)  # (B, width) each
     if torch.equal(got, want):
         return
     wrong = got != want  # (B, width)
@@ -106,6 +111,42 @@ def _expect_tokens(task, tokens, case):
     row = int(wrong.any(dim=1).nonzero()[0])
     task.fail(f"sequence {row} of the output is {got[row].tolist()}, expected {want[row].tolist()} "
               f"(bos_id={case['bos_id']}, eos_id={eos_id}, pad_id={pad_id}, max_len={case['max_len']}).")
+
+
+def _padded(tokens, expected, pad_id):
+    """tokens and expected, both (B, width) with PAD columns appended to the narrower one."""
+    width = max(tokens.size(1), expected.size(1))
+    return (F.pad(tokens, (0, width - tokens.size(1)), value=pad_id),
+            F.pad(expected, (0, width - expected.size(1)), value=pad_id))
+
+
+def _right_with(greedy_decode, case, bos_id, eos_id):
+    """Whether greedy_decode gets the case right once its bos_id and eos_id are replaced by these (a probe)."""
+    pad_id = case["pad_id"]
+    free = min(set(range(FILLER)) - {pad_id, bos_id, eos_id, case["bos_id"], case["eos_id"]})
+    source = case["source"].masked_fill((case["source"] == bos_id) | (case["source"] == eos_id), free)  # (B, S)
+    model = ScriptedModel(pad_id, bos_id, eos_id).train(case["training"])
+    rows = [model.script(row)[: case["max_len"]] for row in source]
+    width = max(map(len, rows))
+    expected = torch.tensor([row + [pad_id] * (width - len(row)) for row in rows])  # (B, width)
+    try:
+        tokens = greedy_decode(model, source, case["max_len"], bos_id, eos_id)
+        return tokens.dim() == 2 and torch.equal(*_padded(tokens.long(), expected, pad_id))
+    except Exception:  # noqa: BLE001 -- only a probe: the case itself is reported by the checks that follow
+        return False
+
+
+def _expect_ids_used(task, greedy_decode, tokens, case):
+    """If the case fails but the course's BOS_ID / EOS_ID in place of its ids make it right, name the constant."""
+    bos_id, eos_id = case["bos_id"], case["eos_id"]
+    if torch.equal(*_padded(tokens, case["tokens"], case["pad_id"])):
+        return
+    if eos_id != EOS_ID and _right_with(greedy_decode, case, bos_id, EOS_ID):
+        task.fail(EOS_CONSTANT.format(course=EOS_ID, eos_id=eos_id))
+    if bos_id != BOS_ID and _right_with(greedy_decode, case, BOS_ID, eos_id):
+        task.fail(BOS_CONSTANT.format(course=BOS_ID, bos_id=bos_id))
+    if bos_id != BOS_ID and eos_id != EOS_ID and _right_with(greedy_decode, case, BOS_ID, EOS_ID):
+        task.fail(IDS_CONSTANT.format(bos=BOS_ID, eos=EOS_ID, bos_id=bos_id, eos_id=eos_id))
 
 
 def _expect_output_type(task, tokens, case):
@@ -133,7 +174,9 @@ def check_task_6(task, greedy_decode):
         tokens, model = _run(task, greedy_decode, case)
         _expect_output_type(task, tokens, case)
         _expect_calls(task, model, case)
+        _expect_ids_used(task, greedy_decode, tokens, case)
         _expect_steps(task, tokens, model, case)
         _expect_tokens(task, tokens, case)
     task.passed("tokens without BOS, EOS kept, PAD after it, stops when all sequences finish or at max_len, "
-                "eval mode restored afterwards, no gradients.")
+                "runs in eval mode and gives the caller's mode (train or eval) back afterwards, no gradients, "
+                "uses the bos_id and eos_id it is given.")

@@ -1,5 +1,8 @@
 """Task 1: LayerNorm by hand."""
+import itertools
+
 import torch
+import torch.nn.functional as F
 
 from .._compare import diagnose, expect_close, expect_finite, matches, signatures
 from .._core import check_function, expect_module_class, load_fixture, one_line
@@ -16,8 +19,15 @@ AFFINE_NOT_APPLIED = ("the output is normalised but weight and bias are not appl
                       "normalised * self.weight + self.bias.")
 WRONG_AXIS = ("the mean and variance are taken over the wrong axis: LayerNorm standardises each token over its own "
               "D features, the last axis (dim=-1), whatever the number of leading axes.")
+AXES_BUT_BATCH = ("the mean and variance are taken over every axis but the first together (a whole sequence at "
+                  "once): LayerNorm standardises each token over its own D features, the last axis (dim=-1) only.")
 EPS_IGNORED = ("the `eps` argument is ignored (eps=0.1 gives the output of eps=1e-5): store it, self.eps = eps, "
                "and use it instead of a fixed number.")
+MEAN_DETACHED = ("the mean is cut off from the autograd graph (.detach(), .data or torch.no_grad()): the outputs are "
+                 "right but the input's gradient is not torch.nn.functional.layer_norm's; keep the mean in the graph.")
+VARIANCE_DETACHED = ("the variance (or standard deviation) is cut off from the autograd graph (.detach(), .data or "
+                     "torch.no_grad()): the outputs are right but the input's gradient is not "
+                     "torch.nn.functional.layer_norm's; keep the variance in the graph.")
 NOT_PARAMETER = "(so it is learned and saved)"  # said by checkers.seq2seq._weights for a weight that is no Parameter
 
 
@@ -38,8 +48,16 @@ def _expect_initial_values(task, norm, embed_dim):
                       f"({embed_dim}), so that a new layer only standardises.")
 
 
+def _standardised(rows, axes):
+    """Whether rows have mean 0 and variance 1 over the given axes taken together."""
+    mean = rows.mean(dim=axes)
+    variance = rows.var(dim=axes, unbiased=False)
+    return torch.allclose(mean, torch.zeros_like(mean), atol=1e-6) and \
+        torch.allclose(variance, torch.ones_like(variance), atol=1e-2)
+
+
 def _explain(task, norm, x, what):
-    """Name the axis the output is standardised along, when weight 1 and bias 0 show it is not the last one."""
+    """Name the axes the output is standardised along, when weight 1 and bias 0 show they are not the last one."""
     slots = layer_norm_slots(norm)
     with torch.no_grad():
         slots["weight"].fill_(1.0), slots["bias"].zero_()
@@ -47,12 +65,34 @@ def _explain(task, norm, x, what):
         rows = norm(x).detach()
     except Exception:  # noqa: BLE001 -- only a probe
         return
-    for axis in range(rows.dim() - 1):
-        mean, variance = rows.movedim(axis, -1).mean(-1), rows.movedim(axis, -1).var(-1, unbiased=False)
-        if torch.allclose(mean, torch.zeros_like(mean), atol=1e-6) and \
-                torch.allclose(variance, torch.ones_like(variance), atol=1e-2):
-            task.fail(f"{what}: with weight 1 and bias 0 the output is standardised along axis {axis} (size "
-                      f"{rows.size(axis)}), not along the last axis: {WRONG_AXIS}")
+    if not isinstance(rows, torch.Tensor) or rows.shape != x.shape or _standardised(rows, (-1,)):
+        return  # the last axis is right (or nothing can be said): the difference lies elsewhere
+    for count in range(1, rows.dim() + 1):
+        for axes in itertools.combinations(range(rows.dim()), count):
+            if _standardised(rows, axes):
+                where = (f"axis {axes[0]} (size {rows.size(axes[0])})" if count == 1 else
+                         f"axes {axes} together (sizes {' x '.join(str(rows.size(a)) for a in axes)})")
+                task.fail(f"{what}: with weight 1 and bias 0 the output is standardised along {where}, not along "
+                          f"the last axis alone: {WRONG_AXIS}")
+
+
+def _expect_input_gradients(task, got, case):
+    """The input's gradient of (LayerNorm(x) ** 3).sum() against torch.nn.functional.layer_norm's, same weights."""
+    x, weight, eps = case["x"].clone().requires_grad_(True), case["weights"]["weight"], case["eps"]
+    outputs = F.layer_norm(x, x.shape[-1:], weight, case["weights"]["bias"], eps)
+    outputs.pow(3).sum().backward()
+    if matches(got, x.grad, ATOL, RTOL):
+        return
+    expect_finite(task, "the input's gradient through LayerNorm", got)
+    if not torch.allclose(got.sum(-1), torch.zeros((), dtype=got.dtype), atol=1e-6):
+        task.fail(f"LayerNorm's gradient is wrong: {MEAN_DETACHED}")  # the true one is blind to shifting a row
+    upstream = 3 * outputs.detach().pow(2) * weight  # (N, D): the gradient reaching the normalised rows
+    constant_variance = (upstream - upstream.mean(-1, keepdim=True)) / torch.sqrt(
+        case["x"].var(-1, unbiased=False, keepdim=True) + eps)
+    if matches(got, constant_variance, ATOL, RTOL):
+        task.fail(f"LayerNorm's gradient is wrong: {VARIANCE_DETACHED}")
+    expect_close(task, "the input's gradient of (LayerNorm(x) ** 3).sum(), compared with "
+                 "torch.nn.functional.layer_norm's,", got, x.grad, ATOL, RTOL)
 
 
 def _expect_case(task, cls, fixture, name):
@@ -89,6 +129,7 @@ def check_task_1(task, LayerNorm):
     _expect_eps(task, LayerNorm, fixture)
     inputs = fixture["cases"]["2-D"]["x"].clone().requires_grad_(True)
     expect_gradients_everywhere(task, norm, _forward(task, norm, inputs).pow(3).sum(), inputs, "LayerNorm")
+    _expect_input_gradients(task, inputs.grad, fixture["cases"]["2-D"])
     case = fixture["cases"]["3-D"]
     single = build(task, LayerNorm, "LayerNorm", embed_dim, dtype=torch.float32, native=True)
     single = load(task, single, layer_norm_slots, case["weights"], "LayerNorm")
@@ -96,7 +137,7 @@ def check_task_1(task, LayerNorm):
                          lambda: _forward(task, single, case["x"].float()), case["outputs"],
                          attention_api=False)
     task.passed("per-token mean and biased variance over the last axis, eps inside the square root, weight and bias "
-                "as Parameters, gradients and dtypes are right.")
+                "as Parameters, input gradients equal to torch.nn.functional.layer_norm's, and dtypes are right.")
 
 
 def _expect_eps(task, cls, fixture):

@@ -19,6 +19,8 @@ PADDING_ON_QUERIES = ("the padding mask has its length axis where the queries ar
                       "shape (B, 1, 1, L).")
 PADDING_NO_AXES = ("the padding mask lacks its broadcast axes: it should have shape (B, 1, 1, L), which lines up "
                    "with the scores (B, H, L_q, L_k) and broadcasts over the heads and the queries.")
+DEVICE_IGNORED = ("causal_mask ignores its device argument: the mask must be created on that device (pass "
+                  "device=device to the function that builds it), or masking a model on a GPU fails.")
 PAD_ID_IGNORED = "the padding mask ignores the `pad_id` argument (it treats 0 as padding): compare with pad_id."
 
 
@@ -45,10 +47,21 @@ def _expect_causal(task, causal_mask, case):
 
 
 def _expect_device(task, causal_mask):
-    for device in ("cpu", torch.device("cpu")):
-        got = _call(task, f"causal_mask(3, device={device!r})", causal_mask, 3, device=device)
-        if not isinstance(got, torch.Tensor) or got.device.type != "cpu":
-            task.fail(f"causal_mask(3, device={device!r}) should return a tensor on that device.")
+    """device="meta" (a device on every machine, tensors without data) given as a string and as a torch.device."""
+    for device in ("meta", torch.device("meta")):
+        what = f"causal_mask(3, device={device!r})"
+        try:
+            got = causal_mask(3, device=device)
+        except Exception:  # noqa: BLE001 -- a mask computed from data cannot be made on "meta" (torch raises
+            # NotImplementedError there): ask for the CPU instead, in the same form
+            device = "cpu" if isinstance(device, str) else torch.device("cpu")
+            what = f"causal_mask(3, device={device!r})"
+            got = _call(task, what, causal_mask, 3, device=device)
+        got = expect_tensor(task, what, got, (3, 3))
+        if got.device.type != torch.device(device).type:
+            task.fail(f"{what} returned a tensor on {got.device.type}: {DEVICE_IGNORED}")
+        if got.dtype != torch.bool:
+            task.fail(f"{what} has dtype {got.dtype}; it should be torch.bool, True where query i may attend key j.")
 
 
 def _expect_padding(task, padding_mask, pad_id, case):
@@ -90,5 +103,5 @@ def check_task_2(task, causal_mask, padding_mask):
     _expect_device(task, causal_mask)
     for pad_id, case in fixture["padding"].items():
         _expect_padding(task, padding_mask, pad_id, case)
-    task.passed("the causal mask (j <= i) and the padding mask (B, 1, 1, L), True where attention is allowed, "
-                "are right.")
+    task.passed("the causal mask (j <= i), made on the device asked for, and the padding mask (B, 1, 1, L), True "
+                "where attention is allowed, are right.")

@@ -1,9 +1,9 @@
 """Known student mistakes of the seq2seq assignment, each a few edits of the reference source (the solutions
 notebook). See course/mistakes/transformer.py for how they are used. Instructor-side only: never shipped.
 """
-from checkers.seq2seq.decoding import (BUILDS_GRAPH, DROPS_EOS, FIRST_STOPS, HARD_CODED_PAD, KEEPS_BOS,
-                                       MODE_NOT_RESTORED, NEVER_STOPS, NOT_PADDED, PADS_WITH_EOS, PREFIX_NOT_FED,
-                                       TRAIN_MODE)
+from checkers.seq2seq.decoding import (BOS_CONSTANT, BUILDS_GRAPH, DROPS_EOS, EOS_CONSTANT, FIRST_STOPS,
+                                       HARD_CODED_PAD, KEEPS_BOS, MODE_NOT_RESTORED, NEVER_STOPS, NOT_PADDED,
+                                       PADS_WITH_EOS, PREFIX_NOT_FED, TRAIN_MODE)
 from checkers.seq2seq.model import (BLOCK_MEMORY_IS_X, ENCODER_PADDING, MEMORY_MASK_FROM_TARGET, MEMORY_PADDING,
                                     NO_OUTPUT_LAYER, OUTPUT_ON_MEMORY, PAD_ID_HARD_CODED, PAD_ID_NOT_STORED,
                                     SEPARATE_EMBEDDINGS)
@@ -38,6 +38,8 @@ PAD_AFTER_EOS = "next_token.masked_fill(finished, model.pad_id)"
 RESTORE = "model.train(mode_before)"
 LOOP = "for _ in range(max_len):"
 DECODE_STEP = "model.decode(tokens, memory, source)"
+DECODE_START = "    mode_before = model.training\n"
+IMPORT_IDS = "    from course_lib.reversal import BOS_ID, EOS_ID  # what the notebook's first cell imports\n"
 # Task 5: Seq2SeqTransformer
 SCALE = " * math.sqrt(self.embed_dim)"
 ENCODE_EMBED = "x = self.positional_encoding(self.embedding(source) * math.sqrt(self.embed_dim))"
@@ -117,6 +119,15 @@ MUTANTS = [
     Mutant(1, "normalised over the wrong axis", ((MEAN, "mean = x.mean(dim=0, keepdim=True)"),
                                                  (VARIANCE, "var = (centered * centered).mean(dim=0, keepdim=True)")),
            _norm.WRONG_AXIS),
+    Mutant(1, "normalised over every axis but the batch", ((MEAN, "mean = x.mean(dim=tuple(range(1, x.dim())), "
+                                                                  "keepdim=True)"),
+                                                           (VARIANCE, "var = (centered * centered).mean(dim=tuple("
+                                                                      "range(1, x.dim())), keepdim=True)")),
+           _norm.AXES_BUT_BATCH),
+    Mutant(1, "mean detached", ((MEAN, "mean = x.mean(dim=-1, keepdim=True).detach()"),), _norm.MEAN_DETACHED),
+    Mutant(1, "variance detached", ((VARIANCE, VARIANCE.replace(".mean(dim=-1, keepdim=True)",
+                                                                ".mean(dim=-1, keepdim=True).detach()")),),
+           _norm.VARIANCE_DETACHED),
     Mutant(1, "weight and bias not applied", ((NORMALISE, "return centered / torch.sqrt(var + self.eps)"),),
            _norm.AFFINE_NOT_APPLIED),
     Mutant(1, "weight and bias plain tensors", (("self.weight = nn.Parameter(torch.ones(embed_dim))",
@@ -208,6 +219,13 @@ MUTANTS = [
     Mutant(6, "not padded after EOS", ((PAD_AFTER_EOS, "next_token"),), NOT_PADDED),
     Mutant(6, "PAD id hard-coded", ((PAD_AFTER_EOS, "next_token.masked_fill(finished, 0)"),),
            HARD_CODED_PAD.format(found=0, pad_id=4)),
+    Mutant(6, "EOS_ID constant instead of eos_id", ((DECODE_START, IMPORT_IDS + DECODE_START),
+                                                     ("finished |= next_token == eos_id",
+                                                      "finished |= next_token == EOS_ID")),
+           EOS_CONSTANT.format(course=2, eos_id=6)),
+    Mutant(6, "BOS_ID constant instead of bos_id", ((DECODE_START, IMPORT_IDS + DECODE_START),
+                                                     ("bos_id, dtype=torch.long", "BOS_ID, dtype=torch.long")),
+           BOS_CONSTANT.format(course=1, bos_id=5)),
     Mutant(6, "train mode (dropout active)", (("    model.eval()\n    try:", "    try:"),), TRAIN_MODE),
     Mutant(6, "mode not restored", ((RESTORE, "pass"),), MODE_NOT_RESTORED.format(after="eval", before="train")),
     Mutant(6, "train mode set afterwards", ((RESTORE, "model.train()"),),

@@ -28,6 +28,31 @@ class LayerNormSequenceAxis(LayerNormVarMean):
         return self.weight * (x - mean) / (var + self.eps).sqrt() + self.bias
 
 
+class LayerNormWholeInput(LayerNormVarMean):
+    """One mean and variance for the whole input, every axis at once."""
+
+    def forward(self, x):
+        return (x - x.mean()) / torch.sqrt(x.var(unbiased=False) + self.eps) * self.weight + self.bias
+
+
+class LayerNormMeanWithoutGradient(LayerNormVarMean):
+    """The mean computed under torch.no_grad(): right values, but no gradient through it."""
+
+    def forward(self, x):
+        with torch.no_grad():
+            mean = x.mean(-1, keepdim=True)
+        var = x.var(-1, unbiased=False, keepdim=True)
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+
+class LayerNormStdFromData(LayerNormVarMean):
+    """The standard deviation taken from x.data: right values, but no gradient through it."""
+
+    def forward(self, x):
+        centred = x - x.mean(-1, keepdim=True)
+        return centred / (x.data.var(-1, unbiased=False, keepdim=True) + self.eps).sqrt() * self.weight + self.bias
+
+
 class LayerNormOnesWeight(LayerNormVarMean):
     """Starts with a random scale instead of ones."""
 
@@ -39,6 +64,11 @@ class LayerNormOnesWeight(LayerNormVarMean):
 def causal_mask_float(seq_len, device=None):
     """0/1 floats instead of booleans."""
     return torch.tril(torch.ones(seq_len, seq_len, device=device))
+
+
+def causal_mask_on_cpu(seq_len, device=None):
+    """Always on the CPU: the device argument is never used."""
+    return torch.arange(seq_len)[None, :] <= torch.arange(seq_len)[:, None]
 
 
 def causal_mask_batched(seq_len, device=None):

@@ -53,7 +53,22 @@ class LayerNormRsqrt(nn.Module):
         return centred * torch.rsqrt(centred.pow(2).mean(-1, keepdim=True) + self.epsilon) * self.weight + self.bias
 
 
-LAYER_NORMS = [LayerNormVarMean, LayerNormFunctional, LayerNormRsqrt]
+class LayerNormVarianceAroundDetachedMean(nn.Module):
+    """The variance measured around a detached copy of the mean: the same values and, as d var / d mean = 0 at the
+    mean, the same gradients as torch's own (only a detached mean in the centring, or a detached variance, differ)."""
+
+    def __init__(self, embed_dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(embed_dim))
+        self.bias = nn.Parameter(torch.zeros(embed_dim))
+
+    def forward(self, x):
+        var = (x - x.mean(-1, keepdim=True).detach()).square().mean(-1, keepdim=True)
+        return (x - x.mean(-1, keepdim=True)) / (var + self.eps).sqrt() * self.weight + self.bias
+
+
+LAYER_NORMS = [LayerNormVarMean, LayerNormFunctional, LayerNormRsqrt, LayerNormVarianceAroundDetachedMean]
 
 
 # ----- Task 2: masks ------------------------------------------------------------------------------------
@@ -76,7 +91,21 @@ def padding_mask_view(tokens, pad_id):
     return (tokens != pad_id).view(batch_size, 1, 1, seq_len)
 
 
-MASKS = [(causal_mask_arange, padding_mask_unsqueeze), (causal_mask_not_triu, padding_mask_view)]
+def causal_mask_moved(seq_len, device=None):
+    """Built on the CPU, then moved to the device asked for."""
+    return torch.tril(torch.ones(seq_len, seq_len)).bool().to(device)
+
+
+def causal_mask_from_indices(seq_len, device=None):
+    """Filled from torch.tril_indices through nonzero-like indexing: has no "meta" version (torch raises there)."""
+    mask = torch.zeros(seq_len, seq_len, dtype=torch.bool, device=device)
+    rows, columns = torch.ones(seq_len, seq_len, device=device).tril().nonzero().unbind(1)
+    mask[rows, columns] = True
+    return mask
+
+
+MASKS = [(causal_mask_arange, padding_mask_unsqueeze), (causal_mask_not_triu, padding_mask_view),
+         (causal_mask_moved, padding_mask_unsqueeze), (causal_mask_from_indices, padding_mask_view)]
 
 
 # ----- Task 3: MultiheadAttention ---------------------------------------------------------------------

@@ -15,7 +15,9 @@ TASK_6 = [mutant for mutant in MUTANTS if mutant.task == 6]
 
 def test_reference_passes(capsys):
     check_task_6(reference()["greedy_decode"])
-    assert capsys.readouterr().out.startswith("✓ Task 6 passed")
+    out = capsys.readouterr().out
+    assert out.startswith("✓ Task 6 passed")
+    assert "the caller's mode (train or eval) back" in out and "eval mode restored" not in out, out
 
 
 @pytest.mark.parametrize("mutant", TASK_6, ids=lambda m: m.name)
@@ -27,7 +29,8 @@ def test_known_mistake_fails_with_its_name(mutant):
 
 def test_at_least_the_mistakes_the_issue_names_are_planted():
     names = {mutant.name for mutant in TASK_6}
-    assert {"never stops", "EOS dropped", "BOS kept", "padded with EOS", "train mode (dropout active)",
+    assert {"never stops", "EOS dropped", "BOS kept", "EOS_ID constant instead of eos_id",
+            "BOS_ID constant instead of bos_id", "padded with EOS", "train mode (dropout active)",
             "gradients on", "float tokens", "one token short of max_len", "stops when the first sequence finishes",
             "mode not restored"} <= names
 
@@ -114,6 +117,30 @@ def decode_decorated(model, source, max_len, bos_id, eos_id):
 def test_valid_variant_passes(decode, capsys):
     check_task_6(decode)
     assert capsys.readouterr().out.startswith("✓ Task 6 passed")
+
+
+# ----- mistakes no planted mistake describes ----------------------------------------------------------------
+
+def decode_course_ids(model, source, max_len, bos_id, eos_id):
+    """decode_with_forward written with the course's ids 1 and 2 in place of both arguments."""
+    return decode_with_forward(model, source, max_len, 1, 2)
+
+
+def decode_bos_constant(model, source, max_len, bos_id, eos_id):
+    """decode_decorated started from the course's BOS 1 instead of bos_id."""
+    return decode_decorated(model, source, max_len, 1, eos_id)
+
+
+@pytest.mark.parametrize("decode, words", [
+    (decode_course_ids, "starts with the course's BOS_ID (1) and stops at its EOS_ID (2), though this call's bos_id "
+                        "is 5 and eos_id is 6: use the bos_id / eos_id arguments, not constants."),
+    (decode_bos_constant, "the first token it gives the model is 1, the course's BOS_ID, though this call's bos_id "
+                          "is 5 (with bos_id=1 it is right): use the bos_id argument, not a constant."),
+])
+def test_unnamed_mistake_fails(decode, words):
+    with pytest.raises(CheckFailure, match="^Task 6: ") as failure:
+        check_task_6(decode)
+    assert words in str(failure.value)
 
 
 # ----- bad input ----------------------------------------------------------------------------------------

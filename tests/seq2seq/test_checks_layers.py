@@ -128,12 +128,28 @@ def test_task_4_rejects_a_module_list_of_norms():
 
 # ----- Mistakes no planted mistake describes still fail, by a property where one applies ---------------------
 
+def test_task_2_names_a_reference_causal_mask_that_ignores_its_device():
+    """The reference with `device=device` dropped: right on the CPU, so no grading case sees it (the hidden cases
+    compare values on the CPU), hence an edit here rather than a planted mistake that the grader must reject."""
+    from course.mistakes.seq2seq import CAUSAL
+    assert CAUSAL.count(", device=device") == 1
+    namespace = variant(lambda source: source.replace(CAUSAL, CAUSAL.replace(", device=device", "")))
+    message = failure_of(2, namespace["causal_mask"], namespace["padding_mask"])
+    assert message == f"Task 2: causal_mask(3, device='meta') returned a tensor on cpu: {checkers.masks.DEVICE_IGNORED}"
+
+
 def unnamed_cases():
     ref = reference()
     cases = [
         (1, (unnamed.LayerNormLastAxisHardCoded,), "on a 2-D input raised IndexError"),
         (1, (unnamed.LayerNormOnesWeight,), "should start as torch.ones(6)"),
         (1, (unnamed.LayerNormSequenceAxis,), "standardised along axis 1 (size 4), not along the last axis"),
+        (1, (unnamed.LayerNormWholeInput,), "standardised along axes (0, 1, 2) together (sizes 2 x 4 x 6), not "
+                                            "along the last axis alone: " + checkers.layer_norm.WRONG_AXIS),
+        (1, (unnamed.LayerNormMeanWithoutGradient,), checkers.layer_norm.MEAN_DETACHED),
+        (1, (unnamed.LayerNormStdFromData,), checkers.layer_norm.VARIANCE_DETACHED),
+        (2, (unnamed.causal_mask_on_cpu, ref["padding_mask"]), "returned a tensor on cpu: "
+                                                                + checkers.masks.DEVICE_IGNORED),
         (2, (unnamed.causal_mask_float, ref["padding_mask"]), "should be torch.bool"),
         (2, (unnamed.causal_mask_batched, ref["padding_mask"]), "has shape (1, 1, 5, 5), expected (5, 5)"),
         (2, (ref["causal_mask"], unnamed.padding_mask_pad_is_zero_int), "should be torch.bool"),
