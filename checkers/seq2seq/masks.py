@@ -1,5 +1,6 @@
 """Task 2: the causal and padding masks."""
 import torch
+from torch.overrides import TorchFunctionMode
 
 from .._compare import expect_tensor
 from .._core import check_function, expect_callable, load_fixture
@@ -46,20 +47,36 @@ def _expect_causal(task, causal_mask, case):
               "is not after the query (j <= i).")
 
 
+class _DeviceUse(TorchFunctionMode):
+    """Notes whether any torch call made inside it received the device the check passed (as a factory's device=,
+    or to .to()); a mask built without it cannot be on that device. Costs nothing, unlike making it on "meta"."""
+
+    def __init__(self, device):
+        super().__init__()
+        self.device, self.used = device, False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        self.used = self.used or any(_is(value, self.device) for value in (*args, *kwargs.values()))
+        return func(*args, **kwargs)
+
+
+def _is(value, device):
+    try:
+        return isinstance(value, (str, torch.device)) and torch.device(value) == device
+    except RuntimeError:  # a string that names no device
+        return False
+
+
 def _expect_device(task, causal_mask):
-    """device="meta" (a device on every machine, tensors without data) given as a string and as a torch.device."""
-    for device in ("meta", torch.device("meta")):
+    """The device given as a string and as a torch.device, both "cpu:0" (on every machine, unequal to plain "cpu")."""
+    for device in ("cpu:0", torch.device("cpu", 0)):
         what = f"causal_mask(3, device={device!r})"
-        try:
-            got = causal_mask(3, device=device)
-        except Exception:  # noqa: BLE001 -- a mask computed from data cannot be made on "meta" (torch raises
-            # NotImplementedError there): ask for the CPU instead, in the same form
-            device = "cpu" if isinstance(device, str) else torch.device("cpu")
-            what = f"causal_mask(3, device={device!r})"
+        with _DeviceUse(torch.device("cpu", 0)) as use:
             got = _call(task, what, causal_mask, 3, device=device)
         got = expect_tensor(task, what, got, (3, 3))
-        if got.device.type != torch.device(device).type:
-            task.fail(f"{what} returned a tensor on {got.device.type}: {DEVICE_IGNORED}")
+        if not use.used or got.device.type != "cpu":
+            task.fail(f"{what} never passed the device on to torch: {DEVICE_IGNORED}")
         if got.dtype != torch.bool:
             task.fail(f"{what} has dtype {got.dtype}; it should be torch.bool, True where query i may attend key j.")
 

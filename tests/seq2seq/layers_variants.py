@@ -97,7 +97,7 @@ def causal_mask_moved(seq_len, device=None):
 
 
 def causal_mask_from_indices(seq_len, device=None):
-    """Filled from torch.tril_indices through nonzero-like indexing: has no "meta" version (torch raises there)."""
+    """Filled through nonzero indexing: the device reaches torch through the factories only."""
     mask = torch.zeros(seq_len, seq_len, dtype=torch.bool, device=device)
     rows, columns = torch.ones(seq_len, seq_len, device=device).tril().nonzero().unbind(1)
     mask[rows, columns] = True

@@ -135,7 +135,7 @@ def test_task_2_names_a_reference_causal_mask_that_ignores_its_device():
     assert CAUSAL.count(", device=device") == 1
     namespace = variant(lambda source: source.replace(CAUSAL, CAUSAL.replace(", device=device", "")))
     message = failure_of(2, namespace["causal_mask"], namespace["padding_mask"])
-    assert message == f"Task 2: causal_mask(3, device='meta') returned a tensor on cpu: {checkers.masks.DEVICE_IGNORED}"
+    assert message == f"Task 2: causal_mask(3, device='cpu:0') never passed the device on to torch: {checkers.masks.DEVICE_IGNORED}"
 
 
 def unnamed_cases():
@@ -148,7 +148,7 @@ def unnamed_cases():
                                             "along the last axis alone: " + checkers.layer_norm.WRONG_AXIS),
         (1, (unnamed.LayerNormMeanWithoutGradient,), checkers.layer_norm.MEAN_DETACHED),
         (1, (unnamed.LayerNormStdFromData,), checkers.layer_norm.VARIANCE_DETACHED),
-        (2, (unnamed.causal_mask_on_cpu, ref["padding_mask"]), "returned a tensor on cpu: "
+        (2, (unnamed.causal_mask_on_cpu, ref["padding_mask"]), "never passed the device on to torch: "
                                                                 + checkers.masks.DEVICE_IGNORED),
         (2, (unnamed.causal_mask_float, ref["padding_mask"]), "should be torch.bool"),
         (2, (unnamed.causal_mask_batched, ref["padding_mask"]), "has shape (1, 1, 5, 5), expected (5, 5)"),
