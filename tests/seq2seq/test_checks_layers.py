@@ -1,9 +1,5 @@
 """Tasks 1-4's checks both ways: the reference and valid variants pass; planted and unnamed mistakes fail, named where
 the evidence identifies them; bad input fails cleanly; every check stays within a second."""
-import contextlib
-import io
-import statistics
-import time
 
 import pytest
 import torch
@@ -13,6 +9,7 @@ import checkers.seq2seq as checkers
 from checkers.seq2seq import CheckFailure, NotImplementedYet
 from course.mistakes.seq2seq import MUTANTS
 from . import layers_unnamed as unnamed
+from .checks import timings
 from .layers_support import LAYER_OBJECTS, reference, run_layer_check, variant
 from .layers_variants import LAYER_NORMS, MASKS, MULTIHEADS, make_decoder_blocks
 
@@ -248,17 +245,6 @@ def test_mask_function_not_implemented(position):
 
 # ----- Speed --------------------------------------------------------------------------------------------
 
-def _seconds(run, runs=5):
-    seconds = []
-    with contextlib.redirect_stdout(io.StringIO()):
-        run()
-        for _ in range(runs):
-            start = time.perf_counter()
-            run()
-            seconds.append(time.perf_counter() - start)
-    return seconds
-
-
 def _failing(task, objects):
     def run():
         with pytest.raises(CheckFailure):
@@ -269,19 +255,18 @@ def _failing(task, objects):
 @pytest.mark.parametrize("task", sorted(LAYER_OBJECTS))
 def test_checks_take_under_a_second(task):
     objects = [reference()[name] for name in LAYER_OBJECTS[task]]
-    seconds = _seconds(lambda: check(task)(*objects))
-    print(f"check_task_{task}: median {statistics.median(seconds) * 1e3:.1f} ms, max {max(seconds) * 1e3:.1f} ms")
+    seconds = timings(lambda: check(task)(*objects))
     assert max(seconds) <= 1.0, seconds
 
 
 @pytest.mark.parametrize("mutant", LAYER_MUTANTS, ids=lambda m: f"task{m.task}-{m.name}")
 def test_diagnosing_a_planted_mistake_takes_under_a_second(mutant):
     objects = [variant(mutant.apply)[name] for name in LAYER_OBJECTS[mutant.task]]
-    seconds = _seconds(_failing(mutant.task, objects), runs=2)
+    seconds = timings(_failing(mutant.task, objects), runs=2)
     assert max(seconds) <= 1.0, seconds
 
 
 @pytest.mark.parametrize("task, objects, words", UNNAMED, ids=lambda value: value[0].__name__
                          if isinstance(value, tuple) else None)
 def test_diagnosing_an_unnamed_mistake_takes_under_a_second(task, objects, words):
-    assert max(_seconds(_failing(task, objects), runs=2)) <= 1.0
+    assert max(timings(_failing(task, objects), runs=2)) <= 1.0
