@@ -65,3 +65,14 @@ def random_mask(generator, *shape):
 def one_hot(generator, batch_size, seq_len, input_dim):
     tokens = torch.randint(input_dim, (batch_size, seq_len), generator=generator)
     return torch.nn.functional.one_hot(tokens, input_dim).double()
+
+
+def assemble(assignment, reference, visible, hidden_cases, trained_case):
+    """{task: [recipe, ...]}: a training task's one trained case; another task's visible cases, then hidden ones.
+
+    Args:
+        visible: {task: function returning that task's visible-check recipes}.
+        hidden_cases: hidden_cases(task, reference) -> recipes; trained_case(task) -> the trained recipe.
+    """
+    return {task: [trained_case(task)] if spec.trains else visible[task]() + hidden_cases(task, reference)
+            for task, spec in assignment.tasks.items()}

@@ -42,6 +42,15 @@ def check_weights(weights):
             raise InvalidModel(f"the weight `{role}` is not a finite floating tensor of at most 2 dimensions")
 
 
+def check_record(weights, settings):
+    """The recorded weights are plain finite tensors and the settings a dict the probe filled without an error."""
+    check_weights(weights)
+    if not isinstance(settings, dict):
+        raise InvalidModel("no settings were recorded")
+    if "error" in settings:
+        raise InvalidModel(f"the model does not have the pinned layout: {str(settings['error'])[:200]}")
+
+
 def one_setting(values, name, valid):
     """The single value every block reports for a setting, if it is valid."""
     if not isinstance(values, list) or not values:

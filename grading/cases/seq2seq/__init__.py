@@ -3,6 +3,7 @@
 See grading/cases/__init__.py for what an assignment's cases package provides.
 """
 
+from ..parts import assemble
 from .hidden import hidden_cases
 from .trained import evaluation_data, trained_accuracy, trained_case, trained_config
 from .visible import VISIBLE
@@ -12,10 +13,4 @@ __all__ = ["build_cases", "evaluation_data", "trained_accuracy", "trained_config
 
 def build_cases(reference, assignment):
     """{task: [recipe, ...]} for every task of the registry's assignment: visible checks' cases, then hidden ones."""
-    cases = {}
-    for task in assignment.tasks:
-        if assignment.tasks[task].trains:
-            cases[task] = [trained_case(task)]
-        else:
-            cases[task] = VISIBLE[task]() + hidden_cases(task, reference)
-    return cases
+    return assemble(assignment, reference, VISIBLE, hidden_cases, trained_case)

@@ -16,7 +16,7 @@ from checkers.seq2seq.trained import RESET_CEILING, TARGET_ACCURACY  # one bar f
 from course_lib.device import cpu_threads
 from course_lib.reversal import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE, ReversalDataset, exact_match
 
-from ...judge.trained import InvalidModel, check_weights, one_setting, shape
+from ...judge.trained import InvalidModel, check_record, one_setting, shape
 from ..parts import recipe
 
 ACTIVATIONS = ("ReLU", "GELU", "SiLU", "Tanh", "LeakyReLU", "ELU", "SELU", "CELU", "Mish", "Softplus", "Sigmoid",
@@ -52,11 +52,7 @@ def layers(weights, stack):
 
 def trained_config(weights, settings, spec):
     """Keywords of the reference Seq2SeqTransformer from the weights' shapes and the settings; raises InvalidModel."""
-    check_weights(weights)
-    if not isinstance(settings, dict):
-        raise InvalidModel("no settings were recorded")
-    if "error" in settings:
-        raise InvalidModel(f"the model does not have the pinned layout: {str(settings['error'])[:200]}")
+    check_record(weights, settings)
     vocab_size, embed_dim = shape(weights, "embedding.weight")
     encoder_layers, decoder_layers = layers(weights, "encoder"), layers(weights, "decoder")
     if encoder_layers < 1 or decoder_layers < 1:

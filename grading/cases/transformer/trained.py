@@ -14,7 +14,7 @@ from course_lib.data import VOCAB_SIZE, PalindromeDataset
 from course_lib.defaults import SEQ_LEN as DEFAULT_SEQ_LEN
 from course_lib.metrics import predictions
 
-from ...judge.trained import InvalidModel, check_weights, one_setting, shape
+from ...judge.trained import InvalidModel, check_record, one_setting, shape
 from ...run.recipes import snapshot
 from ..parts import recipe
 
@@ -44,11 +44,7 @@ def trained_case(task):
 def trained_config(weights, settings, spec):
     """Constructor keywords of the reference class from the weights' shapes and the settings; raises InvalidModel."""
     linformer = spec["slots"].startswith("linformer")
-    check_weights(weights)
-    if not isinstance(settings, dict):
-        raise InvalidModel("no settings were recorded")
-    if "error" in settings:
-        raise InvalidModel(f"the model does not have the pinned layout: {str(settings['error'])[:200]}")
+    check_record(weights, settings)
     embed_dim, input_dim = shape(weights, "input_embedding.weight")
     num_layers = len({role.split(".")[1] for role in weights if role.startswith("encoder.")})
     if num_layers < 1:
