@@ -15,13 +15,11 @@ from course.mistakes.seq2seq import MUTANTS
 from course.reference import load_reference, reference_source
 from course.registry import assignment
 from course_lib.reversal import EOS_ID
-from grading.cases import build_cases
 from grading.cases.seq2seq import trained
-from grading.judge.expected import expected_records, reference_namespace
-from grading.judge.score import score_submission
+from grading.judge.expected import reference_namespace
 from grading.judge.trained import judge_trained
-from grading.run.notebook import check_cells, read, release_layout
 from grading.run.recipes import run
+from in_process_grading import graded_cases_of, verdict_of
 
 from . import layers_unnamed, layers_variants, reversal_models
 
@@ -34,23 +32,7 @@ DEFINITION_TASKS = SEQ2SEQ.definition_tasks
 @pytest.fixture(scope="module")
 def graded_cases():
     """(cases, expected, names, points, reference) as the grader builds them."""
-    reference = REFERENCE
-    checks = check_cells(release_layout(read(SEQ2SEQ.release_notebook)))
-    names = {task: cell.names for task, cell in checks.items()}
-    cases = build_cases(reference, SEQ2SEQ)
-    return cases, expected_records(cases, reference, names), names, {t: c.points for t, c in checks.items()}, reference
-
-
-def verdict_of(task, namespace, graded_cases):
-    """Score one task in-process on a namespace of objects (what the probe does, without a sandbox)."""
-    cases, expected, names, points, reference = graded_cases
-    records = []
-    for recipe in cases[task]:
-        try:
-            records.append(run(recipe, [namespace[name] for name in names[task]], namespace))
-        except Exception as error:  # noqa: BLE001 -- a failing case is a record too
-            records.append({"error": f"{type(error).__name__}: {error}"})
-    return score_submission({task: cases[task]}, expected, {task: records}, points, reference)[task]
+    return graded_cases_of(SEQ2SEQ, REFERENCE)
 
 
 def variant(edit):

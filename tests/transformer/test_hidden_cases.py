@@ -7,12 +7,10 @@ judged from the model's weights, not from its forward.
 import pytest
 
 from course.mistakes.transformer import MUTANTS
-from course_paths import DEFINITION_TASKS, POINTS, RELEASE, TRANSFORMER
-from grading.cases import build_cases
-from grading.judge.expected import expected_records, reference_namespace
-from grading.judge.score import score_submission
-from grading.run.notebook import check_cells, read, release_layout
+from course_paths import DEFINITION_TASKS, POINTS, TRANSFORMER
+from grading.judge.expected import reference_namespace
 from grading.run.recipes import run
+from in_process_grading import graded_cases_of, verdict_of
 from palindrome_models import mirror_logits
 from . import valid_variants as alt
 from .unnamed_mistakes import UNNAMED
@@ -21,23 +19,7 @@ from .unnamed_mistakes import UNNAMED
 @pytest.fixture(scope="module")
 def graded_cases():
     """(cases, expected, names, points, reference) as the grader builds them."""
-    reference = reference_namespace(TRANSFORMER)
-    checks = check_cells(release_layout(read(RELEASE)))
-    names = {task: cell.names for task, cell in checks.items()}
-    cases = build_cases(reference, TRANSFORMER)
-    return cases, expected_records(cases, reference, names), names, {t: c.points for t, c in checks.items()}, reference
-
-
-def verdict_of(task, namespace, graded_cases):
-    """Score one task in-process on a namespace of objects (what the probe does, without a sandbox)."""
-    cases, expected, names, points, reference = graded_cases
-    records = []
-    for recipe in cases[task]:
-        try:
-            records.append(run(recipe, [namespace[name] for name in names[task]], namespace))
-        except Exception as error:  # noqa: BLE001 -- a failing case is a record too
-            records.append({"error": f"{type(error).__name__}: {error}"})
-    return score_submission({task: cases[task]}, expected, {task: records}, points, reference)[task]
+    return graded_cases_of(TRANSFORMER, reference_namespace(TRANSFORMER))
 
 
 @pytest.mark.parametrize("task", DEFINITION_TASKS)
