@@ -9,15 +9,22 @@ from course.reference import load_reference, reference_source
 from course.registry import assignment
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=1)
+def source():
+    """The source of the seq2seq reference answers (provided cells included)."""
+    return reference_source(assignment("seq2seq"))
+
+
+@functools.lru_cache(maxsize=1)
 def reference():
-    """The namespace of the seq2seq reference answers (provided cells included)."""
-    return load_reference(reference_source(assignment("seq2seq")))
+    """The namespace of the seq2seq reference answers (loaded once per test session)."""
+    return load_reference(source())
 
 
-def variant(mutant):
-    """The namespace of the reference with one known mistake planted."""
-    return load_reference(mutant.apply(reference_source(assignment("seq2seq"))))
+def variant(change):
+    """The namespace of the reference after a change: a known mistake (a Mutant) or an edit(source) -> source."""
+    edit = change.apply if hasattr(change, "apply") else change
+    return load_reference(edit(source()))
 
 
 def timings(run, runs=5):

@@ -7,7 +7,7 @@ from checkers.seq2seq import CheckFailure, check_task_4
 from checkers.seq2seq import decoder
 from course.mistakes import Mutant
 from course.mistakes.seq2seq import MUTANTS
-from .layers_support import reference, variant
+from .checks import reference, variant
 from .layers_variants import make_decoder_blocks
 
 NORM1 = "x = self.norm1(x + self.dropout(attended))\n        attended, cross_weights"

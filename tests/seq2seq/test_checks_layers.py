@@ -9,8 +9,8 @@ import checkers.seq2seq as checkers
 from checkers.seq2seq import CheckFailure, NotImplementedYet
 from course.mistakes.seq2seq import MUTANTS
 from . import layers_unnamed as unnamed
-from .checks import timings
-from .layers_support import LAYER_OBJECTS, reference, run_layer_check, variant
+from .checks import reference, timings, variant
+from .layers_support import LAYER_OBJECTS, run_layer_check
 from .layers_variants import LAYER_NORMS, MASKS, MULTIHEADS, make_decoder_blocks
 
 LAYER_MUTANTS = [m for m in MUTANTS if m.task in LAYER_OBJECTS]
