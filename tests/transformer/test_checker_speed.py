@@ -3,37 +3,18 @@
 Each check runs once to warm up (imports, first allocations), then five timed times; every timed run
 must be within the limit. `pytest -s` prints the median and maximum.
 """
-import contextlib
-import io
-import statistics
-import time
-
 import pytest
 
 import checkers.transformer as checkers
 from checkers.transformer import CheckFailure
+from check_timing import timings
 from palindrome_models import MirrorModel
 from .student_objects import STUDENT_OBJECTS
 from .unnamed_mistakes import UNNAMED
 
-RUNS = 5
-
-
-def timings(check):
-    """Seconds of RUNS calls of check() after one warm-up call (its output silenced)."""
-    seconds = []
-    with contextlib.redirect_stdout(io.StringIO()):
-        check()
-        for _ in range(RUNS):
-            start = time.perf_counter()
-            check()
-            seconds.append(time.perf_counter() - start)
-    return seconds
-
 
 def expect_fast(task, check, limit):
     seconds = timings(check)
-    print(f"check_task_{task}: median {statistics.median(seconds) * 1e3:.1f} ms, max {max(seconds) * 1e3:.1f} ms")
     for run, elapsed in enumerate(seconds):
         assert elapsed <= limit, f"check_task_{task} run {run} took {elapsed:.2f} s (limit {limit} s)"
 
