@@ -1,10 +1,51 @@
 """Known student mistakes of the gpt assignment, each a few edits of the reference source (the solutions notebook).
 See course/mistakes/transformer.py for how they are used. Instructor-side only: never shipped.
 """
+from checkers.gpt import block as _block
 from course.mistakes import Mutant
+
+# ---- Tasks 4-6, 8: the reference lines the mistakes edit ----
+BLOCK_ATTENTION = "attended, new_cache = self.attention(self.norm1(x), cache=cache)  # (B, L, D)"
+BLOCK_RESIDUAL = "x = x + self.dropout(attended)  # (B, L, D)"
+BLOCK_FEEDFORWARD = "x = x + self.dropout(self.feedforward(self.norm2(x)))  # (B, L, D)"
+BLOCK_FFN = "nn.Sequential(nn.Linear(embed_dim, feedforward_dim), activation(),"
+BLOCK_RETURN = "return x, new_cache\n"
+
+BLOCK_MUTANTS = [
+    Mutant(4, "post-norm", ((BLOCK_ATTENTION, BLOCK_ATTENTION.replace("self.norm1(x)", "x")),
+                            (BLOCK_RESIDUAL, "x = self.norm1(x + self.dropout(attended))"),
+                            (BLOCK_FEEDFORWARD, "x = self.norm2(x + self.dropout(self.feedforward(x)))")),
+           _block.POST_NORM),
+    Mutant(4, "post-norm attention", ((BLOCK_ATTENTION, BLOCK_ATTENTION.replace("self.norm1(x)", "x")),
+                                      (BLOCK_RESIDUAL, "x = self.norm1(x + self.dropout(attended))")),
+           _block.POST_NORM_ATTENTION),
+    Mutant(4, "post-norm feed-forward",
+           ((BLOCK_FEEDFORWARD, "x = self.norm2(x + self.dropout(self.feedforward(x)))"),), _block.POST_NORM_FEEDFORWARD),
+    Mutant(4, "no residual around the attention", ((BLOCK_RESIDUAL, "x = self.dropout(attended)"),),
+           _block.NO_RESIDUAL.format(name="the attention", formula=_block.ATTENTION_FORMULA)),
+    Mutant(4, "no residual around the feed-forward network",
+           ((BLOCK_FEEDFORWARD, "x = self.dropout(self.feedforward(self.norm2(x)))"),),
+           _block.NO_RESIDUAL.format(name="the feed-forward network", formula=_block.FEEDFORWARD_FORMULA)),
+    Mutant(4, "norms swapped", ((BLOCK_ATTENTION, BLOCK_ATTENTION.replace("norm1", "norm2")),
+                                (BLOCK_FEEDFORWARD, BLOCK_FEEDFORWARD.replace("norm2", "norm1"))), _block.NORMS_SWAPPED),
+    Mutant(4, "activation argument ignored", ((BLOCK_FFN, BLOCK_FFN.replace("activation()", "nn.GELU()")),),
+           "the `activation` argument is never called"),
+    Mutant(4, "cache not passed to the attention",
+           ((BLOCK_ATTENTION, BLOCK_ATTENTION.replace(", cache=cache", "")),), _block.CACHE_NOT_PASSED),
+    Mutant(4, "new cache not returned", ((BLOCK_RETURN, BLOCK_RETURN.replace("x, new_cache", "x, cache")),),
+           _block.CACHE_NOT_RETURNED),
+    Mutant(4, "dropout on the residual stream", ((BLOCK_RESIDUAL, "x = self.dropout(x + attended)"),),
+           _block.DROPOUT_ON_RESIDUAL),
+    Mutant(4, "no dropout on the attention", ((BLOCK_RESIDUAL, "x = x + attended"),),
+           _block.NO_SUBLAYER_DROPOUT.format(name="the attention", formula=_block.ATTENTION_FORMULA)),
+    Mutant(4, "dropout active in eval mode",
+           ((BLOCK_FEEDFORWARD, "x = x + nn.functional.dropout(self.feedforward(self.norm2(x)), self.dropout.p)"),),
+           _block.DROPOUT_IN_EVAL),
+]
 
 MUTANTS = [
     # ---- Tasks 1-3 ----
 
     # ---- Tasks 4-6, 8 ----
+    *BLOCK_MUTANTS,
 ]
