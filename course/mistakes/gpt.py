@@ -1,7 +1,7 @@
 """Known student mistakes of the gpt assignment, each a few edits of the reference source (the solutions notebook).
 See course/mistakes/transformer.py for how they are used. Instructor-side only: never shipped.
 """
-from checkers.gpt import block as _block
+from checkers.gpt import block as _block, model as _model
 from course.mistakes import Mutant
 
 # ---- Tasks 4-6, 8: the reference lines the mistakes edit ----
@@ -10,6 +10,12 @@ BLOCK_RESIDUAL = "x = x + self.dropout(attended)  # (B, L, D)"
 BLOCK_FEEDFORWARD = "x = x + self.dropout(self.feedforward(self.norm2(x)))  # (B, L, D)"
 BLOCK_FFN = "nn.Sequential(nn.Linear(embed_dim, feedforward_dim), activation(),"
 BLOCK_RETURN = "return x, new_cache\n"
+TIE = "self.lm_head.weight = self.token_embedding.weight"
+EMBED = "x = self.token_embedding(tokens)  # (B, L, D)"
+HEAD = "return self.lm_head(self.final_norm(x)), new_cache"
+EMBEDDING = "self.token_embedding = nn.Embedding(vocab_size, embed_dim)"
+BLOCK_CALL = "x, block_cache = block(x, cache=None if cache is None else cache[index])"
+GPT_MAX_LEN = "self.max_len = max_len\n        self.token_embedding"
 
 BLOCK_MUTANTS = [
     Mutant(4, "post-norm", ((BLOCK_ATTENTION, BLOCK_ATTENTION.replace("self.norm1(x)", "x")),
@@ -43,9 +49,28 @@ BLOCK_MUTANTS = [
            _block.DROPOUT_IN_EVAL),
 ]
 
+MODEL_MUTANTS = [
+    Mutant(5, "missing final norm", ((HEAD, "return self.lm_head(x), new_cache"),), _model.NO_FINAL_NORM),
+    Mutant(5, "untied head (a copy)", ((TIE, "self.lm_head.weight = nn.Parameter(self.token_embedding.weight.detach()"
+                                             ".clone())"),), _model.UNTIED_COPY),
+    Mutant(5, "untied head (its own weights)", ((TIE, "pass"),), _model.UNTIED_COPY),
+    Mutant(5, "untied head (.data shared)", ((TIE, "self.lm_head.weight.data = self.token_embedding.weight.data"),),
+           _model.UNTIED_DATA),
+    Mutant(5, "embeddings scaled by sqrt(embed_dim)",
+           ((EMBED, "x = self.token_embedding(tokens) * self.token_embedding.embedding_dim ** 0.5"),), _model.SCALED),
+    Mutant(5, "absolute position embedding added",
+           ((EMBEDDING, EMBEDDING + "\n        self.position_embedding = nn.Embedding(max_len, embed_dim)"),
+            (EMBED, "x = self.token_embedding(tokens) + self.position_embedding(torch.arange(tokens.size(1)))")),
+           "looks like an absolute position table"),
+    Mutant(5, "one cache for every block", ((BLOCK_CALL, "x, block_cache = block(x, cache=None if cache is None else "
+                                                         "cache[0])"),), "is not given its own entry of the cache"),
+    Mutant(5, "max_len not stored", ((GPT_MAX_LEN, "self.token_embedding"),), "GPT.max_len should store"),
+]
+
 MUTANTS = [
     # ---- Tasks 1-3 ----
 
     # ---- Tasks 4-6, 8 ----
     *BLOCK_MUTANTS,
+    *MODEL_MUTANTS,
 ]
