@@ -1,7 +1,7 @@
 """Known student mistakes of the gpt assignment, each a few edits of the reference source (the solutions notebook).
 See course/mistakes/transformer.py for how they are used. Instructor-side only: never shipped.
 """
-from checkers.gpt import block as _block, model as _model
+from checkers.gpt import block as _block, model as _model, sampling as _sampling
 from course.mistakes import Mutant
 
 # ---- Tasks 4-6, 8: the reference lines the mistakes edit ----
@@ -16,6 +16,12 @@ HEAD = "return self.lm_head(self.final_norm(x)), new_cache"
 EMBEDDING = "self.token_embedding = nn.Embedding(vocab_size, embed_dim)"
 BLOCK_CALL = "x, block_cache = block(x, cache=None if cache is None else cache[index])"
 GPT_MAX_LEN = "self.max_len = max_len\n        self.token_embedding"
+DIVIDE = "logits = logits / temperature"
+KTH = "kth_largest = logits.topk(top_k, dim=-1).values[:, -1:]"
+KEEP = "logits.masked_fill(logits < kth_largest, float(\"-inf\"))"
+TOP_K_IF = "if top_k is not None and top_k < logits.size(-1):"
+DRAW = "torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)"
+GREEDY = "if temperature == 0:\n        return logits.argmax(dim=-1, keepdim=True)"
 
 BLOCK_MUTANTS = [
     Mutant(4, "post-norm", ((BLOCK_ATTENTION, BLOCK_ATTENTION.replace("self.norm1(x)", "x")),
@@ -67,10 +73,28 @@ MODEL_MUTANTS = [
     Mutant(5, "max_len not stored", ((GPT_MAX_LEN, "self.token_embedding"),), "GPT.max_len should store"),
 ]
 
+SAMPLING_MUTANTS = [
+    Mutant(6, "temperature after the softmax", ((DIVIDE, "logits = logits"),
+                                                (DRAW, DRAW.replace("dim=-1)", "dim=-1) / temperature"))),
+           _sampling.TEMPERATURE_AFTER_SOFTMAX),
+    Mutant(6, "temperature multiplied", ((DIVIDE, "logits = logits * temperature"),), _sampling.TEMPERATURE_MULTIPLIED),
+    Mutant(6, "top-k keeps the smallest logits", ((KTH, KTH.replace("dim=-1)", "dim=-1, largest=False)")),
+                                                  (KEEP, KEEP.replace("<", ">"))), _sampling.TOP_K_SMALLEST),
+    Mutant(6, "top-k keeps k - 1", ((KEEP, KEEP.replace("<", "<=")),), _sampling.TOP_K_MINUS_ONE),
+    Mutant(6, "top-k ignored", ((TOP_K_IF, "if False:"),), _sampling.TOP_K_IGNORED),
+    Mutant(6, "global RNG instead of the generator", ((DRAW, DRAW.replace(", generator=generator", "")),),
+           _sampling.GLOBAL_RNG),
+    Mutant(6, "shape (B,) instead of (B, 1)", ((DRAW, DRAW + ".squeeze(-1)"),), _sampling.SHAPE_B),
+    Mutant(6, "temperature 0 samples", ((GREEDY, "if temperature == 0:\n        temperature = 1e-6\n    if False:\n"
+                                                 "        return None"),), _sampling.GREEDY_DRAWS),
+    Mutant(6, "logits divided in place", ((DIVIDE, "logits /= temperature"),), _sampling.MODIFIES_LOGITS),
+]
+
 MUTANTS = [
     # ---- Tasks 1-3 ----
 
     # ---- Tasks 4-6, 8 ----
     *BLOCK_MUTANTS,
     *MODEL_MUTANTS,
+    *SAMPLING_MUTANTS,
 ]
