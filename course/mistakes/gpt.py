@@ -1,7 +1,7 @@
 """Known student mistakes of the gpt assignment, each a few edits of the reference source (the solutions notebook).
 See course/mistakes/transformer.py for how they are used. Instructor-side only: never shipped.
 """
-from checkers.gpt import block as _block, model as _model, sampling as _sampling
+from checkers.gpt import block as _block, model as _model, sampling as _sampling, generation as _generation
 from course.mistakes import Mutant
 
 # ---- Tasks 4-6, 8: the reference lines the mistakes edit ----
@@ -21,6 +21,11 @@ KTH = "kth_largest = logits.topk(top_k, dim=-1).values[:, -1:]"
 KEEP = "logits.masked_fill(logits < kth_largest, float(\"-inf\"))"
 TOP_K_IF = "if top_k is not None and top_k < logits.size(-1):"
 DRAW = "torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)"
+STEP = "logits, cache = model(unseen, cache=cache) if use_cache else model(tokens)"
+SAMPLE = "sample_next_token(logits[:, -1], temperature, top_k, generator)"
+RESTORE = "        return tokens\n    finally:\n        model.train(mode_before)"
+NO_GRAD = "@torch.no_grad()\ndef generate("
+TOO_LONG = "if prompt.size(1) + max_new_tokens > model.max_len:"
 GREEDY = "if temperature == 0:\n        return logits.argmax(dim=-1, keepdim=True)"
 
 BLOCK_MUTANTS = [
@@ -90,6 +95,28 @@ SAMPLING_MUTANTS = [
     Mutant(6, "logits divided in place", ((DIVIDE, "logits /= temperature"),), _sampling.MODIFIES_LOGITS),
 ]
 
+GENERATION_MUTANTS = [
+    Mutant(8, "cache never used", ((STEP, "logits, cache = model(tokens)"),), _generation.CACHE_NEVER_USED),
+    Mutant(8, "whole sequence fed with the cache", ((STEP, STEP.replace("model(unseen", "model(tokens")),),
+           _generation.WHOLE_WITH_CACHE),
+    Mutant(8, "mode not restored", ((RESTORE, RESTORE.replace("model.train(mode_before)", "pass")),),
+           _generation.MODE_NOT_RESTORED.split("{")[0]),
+    Mutant(8, "mode restored only without an error",
+           ((RESTORE, "        model.train(mode_before)\n        return tokens\n    finally:\n        pass"),),
+           _generation.MODE_AFTER_ERROR),
+    Mutant(8, "train mode", (("    model.eval()\n    try:", "    try:"),), _generation.TRAIN_MODE),
+    Mutant(8, "gradients on", ((NO_GRAD, "def generate("),), _generation.BUILDS_GRAPH),
+    Mutant(8, "global RNG instead of the generator", ((SAMPLE, SAMPLE.replace(", generator)", ")")),),
+           _generation.GLOBAL_RNG),
+    Mutant(8, "temperature not passed on", ((SAMPLE, SAMPLE.replace("temperature,", "1.0,")),),
+           _generation.TEMPERATURE_DROPPED),
+    Mutant(8, "top_k not passed on", ((SAMPLE, SAMPLE.replace("top_k,", "None,")),), _generation.TOP_K_DROPPED),
+    Mutant(8, "logits of the first position", ((SAMPLE, SAMPLE.replace("[:, -1]", "[:, 0]")),),
+           _generation.FIRST_POSITION),
+    Mutant(8, "no ValueError past max_len", ((TOO_LONG, "if False:"),), "no ValueError was raised"),
+    Mutant(8, "ValueError at max_len", ((TOO_LONG, TOO_LONG.replace(">", ">=")),), "which fits"),
+]
+
 MUTANTS = [
     # ---- Tasks 1-3 ----
 
@@ -97,4 +124,5 @@ MUTANTS = [
     *BLOCK_MUTANTS,
     *MODEL_MUTANTS,
     *SAMPLING_MUTANTS,
+    *GENERATION_MUTANTS,
 ]
