@@ -1,8 +1,55 @@
 """Known student mistakes of the gpt assignment, each a few edits of the reference source (the solutions notebook).
 See course/mistakes/transformer.py for how they are used. Instructor-side only: never shipped.
 """
-from checkers.gpt import block as _block, model as _model, sampling as _sampling, generation as _generation
+from checkers.gpt import block as _block, generation as _generation, model as _model, rotary as _rotary
+from checkers.gpt import sampling as _sampling
 from course.mistakes import Mutant
+
+# ---- Tasks 1-3: the reference lines the mistakes edit ----
+THETA = "theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)  # (head_dim // 2,)"
+ANGLE = "angle = torch.arange(max_len, dtype=torch.float64)[:, None] * theta  # (max_len, head_dim // 2)"
+TABLES = ('self.register_buffer("cos", angle.cos().to(torch.get_default_dtype()), persistent=False)\n'
+          '        self.register_buffer("sin", angle.sin().to(torch.get_default_dtype()), persistent=False)')
+PAIRS = "even, odd = x[..., 0::2], x[..., 1::2]  # (B, H, L, head_dim // 2) each"
+ROTATED = "rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)"
+FLATTEN = "return rotated.flatten(-2)"
+ROWS = "cos = self.cos[offset:offset + seq_len].to(x.dtype)  # (L, head_dim // 2)"
+SIN_ROWS = "sin = self.sin[offset:offset + seq_len].to(x.dtype)  # (L, head_dim // 2)"
+PAST_MAX_LEN = "if offset < 0 or offset + seq_len > self.max_len:"
+
+ROTARY_MUTANTS = [
+    Mutant(1, "halves instead of interleaved pairs",
+           ((PAIRS, "half = x.size(-1) // 2\n        even, odd = x[..., :half], x[..., half:]"),
+            (FLATTEN, "return rotated.transpose(-2, -1).flatten(-2)")), _rotary.HALVES),
+    Mutant(1, "i for 2i in the exponent", ((THETA, THETA.replace("torch.arange(0, head_dim, 2,",
+                                                                  "torch.arange(head_dim // 2,")),),
+           _rotary.EXPONENT_HALVED),
+    Mutant(1, "exponent twice too large", ((THETA, THETA.replace("/ head_dim)", "/ (head_dim // 2))")),),
+           _rotary.EXPONENT_DOUBLED),
+    Mutant(1, "positions from 1", ((ANGLE, ANGLE.replace("torch.arange(max_len,", "torch.arange(1, max_len + 1,")),),
+           _rotary.FROM_ONE),
+    Mutant(1, "turned clockwise", ((ROTATED, "rotated = torch.stack([even * cos + odd * sin, odd * cos - even * sin], "
+                                             "dim=-1)"),), _rotary.CLOCKWISE),
+    Mutant(1, "additive sines and cosines (004)", ((ROTATED, "rotated = torch.stack([even + sin, odd + cos], dim=-1)"),),
+           _rotary.ADDITIVE),
+    Mutant(1, "offset ignored", ((ROWS, ROWS.replace("offset:offset + seq_len", ":seq_len")),
+                                 (SIN_ROWS, SIN_ROWS.replace("offset:offset + seq_len", ":seq_len"))),
+           _rotary.OFFSET_IGNORED),
+    Mutant(1, "base ignored", ((THETA, THETA.replace("base **", "10000.0 **")),), _rotary.BASE_IGNORED),
+    Mutant(1, "no ValueError past max_len", ((PAST_MAX_LEN, "if offset < 0:"),), _rotary.NO_VALUE_ERROR),
+    Mutant(1, "ValueError at max_len", ((PAST_MAX_LEN, PAST_MAX_LEN.replace("> self.max_len", ">= self.max_len")),),
+           _rotary.BOUNDARY),
+    Mutant(1, "tables saved in the state_dict", ((TABLES, TABLES.replace("persistent=False", "persistent=True")),),
+           _rotary.PERSISTENT),
+    Mutant(1, "tables kept in float64", ((TABLES, TABLES.replace(".to(torch.get_default_dtype())", "")),),
+           "has dtype torch.float64 in a module built with the default dtype torch.float32"),
+    Mutant(1, "tables as plain attributes", ((TABLES, TABLES.replace('self.register_buffer("cos", ', "self.cos = (")
+                                                             .replace('self.register_buffer("sin", ', "self.sin = (")
+                                                             .replace(", persistent=False)", ")")),),
+           "a plain tensor attribute"),
+    Mutant(1, "sine and cosine swapped", ((ROTATED, "rotated = torch.stack([even * sin - odd * cos, even * cos + odd * "
+                                                    "sin], dim=-1)"),)),
+]
 
 # ---- Tasks 4-6, 8: the reference lines the mistakes edit ----
 BLOCK_ATTENTION = "attended, new_cache = self.attention(self.norm1(x), cache=cache)  # (B, L, D)"
@@ -119,6 +166,7 @@ GENERATION_MUTANTS = [
 
 MUTANTS = [
     # ---- Tasks 1-3 ----
+    *ROTARY_MUTANTS,
 
     # ---- Tasks 4-6, 8 ----
     *BLOCK_MUTANTS,
