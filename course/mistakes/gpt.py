@@ -1,7 +1,8 @@
 """Known student mistakes of the gpt assignment, each a few edits of the reference source (the solutions notebook).
 See course/mistakes/transformer.py for how they are used. Instructor-side only: never shipped.
 """
-from checkers.gpt import attention as _attention, block as _block, cache as _cache, rotary as _rotary
+from checkers.gpt import attention as _attention, block as _block, cache as _cache, generation as _generation
+from checkers.gpt import model as _model, rotary as _rotary, sampling as _sampling
 from course.mistakes import Mutant
 
 # ---- Tasks 1-3: the reference lines the mistakes edit ----
@@ -123,6 +124,23 @@ BLOCK_RESIDUAL = "x = x + self.dropout(attended)  # (B, L, D)"
 BLOCK_FEEDFORWARD = "x = x + self.dropout(self.feedforward(self.norm2(x)))  # (B, L, D)"
 BLOCK_FFN = "nn.Sequential(nn.Linear(embed_dim, feedforward_dim), activation(),"
 BLOCK_RETURN = "return x, new_cache\n"
+TIE = "self.lm_head.weight = self.token_embedding.weight"
+EMBED = "x = self.token_embedding(tokens)  # (B, L, D)"
+HEAD = "return self.lm_head(self.final_norm(x)), new_cache"
+EMBEDDING = "self.token_embedding = nn.Embedding(vocab_size, embed_dim)"
+BLOCK_CALL = "x, block_cache = block(x, cache=None if cache is None else cache[index])"
+GPT_MAX_LEN = "self.max_len = max_len\n        self.token_embedding"
+DIVIDE = "logits = logits / temperature"
+KTH = "kth_largest = logits.topk(top_k, dim=-1).values[:, -1:]"
+KEEP = "logits.masked_fill(logits < kth_largest, float(\"-inf\"))"
+TOP_K_IF = "if top_k is not None and top_k < logits.size(-1):"
+DRAW = "torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)"
+STEP = "logits, cache = model(unseen, cache=cache) if use_cache else model(tokens)"
+SAMPLE = "sample_next_token(logits[:, -1], temperature, top_k, generator)"
+RESTORE = "        return tokens\n    finally:\n        model.train(mode_before)"
+NO_GRAD = "@torch.no_grad()\ndef generate("
+TOO_LONG = "if prompt.size(1) + max_new_tokens > model.max_len:"
+GREEDY = "if temperature == 0:\n        return logits.argmax(dim=-1, keepdim=True)"
 
 BLOCK_MUTANTS = [
     Mutant(4, "post-norm", ((BLOCK_ATTENTION, BLOCK_ATTENTION.replace("self.norm1(x)", "x")),
@@ -156,6 +174,63 @@ BLOCK_MUTANTS = [
            _block.DROPOUT_IN_EVAL),
 ]
 
+MODEL_MUTANTS = [
+    Mutant(5, "missing final norm", ((HEAD, "return self.lm_head(x), new_cache"),), _model.NO_FINAL_NORM),
+    Mutant(5, "untied head (a copy)", ((TIE, "self.lm_head.weight = nn.Parameter(self.token_embedding.weight.detach()"
+                                             ".clone())"),), _model.UNTIED_COPY),
+    Mutant(5, "untied head (its own weights)", ((TIE, "pass"),), _model.UNTIED_COPY),
+    Mutant(5, "untied head (.data shared)", ((TIE, "self.lm_head.weight.data = self.token_embedding.weight.data"),),
+           _model.UNTIED_DATA),
+    Mutant(5, "embeddings scaled by sqrt(embed_dim)",
+           ((EMBED, "x = self.token_embedding(tokens) * self.token_embedding.embedding_dim ** 0.5"),), _model.SCALED),
+    Mutant(5, "absolute position embedding added",
+           ((EMBEDDING, EMBEDDING + "\n        self.position_embedding = nn.Embedding(max_len, embed_dim)"),
+            (EMBED, "x = self.token_embedding(tokens) + self.position_embedding(torch.arange(tokens.size(1)))")),
+           "looks like an absolute position table"),
+    Mutant(5, "one cache for every block", ((BLOCK_CALL, "x, block_cache = block(x, cache=None if cache is None else "
+                                                         "cache[0])"),), "is not given its own entry of the cache"),
+    Mutant(5, "max_len not stored", ((GPT_MAX_LEN, "self.token_embedding"),), "GPT.max_len should store"),
+]
+
+SAMPLING_MUTANTS = [
+    Mutant(6, "temperature after the softmax", ((DIVIDE, "logits = logits"),
+                                                (DRAW, DRAW.replace("dim=-1)", "dim=-1) / temperature"))),
+           _sampling.TEMPERATURE_AFTER_SOFTMAX),
+    Mutant(6, "temperature multiplied", ((DIVIDE, "logits = logits * temperature"),), _sampling.TEMPERATURE_MULTIPLIED),
+    Mutant(6, "top-k keeps the smallest logits", ((KTH, KTH.replace("dim=-1)", "dim=-1, largest=False)")),
+                                                  (KEEP, KEEP.replace("<", ">"))), _sampling.TOP_K_SMALLEST),
+    Mutant(6, "top-k keeps k - 1", ((KEEP, KEEP.replace("<", "<=")),), _sampling.TOP_K_MINUS_ONE),
+    Mutant(6, "top-k ignored", ((TOP_K_IF, "if False:"),), _sampling.TOP_K_IGNORED),
+    Mutant(6, "global RNG instead of the generator", ((DRAW, DRAW.replace(", generator=generator", "")),),
+           _sampling.GLOBAL_RNG),
+    Mutant(6, "shape (B,) instead of (B, 1)", ((DRAW, DRAW + ".squeeze(-1)"),), _sampling.SHAPE_B),
+    Mutant(6, "temperature 0 samples", ((GREEDY, "if temperature == 0:\n        temperature = 1e-6\n    if False:\n"
+                                                 "        return None"),), _sampling.GREEDY_DRAWS),
+    Mutant(6, "logits divided in place", ((DIVIDE, "logits /= temperature"),), _sampling.MODIFIES_LOGITS),
+]
+
+GENERATION_MUTANTS = [
+    Mutant(8, "cache never used", ((STEP, "logits, cache = model(tokens)"),), _generation.CACHE_NEVER_USED),
+    Mutant(8, "whole sequence fed with the cache", ((STEP, STEP.replace("model(unseen", "model(tokens")),),
+           _generation.WHOLE_WITH_CACHE),
+    Mutant(8, "mode not restored", ((RESTORE, RESTORE.replace("model.train(mode_before)", "pass")),),
+           _generation.MODE_NOT_RESTORED.split("{")[0]),
+    Mutant(8, "mode restored only without an error",
+           ((RESTORE, "        model.train(mode_before)\n        return tokens\n    finally:\n        pass"),),
+           _generation.MODE_AFTER_ERROR),
+    Mutant(8, "train mode", (("    model.eval()\n    try:", "    try:"),), _generation.TRAIN_MODE),
+    Mutant(8, "gradients on", ((NO_GRAD, "def generate("),), _generation.BUILDS_GRAPH),
+    Mutant(8, "global RNG instead of the generator", ((SAMPLE, SAMPLE.replace(", generator)", ")")),),
+           _generation.GLOBAL_RNG),
+    Mutant(8, "temperature not passed on", ((SAMPLE, SAMPLE.replace("temperature,", "1.0,")),),
+           _generation.TEMPERATURE_DROPPED),
+    Mutant(8, "top_k not passed on", ((SAMPLE, SAMPLE.replace("top_k,", "None,")),), _generation.TOP_K_DROPPED),
+    Mutant(8, "logits of the first position", ((SAMPLE, SAMPLE.replace("[:, -1]", "[:, 0]")),),
+           _generation.FIRST_POSITION),
+    Mutant(8, "no ValueError past max_len", ((TOO_LONG, "if False:"),), "no ValueError was raised"),
+    Mutant(8, "ValueError at max_len", ((TOO_LONG, TOO_LONG.replace(">", ">=")),), "which fits"),
+]
+
 MUTANTS = [
     # ---- Tasks 1-3 ----
     *ROTARY_MUTANTS,
@@ -164,4 +239,7 @@ MUTANTS = [
 
     # ---- Tasks 4-6, 8 ----
     *BLOCK_MUTANTS,
+    *MODEL_MUTANTS,
+    *SAMPLING_MUTANTS,
+    *GENERATION_MUTANTS,
 ]
