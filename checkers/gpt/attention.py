@@ -143,6 +143,8 @@ def _expect_values(task, layer, x, case, num_heads):
         _explain_scale(task, attention, case["attention"], x.size(-1) // num_heads, what)
     expect_close(task, f"{what}: attention", attention, case["attention"], ATOL, RTOL)
     expect_close(task, f"{what}: out", out, case["outputs"], ATOL, RTOL)
+    plain = attend(task, layer, x, num_heads, return_attention=False)[0]
+    expect_close(task, f"{what}: out with return_attention=False", plain, case["outputs"], ATOL, RTOL)
     if not matches(keys, case["new_keys"], ATOL, RTOL):
         if matches(keys, _split(layer, layer.k_proj, x, num_heads), ATOL, RTOL):
             task.fail(f"{what}: {CACHE_BEFORE_ROPE}")
