@@ -80,8 +80,9 @@ def _expect_run(task, layer, x, name, run, num_heads):
     what = f"{NAME} with {name}"
     out, (keys, values), attention, last_past = _continue(task, layer, x, run, num_heads)
     plain = _continue(task, layer, x, run, num_heads, return_attention=False)[0]
-    checks = (("out", out, "outputs"), ("attention", attention, "attention"), ("the new cache's keys", keys, "new_keys"),
-              ("the new cache's values", values, "new_values"), ("out with return_attention=False", plain, "outputs"))
+    checks = (("out", out, "outputs"), ("attention", attention, "attention"),
+              ("the new cache's keys", keys, "new_keys"), ("the new cache's values", values, "new_values"),
+              ("out with return_attention=False", plain, "outputs"))
     for part, value, _ in checks:
         expect_finite(task, f"{what}: {part}", value)
     if not all(matches(value, run[key], ATOL, RTOL) for _, value, key in checks):

@@ -277,3 +277,30 @@ def test_diagnosing_a_planted_mistake_takes_under_a_second(mutant):
 @pytest.mark.parametrize("task, cls, words", UNNAMED, ids=lambda value: getattr(value, "__name__", None))
 def test_diagnosing_an_unnamed_mistake_takes_under_a_second(task, cls, words):
     assert max(timings(_failing(task, cls), runs=2)) <= 1.0
+
+
+# ----- Named by evidence, not only by a stored output ---------------------------------------------------------
+
+EVIDENCE_NAMED = {"halves instead of interleaved pairs", "positions from 1", "turned clockwise",
+                  "additive sines and cosines (004)", "offset ignored", "RoPE before the heads are split",
+                  "scores not scaled", "scores divided by head_dim**1/2 (004)", "no causal mask",
+                  "scores divided by head_dim**1/2 inline", "mask sees the next position",
+                  "new keys rotated at position 0", "new queries and keys rotated at position 0", "cache built before RoPE, rotated again every step",
+                  "cache of unrotated keys", "mask ignores the cached prefix", "no mask with a cache",
+                  "new keys before the cached ones", "base ignored"}
+
+
+def _without_signatures(value):
+    if isinstance(value, dict):
+        return {key: _without_signatures(item) for key, item in value.items() if key != "mistakes"}
+    return value
+
+
+@pytest.mark.parametrize("mutant", [m for m in PLANTED if m.name in EVIDENCE_NAMED], ids=lambda m: m.name)
+def test_named_without_the_fixtures_stored_mistakes(mutant, monkeypatch):
+    """With every stored mistake output removed from the fixtures, these mistakes are still named: by the fixture's
+    alternative runs (halves, clockwise, next positions), by probes of the student's own module, or by structure."""
+    for module in (rotary_check, attention_check, cache_check):
+        monkeypatch.setattr(module, "load_fixture", lambda package, number: _without_signatures(
+            load_fixture(package, number)))
+    assert mutant.diagnosis in failure_of(mutant.task, variant(mutant)[OBJECTS[mutant.task]])
