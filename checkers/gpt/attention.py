@@ -36,10 +36,9 @@ CACHE_BEFORE_ROPE = ("the keys returned for the cache are not rotated (a cache b
                      "after RoPE, so that a cached key is never rotated again and new queries meet it at its position.")
 
 
-def _split(layer, projection, x, num_heads):
+def _split(projection, x, num_heads):
     """The projection of x split into heads as the pinned layout does: (B, H, L, head_dim)."""
-    batch_size, seq_len, embed_dim = x.shape
-    return projection(x).view(batch_size, seq_len, num_heads, embed_dim // num_heads).transpose(1, 2)
+    return projection(x).unflatten(-1, (num_heads, -1)).transpose(1, 2)  # (B, L, D) -> (B, H, L, head_dim)
 
 
 def attend(task, layer, x, num_heads, return_attention=True, **kwargs):
@@ -147,7 +146,7 @@ def _expect_values(task, layer, x, case, num_heads):
     plain = attend(task, layer, x, num_heads, return_attention=False)[0]
     expect_close(task, f"{what}: out with return_attention=False", plain, case["outputs"], ATOL, RTOL)
     if not matches(keys, case["new_keys"], ATOL, RTOL):
-        if matches(keys, _split(layer, layer.k_proj, x, num_heads), ATOL, RTOL):
+        if matches(keys, _split(layer.k_proj, x, num_heads), ATOL, RTOL):
             task.fail(f"{what}: {CACHE_BEFORE_ROPE}")
         diagnose(task, f"{what}: the keys of the new cache", keys, signatures(case, "new_keys"), ATOL, RTOL)
     expect_close(task, f"{what}: the keys of the new cache (after RoPE)", keys, case["new_keys"], ATOL, RTOL)

@@ -34,7 +34,7 @@ def _continue(task, layer, x, run, num_heads, return_attention=True):
 
 def _explain_keys(task, layer, x, run, keys, last_past, what, num_heads):
     """Name a cache of unrotated keys, new keys rotated from position 0, or new keys put before the cached ones."""
-    unrotated = _split(layer, layer.k_proj, x, num_heads).detach()  # (B, H, L, head_dim): the student's own k_proj
+    unrotated = _split(layer.k_proj, x, num_heads).detach()  # (B, H, L, head_dim): the student's own k_proj
     if matches(keys[:, :, last_past:], unrotated[:, :, last_past:], ATOL, RTOL):  # positions >= 1: rotated ones
         task.fail(f"{what}: {CACHE_BEFORE_ROPE}")
     try:
@@ -105,7 +105,7 @@ def check_task_3(task, CausalSelfAttention):
     out, (keys, values) = attend(task, layer, x, num_heads, return_attention=False)
     if not all(matches(got, fixture[key], ATOL, RTOL) for got, key in ((out, "outputs"), (keys, "new_keys"),
                                                                        (values, "new_values"))):
-        if matches(keys, _split(layer, layer.k_proj, x, num_heads), ATOL, RTOL):
+        if matches(keys, _split(layer.k_proj, x, num_heads), ATOL, RTOL):
             task.fail(f"{NAME} without a cache: {CACHE_BEFORE_ROPE}")
         explain_parts(task, f"{NAME} without a cache", [("it", 2, CausalSelfAttention)], __package__)
         expect_close(task, f"{NAME} without a cache", out, fixture["outputs"], ATOL, RTOL)
