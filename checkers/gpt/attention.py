@@ -55,21 +55,25 @@ def attend(task, layer, x, num_heads, return_attention=True, **kwargs):
         found = f"a {type(result).__name__} of length {len(result)}" if isinstance(result, (tuple, list)) else \
             "None" if result is None else f"a {type(result).__name__}"
         task.fail(f"{NAME}.forward with return_attention={return_attention} should return {parts}, got {found}.")
-    (batch_size, seq_len, embed_dim), head_dim = x.shape, x.size(-1) // num_heads
     expect_tensor(task, f"{NAME}.forward's out", result[0], x.shape, x.dtype)
-    cache = result[1]
+    _expect_cache_shapes(task, result[1], x, num_heads, past)
+    if return_attention:
+        expect_tensor(task, f"{NAME}.forward's attention", result[2],
+                      (x.size(0), num_heads, x.size(1), past + x.size(1)), x.dtype)
+    return result
+
+
+def _expect_cache_shapes(task, cache, x, num_heads, past):
+    """The new cache: (keys, values), each (B, H, L_past + L, head_dim)."""
     if not isinstance(cache, (tuple, list)) or len(cache) != 2:
         task.fail(f"{NAME}.forward should return the new cache (keys, values) as its second item, got "
                   f"{type(cache).__name__}.")
-    cached = (batch_size, num_heads, past + seq_len, head_dim)
+    (batch_size, seq_len, embed_dim), head_dim = x.shape, x.size(-1) // num_heads
     for name, value in zip(("keys", "values"), cache):
         if past and isinstance(value, torch.Tensor) and value.dim() == 4 and value.size(2) == seq_len:
             task.fail(f"the new cache's {name} hold {seq_len} positions, not {past} + {seq_len}: {NEW_ONLY}")
-        expect_tensor(task, f"the new cache's {name}", value, cached, x.dtype)
-    if return_attention:
-        expect_tensor(task, f"{NAME}.forward's attention", result[2], (batch_size, num_heads, seq_len,
-                                                                       past + seq_len), x.dtype)
-    return result
+        expect_tensor(task, f"the new cache's {name}", value, (batch_size, num_heads, past + seq_len, head_dim),
+                      x.dtype)
 
 
 def loaded(task, cls, fixture, weights, num_heads, dtype=torch.float64, rope=True):

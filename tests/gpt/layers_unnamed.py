@@ -40,6 +40,22 @@ class RotaryOneAngle(RotaryFloat32Angles):
         self.cos, self.sin = self.cos[:, :1].expand_as(self.cos).clone(), self.sin[:, :1].expand_as(self.sin).clone()
 
 
+class RotaryTablesSwapped(RotaryFloat32Angles):
+    """The table of sines stored as `cos` and the cosines as `sin`, used the other way round: right outputs, wrong
+    pinned tables."""
+
+    def __init__(self, head_dim, max_len=2048, base=10000.0):
+        super().__init__(head_dim, max_len, base)
+        self.cos, self.sin = self.sin.clone(), self.cos.clone()
+
+    def forward(self, x, offset=0):
+        self.cos, self.sin = self.sin, self.cos
+        try:
+            return super().forward(x, offset)
+        finally:
+            self.cos, self.sin = self.sin, self.cos
+
+
 def make_unnamed_attentions(RotaryEmbedding):
     """CausalSelfAttention mistakes built on the given (correct) RotaryEmbedding class: name -> class."""
     AttentionSDPA, AttentionEinsum, _ = make_attentions(RotaryEmbedding)
