@@ -68,7 +68,7 @@ def _expect_cache_shapes(task, cache, x, num_heads, past):
     if not isinstance(cache, (tuple, list)) or len(cache) != 2:
         task.fail(f"{NAME}.forward should return the new cache (keys, values) as its second item, got "
                   f"{type(cache).__name__}.")
-    (batch_size, seq_len, embed_dim), head_dim = x.shape, x.size(-1) // num_heads
+    (batch_size, seq_len, _), head_dim = x.shape, x.size(-1) // num_heads
     for name, value in zip(("keys", "values"), cache):
         if past and isinstance(value, torch.Tensor) and value.dim() == 4 and value.size(2) == seq_len:
             task.fail(f"the new cache's {name} hold {seq_len} positions, not {past} + {seq_len}: {NEW_ONLY}")
