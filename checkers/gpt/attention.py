@@ -28,6 +28,9 @@ HALF_HEAD_DIM = ("`head_dim**1/2` is (head_dim**1) / 2, since ** binds before / 
                  "divides by head_dim, then by 2): divide by math.sqrt(head_dim) or head_dim ** 0.5.")
 NOT_CAUSAL = ("the attention is not causal: a query attends keys after it; fill the scores where key j > query i "
               "with -inf before the softmax (allowed = torch.ones(L, L, dtype=torch.bool).tril()).")
+ROPE_NO_EFFECT = ("the rotation changes no score: the attention equals that of rope=False, as when RoPE gets "
+                  "(B, L, H, head_dim) before the transpose and reads the positions off the head axis (a query and a "
+                  "key of one head then turn by the same angle); rotate (B, H, L, head_dim), after transpose(1, 2).")
 ROPE_IGNORED = ("rope=False still rotates: with rope=False set self.rotary = None and skip the rotation, so the layer "
                 "knows nothing of positions.")
 NEW_ONLY = ("the new cache holds only the new positions: return the cached keys and values concatenated with the "
@@ -143,6 +146,8 @@ def _expect_values(task, layer, x, case, num_heads):
     if not (matches(out, case["outputs"], ATOL, RTOL) and matches(attention, case["attention"], ATOL, RTOL)):
         explain_parts(task, what, [("its rotary module", 1, part_class(layer, "rotary"))], __package__)
         _explain_scale(task, attention, case["attention"], x.size(-1) // num_heads, what)
+        if matches(attention, case["rope_false"]["attention"], ATOL, RTOL):
+            task.fail(f"{what}: {ROPE_NO_EFFECT}")
         diagnose(task, f"{what}: attention", attention, signatures(case, "attention"), ATOL, RTOL)
         diagnose(task, f"{what}: out", out, signatures(case, "outputs"), ATOL, RTOL)  # where RoPE is applied
     expect_close(task, f"{what}: attention", attention, case["attention"], ATOL, RTOL)

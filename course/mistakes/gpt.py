@@ -70,6 +70,11 @@ ATTENTION_MUTANTS = [
                     "        " + HEADS.replace("heads(self.q_proj(x))", "heads(whole(self.q_proj(x)))")
                                   .replace("heads(self.k_proj(x))", "heads(whole(self.k_proj(x)))")),
             (ROPE, "pass")), _attention.BEFORE_SPLIT),
+    Mutant(2, "RoPE before the transpose", ((HEADS, "early = lambda t: self.rotary(t.view(batch_size, seq_len, "
+                                                    "self.num_heads, self.head_dim), offset=past).transpose(1, 2)\n"
+                                                    "        query, key, value = early(self.q_proj(x)), "
+                                                    "early(self.k_proj(x)), heads(self.v_proj(x))"), (ROPE, "pass")),
+           _attention.ROPE_NO_EFFECT),
     Mutant(2, "scores not scaled", ((SCALE, ""),), _attention.NOT_SCALED),
     Mutant(2, "scores divided by head_dim**1/2 (004)", ((SCALE, "/ scale"), (PAST, PAST + "\n        scale = "
                                                                                "self.head_dim**1/2")),

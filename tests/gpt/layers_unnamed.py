@@ -58,7 +58,7 @@ class RotaryTablesSwapped(RotaryFloat32Angles):
 
 def make_unnamed_attentions(RotaryEmbedding):
     """CausalSelfAttention mistakes built on the given (correct) RotaryEmbedding class: name -> class."""
-    AttentionSDPA, AttentionEinsum, _ = make_attentions(RotaryEmbedding)
+    AttentionSDPA, AttentionEinsum = make_attentions(RotaryEmbedding)[:2]
 
     class AttentionSDPAUnmasked(AttentionSDPA):
         """SDPA without is_causal: the weights it reports are causal, its outputs are not."""
@@ -90,5 +90,15 @@ def make_unnamed_attentions(RotaryEmbedding):
         def forward(self, x, cache=None, return_attention=False):
             return super().forward(x, return_attention=return_attention)
 
+    class AttentionRotatedBeforeTranspose(AttentionEinsum):
+        """RoPE applied to (B, L, H, head_dim), before the heads are moved in front: positions read off the head
+        axis."""
+
+        def project(self, x, past):
+            q, k, v = (proj(x).unflatten(-1, (self.heads, self.size)) for proj in (self.q_proj, self.k_proj,
+                                                                                self.v_proj))  # (B, L, H, head_dim)
+            q, k = self.rotary(q, offset=past), self.rotary(k, offset=past)
+            return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, L, head_dim)
+
     return dict(sdpa_unmasked=AttentionSDPAUnmasked, sdpa_causal_with_cache=AttentionSDPACausalWithCache,
-                cache_ignored=AttentionCacheIgnored)
+                cache_ignored=AttentionCacheIgnored, rotated_before_transpose=AttentionRotatedBeforeTranspose)
