@@ -92,7 +92,7 @@ def _expect_rotary(task, layer, fixture, num_heads):
     head_dim = embed_dim // num_heads
     if not isinstance(rotary, nn.Module):
         task.fail(f"{NAME}(embed_dim={embed_dim}, num_heads={num_heads}).rotary should be your "
-                  f"RotaryEmbedding(head_dim, max_len), found {type(rotary).__name__}.")
+                  f"RotaryEmbedding(head_dim, max_len), found {'nothing' if rotary is None else type(rotary).__name__}.")
     shape = tuple(getattr(getattr(rotary, "cos", None), "shape", ()))
     if shape != (max_len, head_dim // 2):
         explain_parts(task, NAME, [("its rotary module", 1, part_class(layer, "rotary"))], __package__)

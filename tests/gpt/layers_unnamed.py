@@ -56,6 +56,19 @@ class RotaryTablesSwapped(RotaryFloat32Angles):
             self.cos, self.sin = self.sin, self.cos
 
 
+class RotaryTablesInForward(torch.nn.Module):
+    """Right values, the tables computed in every forward call instead of once as buffers."""
+
+    def __init__(self, head_dim, max_len=2048, base=10000.0):
+        super().__init__()
+        self.head_dim, self.max_len, self.base = head_dim, max_len, base
+
+    def forward(self, x, offset=0):
+        if offset + x.size(-2) > self.max_len:
+            raise ValueError("past max_len")
+        return RotaryFloat32Angles(self.head_dim, self.max_len, self.base)(x, offset)
+
+
 def make_unnamed_attentions(RotaryEmbedding):
     """CausalSelfAttention mistakes built on the given (correct) RotaryEmbedding class: name -> class."""
     AttentionSDPA, AttentionEinsum = make_attentions(RotaryEmbedding)[:2]

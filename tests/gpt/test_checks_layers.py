@@ -137,6 +137,7 @@ def unnamed_cases():
         (1, unnamed.RotarySquaredPositions, "change with m for the same m - n"),
         (1, unnamed.RotaryFullWidthTables, "has shape (12, 8), expected (max_len, head_dim // 2) = (12, 4)"),
         (1, unnamed.RotaryOneAngle, "differs from the expected values"),
+        (1, unnamed.RotaryTablesInForward, "creates no tensor in __init__"),
         (1, unnamed.RotaryTablesSwapped, "RotaryEmbedding(8, max_len=12).cos (row p, column i: cos(p·theta_i)) "
                                          "differs from the expected values"),
         (2, attentions["sdpa_unmasked"], "changes the outputs at earlier positions: " + attention_check.NOT_CAUSAL),
