@@ -144,6 +144,8 @@ SAMPLING_MUTANTS = [
 
 GENERATION_MUTANTS = [
     Mutant(8, "cache never used", ((STEP, "logits, cache = model(tokens)"),), _generation.CACHE_NEVER_USED),
+    Mutant(8, "new cache not kept", ((STEP, STEP.replace("logits, cache =", "logits, _ =")),),
+           _generation.CACHE_NOT_KEPT.split("{")[0]),
     Mutant(8, "whole sequence fed with the cache", ((STEP, STEP.replace("model(unseen", "model(tokens")),),
            _generation.WHOLE_WITH_CACHE),
     Mutant(8, "mode not restored", ((RESTORE, RESTORE.replace("model.train(mode_before)", "pass")),),

@@ -2,13 +2,14 @@
 an untrained one, planted mistakes fail with their names, bad input is answered cleanly, within a second; the stand-in's
 expected tokens follow the pinned draws by an independent route."""
 import copy
+from unittest import mock
 
 import pytest
 import torch
 import torch.nn as nn
 
 from checkers._core import load_fixture
-from checkers.gpt import CheckFailure, NotImplementedYet, check_task_8
+from checkers.gpt import CheckFailure, NotImplementedYet, check_task_8, generation
 from checkers.gpt._scripted import FixedLogitsModel
 from course.mistakes.gpt import MUTANTS
 from course_lib import gpt_defaults
@@ -54,20 +55,23 @@ def test_valid_variant_passes(capsys):
     assert capsys.readouterr().out.startswith("✓ Task 8 passed")
 
 
-def test_a_model_whose_cache_is_wrong_gives_different_tokens():
-    """A GPT whose cached path forgets the cache (each block attends only to the new tokens) passes every stand-in
-    check but not the comparison on the student's model."""
+def test_a_model_whose_cache_changes_the_tokens_is_caught():
+    """A GPT whose cached path ignores the cache passes every stand-in check; on the student's model the tokens with
+    and without the cache differ, and the check then blames the model's class, which fails Task 5."""
     class Forgetful(reference()["GPT"]):
         def forward(self, tokens, cache=None):
-            logits, new_cache = super().forward(tokens)
-            return logits, new_cache
+            return super().forward(tokens)
     torch.manual_seed(0)
     model = Forgetful(**dict(gpt_defaults.MODEL))
     with torch.no_grad():  # a flatter model than the untrained tied one, so that sampling sees the difference
         model.token_embedding.weight.mul_(0.1)
     with pytest.raises(CheckFailure, match="^Task 8: ") as failure:
         check_task_8(reference()["generate"], model)
-    assert "different tokens with use_cache=True and use_cache=False" in str(failure.value)
+    assert "does not pass check_task_5" in str(failure.value)
+    with mock.patch("checkers.gpt.generation.explain_parts", lambda *args: None):  # the sentence behind the blame
+        with pytest.raises(CheckFailure) as failure:
+            check_task_8(reference()["generate"], model)
+    assert generation.CACHE_CHANGES_TOKENS in str(failure.value)
 
 
 def test_expected_tokens_follow_the_pinned_draws():
@@ -145,3 +149,14 @@ def test_check_takes_under_a_second(name):
         except CheckFailure:
             pass
     assert max(timings(run)) <= 1.0
+
+
+def test_a_model_failing_task_5_is_blamed_on_task_5():
+    mutant = next(m for m in MUTANTS if m.name == "one cache for every block")
+    torch.manual_seed(0)
+    model = variant(mutant)["GPT"](**gpt_defaults.MODEL)
+    with torch.no_grad():  # flatter logits, so that the wrong cache changes the sampled tokens
+        model.token_embedding.weight.mul_(0.1)
+    with pytest.raises(CheckFailure, match="^Task 8: ") as failure:
+        check_task_8(reference()["generate"], model)
+    assert "does not pass check_task_5" in str(failure.value) and "fix Task 5 first" in str(failure.value)
