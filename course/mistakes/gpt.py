@@ -1,8 +1,8 @@
 """Known student mistakes of the gpt assignment, each a few edits of the reference source (the solutions notebook).
 See course/mistakes/transformer.py for how they are used. Instructor-side only: never shipped.
 """
-from checkers.gpt import block as _block, generation as _generation, model as _model, rotary as _rotary
-from checkers.gpt import sampling as _sampling
+from checkers.gpt import attention as _attention, block as _block, cache as _cache, generation as _generation
+from checkers.gpt import model as _model, rotary as _rotary, sampling as _sampling
 from course.mistakes import Mutant
 
 # ---- Tasks 1-3: the reference lines the mistakes edit ----
@@ -49,6 +49,73 @@ ROTARY_MUTANTS = [
            "a plain tensor attribute"),
     Mutant(1, "sine and cosine swapped", ((ROTATED, "rotated = torch.stack([even * sin - odd * cos, even * cos + odd * "
                                                     "sin], dim=-1)"),)),
+]
+
+ROTARY_INIT = "self.rotary = RotaryEmbedding(self.head_dim, max_len) if rope else None"
+HEADS = "query, key, value = heads(self.q_proj(x)), heads(self.k_proj(x)), heads(self.v_proj(x))"
+IF_ROPE = "        if self.rotary is not None:\n"
+ROPE = "query, key = self.rotary(query, offset=past), self.rotary(key, offset=past)  # (B, H, L, head_dim)"
+SCALE = "/ math.sqrt(self.head_dim)"
+SOFTMAX = ".softmax(dim=-1)  # (B, H, L, L_past + L)"
+ALLOWED = "dtype=torch.bool, device=x.device).tril(past)"
+CONCAT = """        if cache is not None:
+            key = torch.cat([cache[0], key], dim=2)  # (B, H, L_past + L, head_dim)
+            value = torch.cat([cache[1], value], dim=2)  # (B, H, L_past + L, head_dim)
+"""
+RETURNED = "return (out, (key, value), attention) if return_attention else (out, (key, value))"
+PAST = "past = 0 if cache is None else cache[0].size(2)"
+ROTATE_AFTER_CACHING = CONCAT + "        new_cache = (key, value)  # before RoPE\n" + IF_ROPE
+RETURN_UNROTATED = RETURNED.replace("(key, value)", "new_cache")
+
+ATTENTION_MUTANTS = [
+    Mutant(2, "RoPE on the values too", ((ROPE, ROPE + "\n            value = self.rotary(value, offset=past)"),),
+           _attention.VALUES_ROTATED),
+    Mutant(2, "RoPE on the queries only", ((ROPE, "query = self.rotary(query, offset=past)"),), _attention.ONLY_QUERIES),
+    Mutant(2, "RoPE on the keys only", ((ROPE, "key = self.rotary(key, offset=past)"),), _attention.ONLY_KEYS),
+    Mutant(2, "RoPE before the heads are split",
+           ((ROTARY_INIT, ROTARY_INIT.replace("self.head_dim", "embed_dim")),
+            (HEADS, "whole = lambda t: t if self.rotary is None else self.rotary(t[:, None], offset=past)[:, 0]\n"
+                    "        " + HEADS.replace("heads(self.q_proj(x))", "heads(whole(self.q_proj(x)))")
+                                  .replace("heads(self.k_proj(x))", "heads(whole(self.k_proj(x)))")),
+            (ROPE, "pass")), _attention.BEFORE_SPLIT),
+    Mutant(2, "scores not scaled", ((SCALE, ""),), _attention.NOT_SCALED),
+    Mutant(2, "scores divided by head_dim**1/2 (004)", ((SCALE, "/ self.head_dim**1/2"),), _attention.HALF_HEAD_DIM),
+    Mutant(2, "scores divided by sqrt(embed_dim)", ((SCALE, "/ math.sqrt(embed_dim)"),)),
+    Mutant(2, "no causal mask", ((ALLOWED, ALLOWED.replace(".tril(past)", "")),), _attention.NOT_CAUSAL),
+    Mutant(2, "mask sees the next position", ((ALLOWED, ALLOWED.replace(".tril(past)", ".tril(past + 1)")),),
+           _attention.NOT_CAUSAL),
+    Mutant(2, "softmax over the queries", ((SOFTMAX, ".softmax(dim=-2)"),), "do not sum to 1 over the keys"),
+    Mutant(2, "rope=False ignored", ((ROTARY_INIT, "self.rotary = RotaryEmbedding(self.head_dim, max_len)"),),
+           "with rope=False it should be None"),
+    Mutant(2, "no output projection", (("out = self.o_proj(out)  # (B, L, D)", "pass"),)),
+]
+
+CACHE_MUTANTS = [
+    Mutant(3, "new keys rotated at position 0", ((ROPE, ROPE.replace("self.rotary(key, offset=past)",
+                                                                     "self.rotary(key)")),), _cache.KEYS_AT_ZERO),
+    Mutant(3, "new queries and keys rotated at position 0", ((ROPE, ROPE.replace(", offset=past", "")),),
+           _cache.KEYS_AT_ZERO),
+    Mutant(3, "cache built before RoPE, rotated again every step",
+           ((IF_ROPE + "            " + ROPE + "\n" + CONCAT,
+             ROTATE_AFTER_CACHING + "            " + ROPE.replace("self.rotary(key, offset=past)", "self.rotary(key)")
+             + "\n"), (RETURNED, RETURN_UNROTATED)), _attention.CACHE_BEFORE_ROPE),
+    Mutant(3, "cache of unrotated keys",
+           ((IF_ROPE + "            " + ROPE + "\n" + CONCAT,
+             ROTATE_AFTER_CACHING + "            query = self.rotary(query, offset=past)\n"
+             "            key = torch.cat([key[:, :, :past], self.rotary(key[:, :, past:], offset=past)], dim=2)\n"),
+            (RETURNED, RETURN_UNROTATED)), _attention.CACHE_BEFORE_ROPE),
+    Mutant(3, "mask ignores the cached prefix", ((ALLOWED, ALLOWED.replace(".tril(past)", ".tril()")),),
+           _cache.MASK_IGNORES_PREFIX),
+    Mutant(3, "no mask with a cache", ((ALLOWED, ALLOWED.replace(".tril(past)", ".tril(past if past == 0 else "
+                                                                                 "past + seq_len)")),),
+           _cache.FUTURE_WITH_CACHE),
+    Mutant(3, "new keys before the cached ones", ((CONCAT, CONCAT.replace("[cache[0], key]", "[key, cache[0]]")
+                                                   .replace("[cache[1], value]", "[value, cache[1]]")),),
+           _cache.CACHE_ORDER),
+    Mutant(3, "only the new positions returned as the cache",
+           ((RETURNED, RETURNED.replace("(key, value)", "(key[:, :, past:], value[:, :, past:])")),),
+           _attention.NEW_ONLY),
+    Mutant(3, "cache length read from the heads axis", ((PAST, PAST.replace(".size(2)", ".size(1)")),)),
 ]
 
 # ---- Tasks 4-6, 8: the reference lines the mistakes edit ----
@@ -169,6 +236,8 @@ GENERATION_MUTANTS = [
 MUTANTS = [
     # ---- Tasks 1-3 ----
     *ROTARY_MUTANTS,
+    *ATTENTION_MUTANTS,
+    *CACHE_MUTANTS,
 
     # ---- Tasks 4-6, 8 ----
     *BLOCK_MUTANTS,
