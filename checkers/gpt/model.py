@@ -7,7 +7,7 @@ from .._core import check_function, expect_module_class, load_fixture
 from .._dependencies import explain_parts
 from .._modules import build, load
 from .._weights import MissingPart
-from ._roles import gpt_blocks, gpt_slots
+from ._roles import gpt_blocks, gpt_slots, same_cache
 
 ATOL, RTOL = 1e-6, 1e-6
 NAME = "GPT"
@@ -108,7 +108,7 @@ def _expect_cache(task, model, fixture):
         for hook in hooks:
             hook.remove()
     for index, entry in enumerate(cache):
-        if received.get(index) is not entry:
+        if not same_cache(received.get(index), entry):
             task.fail(f"{what}: {BLOCK_CACHE.format(index=index)}")
     if not matches(continued, fixture["continued"], ATOL, RTOL):
         _explain(task, model, f"{what}: logits", continued, fixture, "continued")

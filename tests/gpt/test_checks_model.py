@@ -38,7 +38,7 @@ def test_at_least_the_mistakes_the_brief_names_are_planted():
             "embeddings scaled by sqrt(embed_dim)", "absolute position embedding added"} <= names
 
 
-VALID = {4: [model_variants.block_with_named_sublayers],
+VALID = {4: [model_variants.block_with_named_sublayers, model_variants.block_rebuilding_the_cache],
          5: [model_variants.model_tied_the_other_way, model_variants.model_tied_after_construction]}
 
 
