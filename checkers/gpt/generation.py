@@ -52,7 +52,15 @@ def _call(task, generate, model, prompt, new_tokens, **options):
     """generate(model, prompt, new_tokens, **options), prompt left unchanged."""
     before = prompt.clone()
     shown = ", ".join(f"{key}={value!r}" for key, value in options.items() if key != "generator")
-    tokens = task.call(f"{NAME}(model, prompt, {new_tokens}, {shown})", generate, model, prompt, new_tokens, **options)
+    try:
+        tokens = task.call(f"{NAME}(model, prompt, {new_tokens}, {shown})", generate, model, prompt, new_tokens,
+                           **options)
+    except CheckFailure as failure:
+        if isinstance(model, FixedLogitsModel) and "AttributeError" in str(failure):
+            task.fail(f"{str(failure).split(': ', 1)[-1]} (this part of the check runs generate on a stand-in model "
+                      "with fixed logits that has the pinned max_len, token_embedding, lm_head and forward(tokens, "
+                      "cache=None) -> (logits, cache) only; generate should need no more).")
+        raise
     if not torch.equal(before, prompt):
         task.fail(f"{NAME} modified `prompt` in place; build new tensors instead.")
     return tokens

@@ -97,7 +97,9 @@ def test_expected_tokens_follow_the_pinned_draws():
 
 def test_the_stand_in_counts_what_it_is_fed():
     fixture = load_fixture("checkers.gpt", 8)
+    state = torch.get_rng_state()
     model = FixedLogitsModel(fixture["table"], fixture["max_len"])
+    assert torch.equal(state, torch.get_rng_state())  # building it leaves the student's global generator alone
     logits, cache = model(fixture["prompt"])
     model(fixture["prompt"][:, -1:], cache=cache)
     assert [(call["fed"], call["past"]) for call in model.calls] == [(4, 0), (1, 4)]
