@@ -1,4 +1,4 @@
-"""Task 8: generate, run on a fixed-logits stand-in (draws, calls, mode, errors) and on the student's GPT (the cache)."""
+"""Task 8: generate, run on a fixed-logits stand-in (draws, calls, mode, errors) and on the student's GPT (its cache)."""
 import copy
 import inspect
 
@@ -100,7 +100,8 @@ def _expect_calls(task, model, prompt, new_tokens, use_cache, training):
             task.fail(CACHE_NOT_KEPT.format(past=past))
         if fed[0] != length or any(f != 1 for f in fed[1:]) or len(fed) not in (new_tokens, new_tokens + 1):
             task.fail(f"with use_cache=True the steps fed {fed} positions to the model; the first step feeds the "
-                      f"whole prompt ({length}), every later step only the newest token (1), {new_tokens} steps in all.")
+                      f"whole prompt ({length}), every later step only the newest token (1), {new_tokens} steps in "
+                      "all.")
     elif any(p > 0 for p in past) or fed[:new_tokens] != list(range(length, length + new_tokens)):
         task.fail(UNCACHED_FEEDS.format(fed=fed))
 
@@ -149,8 +150,8 @@ def _expect_draws(task, generate, fixture):
                           f"use_cache={use_cache}: {DRAWS_DIFFER}")
 
 
-def _expect_errors(task, generate, fixture):
-    """A ValueError past max_len (none at max_len), and the caller's mode restored after an error."""
+def _expect_max_len(task, generate, fixture):
+    """A ValueError past max_len (none at max_len), the caller's mode restored either way."""
     table, prompt, max_len = fixture["table"], fixture["prompt"], fixture["max_len"]
     room = max_len - prompt.size(1)
     model = FixedLogitsModel(table, max_len).eval()
@@ -173,9 +174,14 @@ def _expect_errors(task, generate, fixture):
         task.fail(NO_MAX_LEN_ERROR.format(prompt=prompt.size(1), new=room + 1, max_len=max_len))
     if not model.training:
         task.fail(MODE_NOT_RESTORED.format(after="eval", before="train"))
+
+
+def _expect_mode_after_error(task, generate, fixture):
+    """The caller's train mode restored when the model raises mid-generation."""
+    table, prompt, max_len = fixture["table"], fixture["prompt"], fixture["max_len"]
     failing = FixedLogitsModel(table, max_len, fail_at=2).train()
     try:
-        generate(failing, prompt, room, temperature=0.0)
+        generate(failing, prompt, max_len - prompt.size(1), temperature=0.0)
     except Exception:  # noqa: BLE001 -- the planted failure, or the student's reaction to it
         pass
     if not failing.training:
@@ -243,7 +249,8 @@ def check_task_8(task, generate, model):
     _student_copy(task, model)  # bad input answered before anything runs
     fixture = load_fixture(__package__, 8)
     _expect_draws(task, generate, fixture)
-    _expect_errors(task, generate, fixture)
+    _expect_max_len(task, generate, fixture)
+    _expect_mode_after_error(task, generate, fixture)
     try:
         _expect_student_model(task, generate, model)
     except NotImplementedYet:

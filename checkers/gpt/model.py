@@ -40,7 +40,8 @@ def _structure(task, model, config):
     if not isinstance(head, nn.Linear) or (head.in_features, head.out_features) != sizes[::-1]:
         task.fail(f"{NAME}.lm_head should be nn.Linear(embed_dim, vocab_size, bias=False) = nn.Linear{sizes[::-1]}.")
     if head.bias is not None:
-        task.fail(f"{NAME}.lm_head has a bias; create it with bias=False (the tied head is the embedding matrix alone).")
+        task.fail(f"{NAME}.lm_head has a bias; create it with bias=False (the tied head is the embedding matrix "
+                  "alone).")
     if head.weight is not embedding.weight:
         task.fail(UNTIED_DATA if head.weight.data_ptr() == embedding.weight.data_ptr() else UNTIED_COPY)
     blocks = getattr(model, "blocks", None)

@@ -123,7 +123,7 @@ def sample_with_sort_and_log_softmax(logits, temperature=1.0, top_k=None, genera
 # ----- Task 8: generate -----------------------------------------------------------------------------------------
 
 def generate_with_while_loop(ns):
-    """A while loop over a buffer on the embedding's device, torch.inference_mode, the mode restored in a finally block."""
+    """A while loop over a buffer on the embedding's device, torch.inference_mode, the mode restored in `finally`."""
     sample = ns["sample_next_token"]
 
     def generate(model, prompt, max_new_tokens, temperature=1.0, top_k=None, use_cache=True, generator=None):
