@@ -78,6 +78,15 @@ def test_a_wrong_attention_is_blamed_on_task_2():
     assert "does not pass check_task_2" in str(failure.value) and "fix Task 2 first" in str(failure.value)
 
 
+@pytest.mark.parametrize("name", ["new keys rotated at position 0", "mask ignores the cached prefix"])
+def test_a_wrong_cache_is_blamed_on_task_3(name):
+    """An attention right without a cache and wrong with one: the block's cached run names Task 3."""
+    mutant = next(m for m in MUTANTS if m.task == 3 and m.name == name)
+    with pytest.raises(CheckFailure, match="^Task 4: ") as failure:
+        check_task_4(variant(mutant)["GPTBlock"])
+    assert "does not pass check_task_3" in str(failure.value) and "fix Task 3 first" in str(failure.value)
+
+
 def test_a_wrong_block_is_blamed_on_task_4():
     mutant = next(m for m in PLANTED if m.name == "post-norm feed-forward")
     with pytest.raises(CheckFailure, match="^Task 5: ") as failure:
