@@ -199,9 +199,8 @@ def _fed_lengths(model):
     return fed, model.register_forward_pre_hook(record, with_kwargs=True)
 
 
-def _expect_student_model(task, generate, model):
-    """On the student's GPT: identical tokens with and without the cache, P then 1, 1, ... positions per step."""
-    twin, vocab_size = _student_copy(task, model)
+def _expect_student_model(task, generate, twin, vocab_size):
+    """On a copy of the student's GPT: identical tokens with and without the cache, P then 1, 1, ... positions."""
     prompt_len, new_tokens = min(8, twin.max_len - 4), 4
     prompt = torch.randint(vocab_size, (4, prompt_len), generator=torch.Generator().manual_seed(0))  # (B, P)
     for temperature in (1.0, 0.0):
@@ -235,8 +234,9 @@ def check_task_8(task, generate, model):
     _expect_draws(task, generate, fixture)
     _expect_max_len(task, generate, fixture)
     _expect_mode_after_error(task, generate, fixture)
+    twin, vocab_size = _student_copy(task, model)
     try:
-        _expect_student_model(task, generate, model)
+        _expect_student_model(task, generate, twin, vocab_size)
     except NotImplementedYet:
         raise
     except CheckFailure:  # a model that fails Task 5 is the likelier cause: say so first
