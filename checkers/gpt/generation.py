@@ -1,4 +1,4 @@
-"""Task 8: generate, run on a fixed-logits stand-in (draws, calls, mode, errors) and on the student's GPT (the cache)."""
+"""Task 8: generate, run on a fixed-logits stand-in (draws, calls, mode, errors) and on the student's GPT (its cache)."""
 import copy
 import inspect
 
@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 
 from .._compare import expect_tensor
-from .._core import check_function, expect_callable, load_fixture
+from .._core import CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture
 from .._dependencies import explain_parts
 from ._scripted import FixedLogitsModel
 
@@ -17,6 +17,8 @@ CACHE_NEVER_USED = ("with use_cache=True every step feeds the whole sequence and
 WHOLE_WITH_CACHE = ("with use_cache=True a step feeds the whole sequence together with the cache, so the cached "
                     "positions are counted twice: with a cache, feed only the tokens it does not hold yet (the newest "
                     "one).")
+CACHE_NOT_KEPT = ("with use_cache=True the model received caches holding {past} positions: pass back the new cache "
+                  "each step returns, logits, cache = model(next_token, cache=cache).")
 UNCACHED_FEEDS = ("with use_cache=False each step should feed the whole sequence so far, model(tokens), without a "
                   "cache; the steps fed {fed} positions.")
 TRAIN_MODE = ("the model ran in train mode, so dropout stays active while generating: call model.eval() first (and "
@@ -50,7 +52,15 @@ def _call(task, generate, model, prompt, new_tokens, **options):
     """generate(model, prompt, new_tokens, **options), prompt left unchanged."""
     before = prompt.clone()
     shown = ", ".join(f"{key}={value!r}" for key, value in options.items() if key != "generator")
-    tokens = task.call(f"{NAME}(model, prompt, {new_tokens}, {shown})", generate, model, prompt, new_tokens, **options)
+    try:
+        tokens = task.call(f"{NAME}(model, prompt, {new_tokens}, {shown})", generate, model, prompt, new_tokens,
+                           **options)
+    except CheckFailure as failure:
+        if isinstance(model, FixedLogitsModel) and "AttributeError" in str(failure):
+            task.fail(f"{str(failure).split(': ', 1)[-1]} (this part of the check runs generate on a stand-in model "
+                      "with fixed logits that has the pinned max_len, token_embedding, lm_head and forward(tokens, "
+                      "cache=None) -> (logits, cache) only; generate should need no more).")
+        raise
     if not torch.equal(before, prompt):
         task.fail(f"{NAME} modified `prompt` in place; build new tensors instead.")
     return tokens
@@ -86,24 +96,14 @@ def _expect_calls(task, model, prompt, new_tokens, use_cache, training):
             task.fail(CACHE_NEVER_USED)
         if any(p > 0 and f == p + 1 for p, f in zip(past, fed)):
             task.fail(WHOLE_WITH_CACHE)
+        if fed[0] == length and past[1:] != list(range(length, length + len(past) - 1)):
+            task.fail(CACHE_NOT_KEPT.format(past=past))
         if fed[0] != length or any(f != 1 for f in fed[1:]) or len(fed) not in (new_tokens, new_tokens + 1):
             task.fail(f"with use_cache=True the steps fed {fed} positions to the model; the first step feeds the "
-                      f"whole prompt ({length}), every later step only the newest token (1), {new_tokens} steps in all.")
+                      f"whole prompt ({length}), every later step only the newest token (1), {new_tokens} steps in "
+                      "all.")
     elif any(p > 0 for p in past) or fed[:new_tokens] != list(range(length, length + new_tokens)):
         task.fail(UNCACHED_FEEDS.format(fed=fed))
-
-
-def _pinned_draws(table, prompt, new_tokens, temperature, generator):
-    """The draws the API pins for a bigram table without top-k: softmax(logits / T), or argmax for T = 0."""
-    tokens = prompt
-    for _ in range(new_tokens):
-        logits = table[tokens[:, -1]]  # (B, V): the stand-in's logits at the last position
-        if temperature == 0:
-            chosen = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
-        else:
-            chosen = torch.multinomial(torch.softmax(logits / temperature, dim=-1), 1, generator=generator)  # (B, 1)
-        tokens = torch.cat([tokens, chosen], dim=1)  # (B, L + 1)
-    return tokens
 
 
 def _explain_draws(task, generate, tokens, case, state):
@@ -122,9 +122,7 @@ def _expect_draws(task, generate, fixture):
     """Each setting's tokens, with and without the cache, from a seeded generator, on the stand-in."""
     table, prompt, new_tokens = fixture["table"], fixture["prompt"], fixture["new_tokens"]
     for case in fixture["cases"].values():
-        setting = case["setting"]
-        expected = case["tokens"] if setting["top_k"] is not None else _pinned_draws(
-            table, prompt, new_tokens, setting["temperature"], torch.Generator().manual_seed(fixture["seed"]))
+        setting, expected = case["setting"], case["tokens"]  # (B, P + new_tokens), the reference's draws
         for use_cache in (True, False):
             model, state = FixedLogitsModel(table, fixture["max_len"]).train(), torch.get_rng_state()
             tokens = _call(task, generate, model, prompt, new_tokens, **setting, use_cache=use_cache,
@@ -137,8 +135,8 @@ def _expect_draws(task, generate, fixture):
                           f"use_cache={use_cache}: {DRAWS_DIFFER}")
 
 
-def _expect_errors(task, generate, fixture):
-    """A ValueError past max_len (none at max_len), and the caller's mode restored after an error."""
+def _expect_max_len(task, generate, fixture):
+    """A ValueError past max_len (none at max_len), the caller's mode restored either way."""
     table, prompt, max_len = fixture["table"], fixture["prompt"], fixture["max_len"]
     room = max_len - prompt.size(1)
     model = FixedLogitsModel(table, max_len).eval()
@@ -161,9 +159,14 @@ def _expect_errors(task, generate, fixture):
         task.fail(NO_MAX_LEN_ERROR.format(prompt=prompt.size(1), new=room + 1, max_len=max_len))
     if not model.training:
         task.fail(MODE_NOT_RESTORED.format(after="eval", before="train"))
+
+
+def _expect_mode_after_error(task, generate, fixture):
+    """The caller's train mode restored when the model raises mid-generation."""
+    table, prompt, max_len = fixture["table"], fixture["prompt"], fixture["max_len"]
     failing = FixedLogitsModel(table, max_len, fail_at=2).train()
     try:
-        generate(failing, prompt, room, temperature=0.0)
+        generate(failing, prompt, max_len - prompt.size(1), temperature=0.0)
     except Exception:  # noqa: BLE001 -- the planted failure, or the student's reaction to it
         pass
     if not failing.training:
@@ -196,9 +199,8 @@ def _fed_lengths(model):
     return fed, model.register_forward_pre_hook(record, with_kwargs=True)
 
 
-def _expect_student_model(task, generate, model):
-    """On the student's GPT: identical tokens with and without the cache, P then 1, 1, ... positions per step."""
-    twin, vocab_size = _student_copy(task, model)
+def _expect_student_model(task, generate, twin, vocab_size):
+    """On a copy of the student's GPT: identical tokens with and without the cache, P then 1, 1, ... positions."""
     prompt_len, new_tokens = min(8, twin.max_len - 4), 4
     prompt = torch.randint(vocab_size, (4, prompt_len), generator=torch.Generator().manual_seed(0))  # (B, P)
     for temperature in (1.0, 0.0):
@@ -212,6 +214,9 @@ def _expect_student_model(task, generate, model):
                 hook.remove()
             runs[use_cache] = _expect_tokens(task, tokens, prompt, new_tokens), fed
         cached, uncached = runs[True][1], runs[False][1]
+        if not cached or not uncached:
+            task.fail(f"{NAME} never called your model as model(tokens, cache=...) (forward hooks saw no call): call "
+                      "the model itself, not model.forward, so that its hooks run.")
         if cached[:1] != [prompt_len] or any(count != 1 for count in cached[1:]):
             task.fail(f"on your model, with use_cache=True the steps fed {cached} positions; the first step feeds "
                       f"the prompt ({prompt_len}), every later step only the newest token (1).")
@@ -225,11 +230,19 @@ def _expect_student_model(task, generate, model):
 def check_task_8(task, generate, model):
     """Check generate on a fixed-logits stand-in (shape, calls, mode, draws, errors) and on the student's model."""
     expect_callable(task, generate, NAME)
-    _student_copy(task, model)  # bad input answered before anything runs
     fixture = load_fixture(__package__, 8)
     _expect_draws(task, generate, fixture)
-    _expect_errors(task, generate, fixture)
-    _expect_student_model(task, generate, model)
+    _expect_max_len(task, generate, fixture)
+    _expect_mode_after_error(task, generate, fixture)
+    twin, vocab_size = _student_copy(task, model)
+    try:
+        _expect_student_model(task, generate, twin, vocab_size)
+    except NotImplementedYet:
+        raise
+    except CheckFailure:  # a model that fails Task 5 is the likelier cause: say so first
+        if not type(model).__module__.startswith("torch"):
+            explain_parts(task, NAME, [("your model's class", 5, type(model))], __package__)
+        raise
     task.passed("one new position per cached step, identical tokens with and without the cache, draws from the "
                 "given generator, eval mode without gradients, the caller's mode restored, and the max_len "
                 "ValueError are right.")

@@ -7,7 +7,7 @@ from .._core import check_function, expect_module_class, load_fixture
 from .._dependencies import explain_parts
 from .._modules import build, load
 from .._weights import MissingPart
-from ._roles import gpt_blocks, gpt_slots
+from ._roles import gpt_blocks, gpt_slots, same_cache
 
 ATOL, RTOL = 1e-6, 1e-6
 NAME = "GPT"
@@ -40,7 +40,8 @@ def _structure(task, model, config):
     if not isinstance(head, nn.Linear) or (head.in_features, head.out_features) != sizes[::-1]:
         task.fail(f"{NAME}.lm_head should be nn.Linear(embed_dim, vocab_size, bias=False) = nn.Linear{sizes[::-1]}.")
     if head.bias is not None:
-        task.fail(f"{NAME}.lm_head has a bias; create it with bias=False (the tied head is the embedding matrix alone).")
+        task.fail(f"{NAME}.lm_head has a bias; create it with bias=False (the tied head is the embedding matrix "
+                  "alone).")
     if head.weight is not embedding.weight:
         task.fail(UNTIED_DATA if head.weight.data_ptr() == embedding.weight.data_ptr() else UNTIED_COPY)
     blocks = getattr(model, "blocks", None)
@@ -81,6 +82,29 @@ def _explain(task, model, what, got, fixture, key):
     block_class = type(blocks[0]) if blocks and not type(blocks[0]).__module__.startswith("torch") else None
     explain_parts(task, what, [("its GPTBlock class", 4, block_class)], __package__)
     diagnose(task, what, got, signatures(fixture, key), ATOL, RTOL)
+    _explain_final_norm(task, model, fixture["tokens"], what)
+
+
+def _explain_final_norm(task, model, tokens, what):
+    """Fail when changing final_norm's weight and bias leaves the logits alone: the norm is not applied."""
+    norm = getattr(model, "final_norm", None)
+    if not isinstance(norm, nn.LayerNorm) or norm.weight is None or norm.bias is None:
+        return
+    saved = norm.weight.detach().clone(), norm.bias.detach().clone()
+    try:
+        with torch.no_grad():
+            first = model(tokens)[0]
+            norm.weight.mul_(2).add_(0.5)
+            norm.bias.add_(0.5)
+            second = model(tokens)[0]
+    except Exception:  # noqa: BLE001 -- only a probe
+        return
+    finally:
+        with torch.no_grad():
+            norm.weight.copy_(saved[0])
+            norm.bias.copy_(saved[1])
+    if torch.allclose(first, second, atol=1e-12):
+        task.fail(f"{what}: {NO_FINAL_NORM}")
 
 
 def _expect_logits(task, model, fixture):
@@ -108,7 +132,7 @@ def _expect_cache(task, model, fixture):
         for hook in hooks:
             hook.remove()
     for index, entry in enumerate(cache):
-        if received.get(index) is not entry:
+        if not same_cache(received.get(index), entry):
             task.fail(f"{what}: {BLOCK_CACHE.format(index=index)}")
     if not matches(continued, fixture["continued"], ATOL, RTOL):
         _explain(task, model, f"{what}: logits", continued, fixture, "continued")

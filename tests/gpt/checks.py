@@ -1,4 +1,5 @@
-"""What the gpt check tests share: the reference namespace, a mutant's namespace, timing a check (tests/check_timing.py)."""
+"""What the gpt check tests share: the reference namespace, a mutant's namespace, timing a check
+(tests/check_timing.py)."""
 import functools
 
 from course.reference import load_reference, reference_source

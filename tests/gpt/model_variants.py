@@ -40,6 +40,20 @@ def block_with_named_sublayers(ns):
     return Block
 
 
+def block_rebuilding_the_cache(ns):
+    """The reference block, but the cache unpacked into keys and values and returned as a new tuple."""
+    base = ns["GPTBlock"]
+
+    class Block(base):
+        def forward(self, x, cache=None):
+            past = None if cache is None else (cache[0], cache[1])
+            attended, (keys, values) = self.attention(self.norm1(x), cache=past)
+            x = x + self.dropout(attended)
+            return x + self.dropout(self.feedforward(self.norm2(x))), (keys, values)
+
+    return Block
+
+
 # ----- Task 5: GPT ------------------------------------------------------------------------------------------------
 
 def model_tied_the_other_way(ns):
@@ -109,7 +123,7 @@ def sample_with_sort_and_log_softmax(logits, temperature=1.0, top_k=None, genera
 # ----- Task 8: generate -----------------------------------------------------------------------------------------
 
 def generate_with_while_loop(ns):
-    """A while loop over a preallocated buffer, torch.inference_mode, the mode restored in a finally block."""
+    """A while loop over a buffer on the embedding's device, torch.inference_mode, the mode restored in `finally`."""
     sample = ns["sample_next_token"]
 
     def generate(model, prompt, max_new_tokens, temperature=1.0, top_k=None, use_cache=True, generator=None):
@@ -121,7 +135,8 @@ def generate_with_while_loop(ns):
         model.eval()
         try:
             with torch.inference_mode():
-                tokens = torch.empty(batch_size, total, dtype=torch.long, device=prompt.device)
+                device = model.token_embedding.weight.device  # reads a pinned part of GPT
+                tokens = torch.empty(batch_size, total, dtype=torch.long, device=device)
                 tokens[:, :prompt_len] = prompt
                 length, cache = prompt_len, None
                 while length < total:

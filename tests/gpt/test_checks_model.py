@@ -1,6 +1,8 @@
 """check_task_4 (GPTBlock) and check_task_5 (GPT) both ways: the reference and other correct answers pass, planted
 mistakes fail with their names, a wrong earlier part is blamed on its task, bad input is answered cleanly, within a
 second."""
+from unittest import mock
+
 import pytest
 import torch
 import torch.nn as nn
@@ -38,7 +40,7 @@ def test_at_least_the_mistakes_the_brief_names_are_planted():
             "embeddings scaled by sqrt(embed_dim)", "absolute position embedding added"} <= names
 
 
-VALID = {4: [model_variants.block_with_named_sublayers],
+VALID = {4: [model_variants.block_with_named_sublayers, model_variants.block_rebuilding_the_cache],
          5: [model_variants.model_tied_the_other_way, model_variants.model_tied_after_construction]}
 
 
@@ -76,6 +78,15 @@ def test_a_wrong_attention_is_blamed_on_task_2():
     with pytest.raises(CheckFailure, match="^Task 4: ") as failure:
         check_task_4(variant(NO_MASK)["GPTBlock"])
     assert "does not pass check_task_2" in str(failure.value) and "fix Task 2 first" in str(failure.value)
+
+
+@pytest.mark.parametrize("name", ["new keys rotated at position 0", "mask ignores the cached prefix"])
+def test_a_wrong_cache_is_blamed_on_task_3(name):
+    """An attention right without a cache and wrong with one: the block's cached run names Task 3."""
+    mutant = next(m for m in MUTANTS if m.task == 3 and m.name == name)
+    with pytest.raises(CheckFailure, match="^Task 4: ") as failure:
+        check_task_4(variant(mutant)["GPTBlock"])
+    assert "does not pass check_task_3" in str(failure.value) and "fix Task 3 first" in str(failure.value)
 
 
 def test_a_wrong_block_is_blamed_on_task_4():
@@ -152,3 +163,24 @@ def test_check_takes_under_a_second(task, name):
         except CheckFailure:
             pass
     assert max(timings(run)) <= 1.0
+
+
+# ----- without their stored outputs, the layout mistakes are named by probes -------------------------------------
+
+PROBED = {"post-norm": "STREAM_NORMALISED", "post-norm attention": "STREAM_NORMALISED",
+          "post-norm feed-forward": "STREAM_NORMALISED", "no residual around the attention": "NO_RESIDUAL",
+          "no residual around the feed-forward network": "NO_RESIDUAL", "norms swapped": "NORMS_SWAPPED",
+          "missing final norm": "NO_FINAL_NORM"}
+
+
+@pytest.mark.parametrize("name", PROBED)
+def test_layout_mistakes_are_named_without_stored_outputs(name):
+    from checkers.gpt import block, model
+    mutant = next(m for m in PLANTED if m.name == name)
+    check, part = CHECKS[mutant.task]
+    with mock.patch.object(block, "signatures", lambda case, key: None), \
+            mock.patch.object(model, "signatures", lambda case, key: None):
+        with pytest.raises(CheckFailure, match=f"^Task {mutant.task}: ") as failure:
+            check(variant(mutant)[part])
+    sentence = getattr(block if mutant.task == 4 else model, PROBED[name])
+    assert sentence.split("{")[0] in str(failure.value), str(failure.value)
