@@ -283,7 +283,7 @@ def test_the_decoding_timer_generates_every_token(seq2seq_reference):
 
 
 class History:
-    """What bench_seq2seq.first_reaching reads of course_lib.training.History."""
+    """What bench_training.first_reaching reads of course_lib.training.History."""
 
     def __init__(self, seconds, step, val_accuracy):
         self.seconds, self.step, self.val_accuracy = seconds, step, val_accuracy
@@ -291,9 +291,9 @@ class History:
 
 def test_first_reaching_finds_the_first_evaluation_at_the_target():
     history = History(seconds=[0.0, 2.0, 4.0, 6.0], step=[0, 100, 200, 300], val_accuracy=[0.0, 0.991, 0.98, 0.999])
-    assert bench_seq2seq.first_reaching(history, 0.99) == (2.0, 100)
-    assert bench_seq2seq.first_reaching(history, 0.995) == (6.0, 300)
-    assert bench_seq2seq.first_reaching(history, 1.0) == (None, None)
+    assert bench_training.first_reaching(history, 0.99) == (2.0, 100)
+    assert bench_training.first_reaching(history, 0.995) == (6.0, 300)
+    assert bench_training.first_reaching(history, 1.0) == (None, None)
 
 
 def test_the_native_decoder_layer_differs_when_a_weight_is_not_copied(seq2seq_reference):
