@@ -11,13 +11,15 @@ import torch
 import torch.nn as nn
 
 from course.reference import reference_of
-from course_lib import seq2seq_defaults
-from tools.bench import goals as bench_goals, runner, scaling as bench_scaling, seq2seq as bench_seq2seq
+from course_lib import gpt_defaults, seq2seq_defaults
+from tools.bench import goals as bench_goals, gpt as bench_gpt, runner, scaling as bench_scaling
+from tools.bench import seq2seq as bench_seq2seq
 from tools.bench import timing as bench_timing, training as bench_training
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ("meta", "layers", "training_step", "training", "scaling", "goals")
 SEQ2SEQ_SECTIONS = ("meta", "layers", "training", "decoding", "goals")
+GPT_SECTIONS = ("meta", "training", "attention", "generation", "goals")
 
 
 def run_quick_bench(assignment, out):
@@ -38,6 +40,12 @@ def quick_report(tmp_path_factory):
 def quick_seq2seq_report(tmp_path_factory):
     """The seq2seq assignment's quick bench: (report, out, stdout)."""
     return run_quick_bench("seq2seq", tmp_path_factory.mktemp("bench_seq2seq"))
+
+
+@pytest.fixture(scope="module")
+def quick_gpt_report(tmp_path_factory):
+    """The gpt assignment's quick bench: (report, out, stdout)."""
+    return run_quick_bench("gpt", tmp_path_factory.mktemp("bench_gpt"))
 
 
 def numbers(tree):
@@ -223,7 +231,8 @@ def test_a_bench_module_without_the_interface_is_refused(tmp_path, monkeypatch):
     sys.modules.pop("tools.bench.partial", None)
 
 
-@pytest.mark.parametrize("name, sections", [("transformer", SECTIONS[1:5]), ("seq2seq", SEQ2SEQ_SECTIONS[1:4])])
+@pytest.mark.parametrize("name, sections", [("transformer", SECTIONS[1:5]), ("seq2seq", SEQ2SEQ_SECTIONS[1:4]),
+                                            ("gpt", GPT_SECTIONS[1:4])])
 def test_each_bench_module_defines_the_interface(name, sections):
     module = runner.load_bench(name)
     assert set(module.SETTINGS) == {"full", "quick"} and list(module.SECTIONS) == list(sections)
@@ -304,3 +313,102 @@ def test_the_native_decoder_layer_differs_when_a_weight_is_not_copied(seq2seq_re
     assert bench_timing.output_difference(ours, theirs, x)["match"] is True
     theirs.layer.norm3.reset_parameters()
     assert bench_timing.output_difference(ours, theirs, x)["match"] is False
+
+
+# ----------------------------------------------------------------------------- the gpt assignment's bench
+
+
+def test_quick_gpt_bench_writes_every_section(quick_gpt_report):
+    report, out, stdout = quick_gpt_report
+    assert all(section in report for section in GPT_SECTIONS)
+    assert report["meta"]["assignment"] == "gpt" and report["meta"]["quick"] is True
+    assert stdout.count("Measured performance of gpt") == 1 and "QUICK smoke run" in stdout
+    assert all(math.isfinite(n) for n in numbers(report))
+    assert [Path(path).name for path in report["meta"]["plots"]] == ["generation_step_time.png"]
+    assert (out / "generation_step_time.png").stat().st_size > 0
+    assert stdout.count("| PASS") + stdout.count("| MISS") == sum(g["passed"] is not None for g in report["goals"])
+
+
+def test_quick_gpt_bench_checks_attention_against_sdpa_before_timing(quick_gpt_report):
+    attention = quick_gpt_report[0]["attention"]
+    assert attention["match"] is True and attention["max_abs_diff"] < 1e-5 and attention["grad_max_abs_diff"] < 1e-5
+    assert attention["size"]["seq_len"] == 11 and attention["size"]["batch_size"] == gpt_defaults.BATCH_SIZE
+    for name in ("forward_backward", "forward"):
+        assert attention[name]["reference_seconds"] > 0 and attention[name]["other_seconds"] > 0
+    ratio_goals = [g for g in quick_gpt_report[0]["goals"] if "ref / SDPA" in g["name"] and g["goal"]]
+    assert [g["name"].split(" (")[0] for g in ratio_goals] == ["training step"]  # the one time held to the goal
+
+
+def test_quick_gpt_bench_trains_as_the_notebook_and_generates(quick_gpt_report):
+    report = quick_gpt_report[0]
+    training, generation = report["training"], report["generation"]
+    assert training["stop_at"] == gpt_defaults.STOP_AT_ACCURACY and training["training"] == gpt_defaults.TRAINING
+    assert training["target"] == 0.95
+    run = training["runs"][0]
+    assert run["seconds"] > 0 and run["steps"] > 0 and 0 <= run["accuracy"] <= 1 and 0 <= run["fresh_accuracy"] <= 1
+    assert run["reached"] == (run["accuracy"] >= gpt_defaults.STOP_AT_ACCURACY)
+    assert generation["identical"] is True and generation["speedup"] > 0
+    steps = len(generation["lengths"])
+    assert steps == generation["new_tokens"] and generation["lengths"][0] == generation["prompt_len"]
+    for route in ("cached", "uncached"):
+        assert len(generation[route]["step_seconds"]) == steps and min(generation[route]["step_seconds"]) > 0
+        assert sum(generation[route]["step_seconds"]) <= generation[route]["seconds"] * 1.5
+
+
+@pytest.fixture(scope="module")
+def gpt_reference():
+    return reference_of("gpt")
+
+
+def test_the_sdpa_route_differs_when_a_weight_differs(gpt_reference):
+    """The equality check can fail: an SDPA route around a layer with one other projection computes otherwise."""
+    size = dict(bench_gpt.COURSE, batch_size=4)
+    ours, sdpa, x = bench_gpt.attention_pair(gpt_reference, size, "cpu")
+    assert bench_timing.output_difference(ours, sdpa, x)["match"] is True
+    other = bench_gpt.attention_pair(gpt_reference, size, "cpu")[1]
+    other.layer.k_proj.reset_parameters()
+    assert bench_timing.output_difference(ours, other, x)["match"] is False
+
+
+class NoRotation(nn.Module):
+    """A RotaryEmbedding that leaves every position as it is."""
+
+    def forward(self, x, offset=0):
+        return x
+
+
+def test_the_sdpa_route_keeps_rope_and_causality(gpt_reference):
+    """Without RoPE the SDPA route no longer matches the reference layer; a later token moves no earlier output."""
+    size = dict(bench_gpt.COURSE, batch_size=4)
+    ours, sdpa, x = bench_gpt.attention_pair(gpt_reference, size, "cpu")
+    other = bench_gpt.attention_pair(gpt_reference, size, "cpu")[1]
+    other.layer.rotary = NoRotation()
+    assert bench_timing.output_difference(ours, other, x)["match"] is False
+    future = x.clone()
+    future[:, -1] += 1.0  # a later token changes: the earlier outputs of both routes must not move
+    for route in (ours, sdpa):
+        with torch.no_grad():
+            now, changed = route(x), route(future)  # (B, L, D) each
+        assert torch.allclose(now[:, :-1], changed[:, :-1], atol=1e-6) and not torch.allclose(now[:, -1], changed[:, -1])
+
+
+def test_step_stamps_one_per_model_call(gpt_reference):
+    """step_seconds times every step of generate: one stamp per model call, so N steps for N new tokens."""
+    torch.manual_seed(0)
+    model = gpt_reference["GPT"](**dict(gpt_defaults.MODEL, max_len=32))
+    prompts = torch.randint(10, (3, 5))
+    for use_cache in (True, False):
+        tokens, seconds, steps = bench_gpt.step_seconds(gpt_reference, model, prompts, 7, use_cache)
+        assert tokens.shape == (3, 12) and torch.equal(tokens[:, :5], prompts)
+        assert len(steps) == 7 and min(steps) > 0 and sum(steps) <= seconds
+    assert not model._forward_pre_hooks  # the hook is removed
+
+
+def test_per_step_curve_fits_a_power_law_and_leaves_out_the_first_step():
+    lengths = [8, 16, 32, 64, 128]
+    runs = [(None, 1.0, [10.0] + [2e-6 * length ** 0.5 for length in lengths[1:]]),  # first step: the whole prompt
+            (None, 3.0, [10.0] + [4e-6 * length ** 0.5 for length in lengths[1:]]),
+            (None, 2.0, [10.0] + [3e-6 * length ** 0.5 for length in lengths[1:]])]
+    curve = bench_gpt.per_step_curve(runs, lengths)
+    assert curve["exponent"] == pytest.approx(0.5) and curve["seconds"] == 2.0
+    assert curve["step_seconds"] == pytest.approx([10.0] + [3e-6 * length ** 0.5 for length in lengths[1:]])
