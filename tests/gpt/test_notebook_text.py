@@ -4,10 +4,10 @@ renders everywhere, supported claims.
 
 The rules live in tests/notebook_text.py (shared with the other assignments' notebook tests). Whether the student
 notebook is released from the current reference, and holds no solution, is tested for every registered assignment in
-tests/test_release.py; that it runs untouched and fails only with "not implemented yet", in tests/test_student_notebook.py.
+tests/test_release.py; that it runs untouched and fails only with "not implemented yet", in
+tests/test_student_notebook.py.
 """
 import ast
-import json
 import re
 
 import matplotlib
@@ -16,13 +16,15 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from course.registry import ROOT, assignment  # noqa: E402
+from course.registry import assignment  # noqa: E402
 from course_lib import gpt_defaults, plot_history  # noqa: E402
 from course_lib.training import History  # noqa: E402
-from notebook_text import (MEASURED, cell_length_problems, cells, check_cell_problems, code_cell,  # noqa: E402
-                           glossary, grade_id, import_cell, import_problems, is_answer, plot_problems, section,
+from notebook_text import (broken_copy, cell_length_problems, cells, check_cell_problems,  # noqa: E402
+                           checker_seeds, code_cell, glossary, grade_id, import_cell, import_problems, index_of,
+                           is_answer, measured_sentences, notebook_seeds, placeholders, plot_problems,
                            seeded_model_problems, shape_name_problems, staff_note_problems, task_cell_order_problems,
-                           task_cells, task_text_problems, tasks_of, text_macro_problems, time_claim_problems)
+                           task_cells, task_text_problems, tasks_of, text_macro_problems, time_claim_problems,
+                           training_seed_problems)
 
 GPT = assignment("gpt")
 SOURCE, RELEASE = GPT.source_notebook, GPT.release_notebook
@@ -85,7 +87,8 @@ def cache_section_problems(path):
         problems.append(f"Task {CACHE_TASK}'s section holds an answer cell (its answer is Task 2's class)")
     check = section_cells[1][1]["source"].strip() if len(section_cells) > 1 else ""
     if check != f"check_task_{CACHE_TASK}(CausalSelfAttention)":
-        problems.append(f"Task {CACHE_TASK}'s text is not followed at once by check_task_3(CausalSelfAttention): {check!r}")
+        problems.append(f"Task {CACHE_TASK}'s text is not followed at once by "
+                        f"check_task_3(CausalSelfAttention): {check!r}")
     if kinds[2:4] != ["markdown", "code"]:
         problems.append(f"no example (text, then code) after Task {CACHE_TASK}'s check cell: {kinds}")
     implement = section_cells[0][1]["source"].split("**Implement", 1)[-1]
@@ -107,19 +110,6 @@ def test_task_3_s_answer_is_the_cache_branch_of_task_2_s_answer_cell():
     assert "raise NotImplementedError()" in student.split("def forward", 1)[1]
 
 
-def broken_copy(tmp_path, edit):
-    """The reference notebook after edit(cells), written under tmp_path."""
-    notebook = json.loads(SOURCE.read_text())
-    edit(notebook["cells"])
-    path = tmp_path / "broken.ipynb"
-    path.write_text(json.dumps(notebook))
-    return path
-
-
-def index_of(notebook_cells, name):
-    return next(index for index, cell in enumerate(notebook_cells) if grade_id(cell) == name)
-
-
 def test_the_task_3_rule_catches_a_section_that_breaks_it(tmp_path):
     """The Task 3 rule can fail: an answer cell of its own, its check cell moved away, or its example code dropped."""
     def add_answer(notebook_cells):
@@ -135,7 +125,7 @@ def test_the_task_3_rule_catches_a_section_that_breaks_it(tmp_path):
 
     for edit, problem in ((add_answer, "holds an answer cell"), (move_check, "not followed at once"),
                           (drop_example_code, "no example (text, then code)")):
-        problems = cache_section_problems(broken_copy(tmp_path, edit))
+        problems = cache_section_problems(broken_copy(SOURCE, tmp_path, edit))
         assert any(problem in found for found in problems), (edit.__name__, problems)
 
 
@@ -211,11 +201,15 @@ def axis_labels(source):
     return labels
 
 
+def names_its_unit(label):
+    """Whether an axis label ends with its unit in parentheses, or measures nothing with a unit."""
+    return bool(re.search(r"\([^()]+\)\s*$", label) or UNITLESS.match(label))
+
+
 def test_every_axis_names_its_unit():
     """A label measuring something says its unit in parentheses, e.g. "time per new token (ms)"; "(no unit)" says so."""
     missing = [(index, label) for index, cell in enumerate(cells(SOURCE)) if cell["cell_type"] == "code"
-               for label in axis_labels(cell["source"]) if not re.search(r"\([^()]+\)\s*$", label)
-               and not UNITLESS.match(label)]
+               for label in axis_labels(cell["source"]) if not names_its_unit(label)]
     assert missing == []
 
 
@@ -223,7 +217,7 @@ def test_the_unit_rule_tells_a_label_with_its_unit_from_one_without():
     source = 'ax.set(xlabel="sequence length (tokens)", ylabel="time")\nax.set_ylabel("answer digit")'
     labels = sorted(axis_labels(source))
     assert labels == ["answer digit", "sequence length (tokens)", "time"]
-    assert [bool(re.search(r"\([^()]+\)\s*$", label) or UNITLESS.match(label)) for label in labels] == [True, True, False]
+    assert [names_its_unit(label) for label in labels] == [True, True, False]
 
 
 @BOTH
@@ -234,33 +228,15 @@ def test_every_default_model_is_built_right_after_a_seed(path):
 
 def test_training_starts_from_the_seed_of_the_cell_before_it():
     """Nothing random runs between the seed and the training cell: the DataLoader's shuffle draws from the seed too."""
-    all_cells = cells(SOURCE)
-    (training,) = [index for index, cell in enumerate(all_cells) if grade_id(cell).startswith("task_7_")]
-    before = all_cells[training - 1]["source"]
-    assert re.search(r"seed_everything\(\d+\)\s*\nmodel = GPT\(\*\*model_config\)", before), before
-    after_model = before.split("GPT(**model_config)", 1)[1]
-    assert not re.search(r"torch\.(rand|randn|randint|randperm|manual_seed)\b|AdditionDataset\(", after_model)
-
-
-def checker_seeds():
-    """Integer constants whose name holds SEED in checkers/gpt/ (the data Task 7 is judged on)."""
-    seeds = {}
-    for path in sorted((ROOT / "checkers" / "gpt").glob("*.py")):
-        for node in ast.parse(path.read_text()).body:
-            value = getattr(node, "value", None)
-            if isinstance(node, ast.Assign) and isinstance(value, ast.Constant) and isinstance(value.value, int):
-                seeds |= {target.id: node.value.value for target in node.targets
-                          if isinstance(target, ast.Name) and "SEED" in target.id}
-    return seeds
+    assert training_seed_problems(SOURCE, "GPT", "AdditionDataset") == []
 
 
 def test_the_notebook_never_draws_the_checker_s_data():
     """A seed of the notebook's data or models equal to the checker's would let a student train on what is judged."""
-    seeds = checker_seeds()
+    seeds = checker_seeds("gpt")
     if not seeds:
         pytest.skip("checkers/gpt/ defines no *SEED* constant yet (Task 7's check is a stub)")
-    text = "\n".join(cell["source"] for cell in cells(SOURCE) if cell["cell_type"] == "code")
-    used = {int(n) for n in re.findall(r"\bseed(?:_everything\(|=)(\d+)", text)}
+    used = notebook_seeds(SOURCE)
     assert used and not used & set(seeds.values()), (used, seeds)
 
 
@@ -283,24 +259,18 @@ def test_no_time_claim_outside_the_marked_sentences():
 
 @PLACEHOLDERS
 def test_no_placeholder_is_left_in_the_text():
-    prose = [re.sub(r"`[^`]*`|\$[^$]*\$", "", cell["source"]) for cell in cells(SOURCE) if cell["cell_type"] == "markdown"]
-    placeholders = [word for text in prose for word in re.findall(r"\b[A-Z]{2,}_[A-Z_]{2,}\b", text)]
-    assert placeholders == []
+    assert placeholders(SOURCE) == []
 
 
 @PLACEHOLDERS
 def test_task_7_states_its_measured_time_in_one_marked_sentence():
-    text = section(SOURCE, "## 7.")
-    assert text.count(MEASURED) == 1
-    sentence = text.split(MEASURED)[1].split("\n")[0]
+    (sentence,) = measured_sentences(SOURCE, "## 7.")
     assert re.search(r"[\d,]+ steps", sentence) and re.search(r"\d+ s\b", sentence) and "load average" in sentence
 
 
 @PLACEHOLDERS
 def test_task_8_states_its_measured_speed_up_in_one_marked_sentence():
-    text = section(SOURCE, "## 8.")
-    assert text.count(MEASURED) == 1
-    sentence = text.split(MEASURED)[1].split("\n")[0]
+    (sentence,) = measured_sentences(SOURCE, "## 8.")
     assert re.search(r"\d\s?(×|x)\b", sentence) and "load average" in sentence
 
 
