@@ -408,10 +408,28 @@ def test_step_stamps_one_per_model_call(gpt_reference):
 
 
 def test_per_step_curve_fits_a_power_law_and_leaves_out_the_first_step():
-    lengths = [8, 16, 32, 64, 128]
-    runs = [(None, 1.0, [10.0] + [2e-6 * length ** 0.5 for length in lengths[1:]]),  # first step: the whole prompt
-            (None, 3.0, [10.0] + [4e-6 * length ** 0.5 for length in lengths[1:]]),
-            (None, 2.0, [10.0] + [3e-6 * length ** 0.5 for length in lengths[1:]])]
-    curve = bench_gpt.per_step_curve(runs, lengths)
-    assert curve["exponent"] == pytest.approx(0.5) and curve["seconds"] == 2.0
-    assert curve["step_seconds"] == pytest.approx([10.0] + [3e-6 * length ** 0.5 for length in lengths[1:]])
+    lengths = list(range(8, 136))
+    law = [2e-6 * length ** 0.5 for length in lengths[1:]]
+    runs = [(None, 1.0, [10.0] + [2.0 * s for s in law]),  # first step: the whole prompt, far slower
+            (None, 3.0, [10.0] + [0.5 * s for s in law]),
+            (None, 2.0, [10.0] + law)]
+    curve = bench_gpt.per_step_curve(runs, lengths, bins=8)
+    assert curve["seconds"] == 2.0 and curve["step_seconds"] == pytest.approx([10.0] + law)
+    assert curve["exponent"] == pytest.approx(0.5, abs=0.01) and curve["exponent_every_step"] == pytest.approx(0.5)
+    assert len(curve["bin_lengths"]) == 8 and curve["bin_lengths"][0] > 8  # the first step is in no bin
+
+
+def test_a_preempted_step_bends_the_every_step_fit_but_not_the_binned_one():
+    lengths = list(range(9, 265))
+    seconds = [1e-3 * length ** 0.2 for length in lengths]
+    for index in range(200, 256, 5):  # a busy machine: every fifth late step lasts 8 times longer
+        seconds[index] *= 8
+    bin_lengths, bin_seconds = bench_gpt.length_bins(lengths, seconds, bins=16)
+    assert bench_scaling.loglog_slope(bin_lengths, bin_seconds) == pytest.approx(0.2, abs=0.02)
+    assert bench_scaling.loglog_slope(lengths, seconds) > 0.3  # bent by more than 0.1
+
+
+def test_length_bins_take_medians_of_consecutive_steps():
+    """Edges 1, 3, 9 (geometric from the first length to one past the last): lengths 1-2, then 3-8."""
+    lengths, seconds = [1, 2, 3, 4, 5, 6, 7, 8], [1.0, 9.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    assert bench_gpt.length_bins(lengths, seconds, bins=2) == ([1.5, 5.5], [5.0, 4.5])
