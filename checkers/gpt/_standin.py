@@ -17,6 +17,12 @@ def seeded_generator(seed):
     return torch.Generator().manual_seed(seed)
 
 
+def generator_used(generator):
+    """What a call left of a generator, as plain data: its next uniform draw, which differs when the call drew
+    another number of times (or not at all)."""
+    return {"generator": torch.rand(1, generator=generator, dtype=torch.float64).item()}
+
+
 class ScriptedLM(nn.Module):
     """tokens (B, L), cache -> (logits (B, L, vocab_size), new_cache); logits from a hash of each prefix.
 

@@ -1,13 +1,15 @@
-"""Name the weights of a student's GPT by their role, so fixed test weights (or trained ones) can be loaded into it.
+"""A trained GPT's weights by role, with its head checked to be the pinned tied one (Task 7 and its grading).
 
-Roles follow the pinned API of the gpt assignment (token_embedding, blocks.<i>.attention.q_proj, ..., final_norm);
-the head has no role of its own: its weight *is* the embedding's (tied), and a head that is not is a MissingPart.
+The roles are those of checkers.gpt._roles.gpt_slots (token_embedding, blocks.<i>, final_norm); the head has no role
+of its own because its weight *is* the embedding's, so a head that is not tied (or has a bias) is a MissingPart here:
+its weights would otherwise be silently left out of what is judged.
 """
 import torch.nn as nn
 
-from .._weights import MissingPart, _child, block_slots, encoder_blocks
+from .._weights import MissingPart
+from ._roles import gpt_slots
 
-__all__ = ["MissingPart", "gpt_slots", "untied"]
+__all__ = ["MissingPart", "tied_gpt_slots", "untied"]
 
 
 def untied(model):
@@ -23,25 +25,10 @@ def untied(model):
     return None
 
 
-def _distinct(slots):
-    """Fail when two roles share one tensor: one block listed twice in `blocks` shares its weights."""
-    seen = {}
-    for role, value in slots.items():
-        if id(value) in seen:
-            raise MissingPart(f"`{role}` is the same tensor as `{seen[id(value)]}`: each block needs its own layers")
-        seen[id(value)] = role
-    return slots
-
-
-def gpt_slots(model):
-    """Role name -> parameter for a GPT (token_embedding, blocks.<i>, final_norm; the tied head has no role)."""
-    slots = {"token_embedding.weight": _child(model, "token_embedding", nn.Embedding, "").weight}
-    for index, block in enumerate(encoder_blocks(model, "blocks")):
-        slots.update(block_slots(block, f"blocks.{index}."))
-    norm = _child(model, "final_norm", nn.LayerNorm, "")
-    slots.update({f"final_norm.{key}": value for key, value in (("weight", norm.weight), ("bias", norm.bias))
-                  if value is not None})
+def tied_gpt_slots(model):
+    """Role name -> parameter for a GPT whose head is tied (gpt_slots' roles); MissingPart names what is not."""
+    slots = gpt_slots(model)
     problem = untied(model)
     if problem:
         raise MissingPart(problem)
-    return _distinct(slots)
+    return slots

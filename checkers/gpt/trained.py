@@ -16,7 +16,7 @@ from course_lib.addition import SEQ_LEN, VOCAB_SIZE, addition_sequences, answer_
 
 from .._core import check_function
 from .._compare import expect_finite, expect_tensor
-from ._weights import MissingPart, gpt_slots
+from ._weights import MissingPart, tied_gpt_slots
 
 CHECK_SEED = 5151  # never a seed of the notebook's data (1 and 2)
 CHECK_SIZE = 2000
@@ -65,7 +65,7 @@ def _expect_layout(task, model, tokens):
     """The model runs (NotImplementedError: not implemented yet), has the pinned GPT layout and no other weights."""
     _logits(task, model, tokens)
     try:
-        slots = gpt_slots(model)
+        slots = tied_gpt_slots(model)
     except MissingPart as missing:
         task.fail(f"the model should be the GPT of Task 5: {missing}.")
     pinned = {id(value) for value in slots.values()}

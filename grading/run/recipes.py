@@ -165,7 +165,9 @@ def call(task, target, recipe):
     outputs = [leaves(result) for result in results]
     record = {"structure": describe(results[0]),
               "inputs_after": [snapshot(a) if isinstance(a, torch.Tensor) else None for a in args]}
-    reports = observed(spec.get("args", []), args)
+    names = sorted(kwargs)
+    reports = observed(spec.get("args", []), args) + observed([spec["kwargs"][key] for key in names],
+                                                              [kwargs[key] for key in names])
     if any(report is not None for report in reports):
         record["observed"] = reports
     odd = subclasses(tensor for result in outputs for tensor in result)

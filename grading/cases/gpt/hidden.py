@@ -13,7 +13,7 @@ from ..parts import called, helper, module, randn, random_weights, recipe
 
 SEED = 919191  # never a seed of the notebook, the checkers or make_fixtures
 TOLERANCE = dict(atol=1e-6, rtol=1e-6)
-GPT_SLOTS = "checkers.gpt._weights:gpt_slots"
+GPT_SLOTS = "checkers.gpt._roles:gpt_slots"
 STANDIN = "checkers.gpt._standin"
 
 
@@ -121,6 +121,14 @@ def block_cases(reference, generator):
     cases.append(recipe(4, "hidden: dropout=0.5 in train mode, sub-layers silenced", False, call=called(x),
                         build=module("GPTBlock", "block", silent, activation="nn.Tanh", dropout=0.5, mode="train",
                                      **sizes), **TOLERANCE))
+    # One sub-layer at a time, the other silenced: its output must get dropout (or dropout inside it).
+    outputs = {"attention": "attention.o_proj.", "feed-forward": "feedforward.out."}
+    for kept, prefix in outputs.items():
+        alone = dict(weights, **{role: torch.zeros_like(value) for role, value in weights.items()
+                                 if role.startswith(tuple(outputs.values())) and not role.startswith(prefix)})
+        cases.append(recipe(4, f"hidden: dropout=0.5 in train mode, {kept} alone", False, compare="differ",
+                            build=module("GPTBlock", "block", alone, activation="nn.Tanh", dropout=0.5, mode="train",
+                                         **sizes), call=called(x, repeat=2)))
     return cases
 
 
@@ -145,8 +153,9 @@ def model_cases(reference, generator):
 
 
 def seeded(seed):
-    """A torch.Generator in the state manual_seed(seed) gives, made in the probe."""
-    return helper(f"{STANDIN}:seeded_generator", seed=seed)
+    """A torch.Generator in the state manual_seed(seed) gives, made in the probe; how much the call drew from it is
+    compared too (checkers.gpt._standin:generator_used)."""
+    return helper(f"{STANDIN}:seeded_generator", f"{STANDIN}:generator_used", seed=seed)
 
 
 def distinct_logits(generator, rows, vocab_size, scale=1.5):
@@ -162,6 +171,7 @@ def sampling_cases(reference, generator):
     logits = few.repeat_interleave(100, dim=0)  # (300, V): 100 draws from each of 3 distributions
     tied = torch.tensor([[2.0, 1.0, 1.0, 1.0, 0.5, -1.0, 0.0]] * 200, dtype=torch.float64)  # 3rd largest tied
     cases = [("temperature 0 (greedy)", called(few, 0.0)),
+             ("temperature 0 (greedy), a generator by position", called(few, 0.0, None, seeded(4))),
              ("temperature=0 by keyword, with a generator", called(few, temperature=0, generator=seeded(3))),
              ("temperature 1", called(logits, generator=seeded(11))),
              ("temperature 0.5", called(logits, temperature=0.5, generator=seeded(12))),
