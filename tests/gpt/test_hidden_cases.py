@@ -52,6 +52,8 @@ def test_reference_passes_hidden_tests(task, graded_cases):
 
 
 # Mistakes the catalogue may not hold (or holds under other edits): each changes what its task computes.
+THETA = "base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)"
+COS, SIN = "cos = self.cos[offset:offset + seq_len]", "sin = self.sin[offset:offset + seq_len]"
 ROTATE = "rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)"
 ROPE_QK = "query, key = self.rotary(query, offset=past), self.rotary(key, offset=past)"
 ALLOWED = "allowed = torch.ones(seq_len, past + seq_len, dtype=torch.bool, device=x.device).tril(past)"
@@ -61,14 +63,13 @@ MORE_MISTAKES = [
                                                        "even, odd = x.chunk(2, dim=-1)"),
                                                       ("return rotated.flatten(-2)",
                                                        "return torch.cat([rotated[..., 0], rotated[..., 1]], -1)"))),
-    Mutant(1, "exponent i / head_dim", (("base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)",
-                                         "base ** (-torch.arange(0, head_dim // 2, dtype=torch.float64) / head_dim)"),)),
-    Mutant(1, "positions from 1", (("cos = self.cos[offset:offset + seq_len]", "cos = self.cos[offset + 1:offset + seq_len + 1]"),
-                                   ("sin = self.sin[offset:offset + seq_len]", "sin = self.sin[offset + 1:offset + seq_len + 1]"),
+    Mutant(1, "exponent i / head_dim", ((THETA, THETA.replace("arange(0, head_dim, 2,", "arange(0, head_dim // 2,")),)),
+    Mutant(1, "positions from 1", ((COS, COS.replace("[offset:offset + seq_len]", "[offset + 1:offset + seq_len + 1]")),
+                                   (SIN, SIN.replace("[offset:offset + seq_len]", "[offset + 1:offset + seq_len + 1]")),
                                    ("angle = torch.arange(max_len, dtype", "angle = torch.arange(max_len + 1, dtype"))),
-    Mutant(1, "offset ignored", (("cos = self.cos[offset:offset + seq_len]", "cos = self.cos[:seq_len]"),
-                                 ("sin = self.sin[offset:offset + seq_len]", "sin = self.sin[:seq_len]"))),
-    Mutant(1, "clockwise", ((ROTATE, "rotated = torch.stack([even * cos + odd * sin, odd * cos - even * sin], dim=-1)"),)),
+    Mutant(1, "offset ignored", ((COS, COS.replace("[offset:offset + seq_len]", "[:seq_len]")),
+                                 (SIN, SIN.replace("[offset:offset + seq_len]", "[:seq_len]")))),
+    Mutant(1, "clockwise", ((ROTATE, "rotated = torch.stack([even * cos + odd * sin, odd * cos - even * sin], -1)"),)),
     Mutant(2, "RoPE on the queries only", ((ROPE_QK, "query = self.rotary(query, offset=past)"),)),
     Mutant(2, "RoPE on the values too", ((ROPE_QK, ROPE_QK + "; value = self.rotary(value, offset=past)"),)),
     Mutant(2, "no causal mask", ((ALLOWED, "allowed = torch.ones(seq_len, past + seq_len, dtype=torch.bool, "
@@ -197,9 +198,10 @@ def test_trained_weights_that_do_not_fit_the_reference_are_not_judged(graded_cas
     assert "not valid" in judge({"config": dict(record["config"], num_heads=[5, 5])})
     assert "not valid" in judge({"config": dict(record["config"], activation=["ReLU", "ReLU"])})
     assert "disagree" in judge({"config": dict(record["config"], num_heads=[4, 8])})
-    assert "vocab_size is 14" in judge({"weights": {**record["weights"], "token_embedding.weight": torch.zeros(14, 32)}})
+    embedding = "token_embedding.weight"
+    assert "vocab_size is 14" in judge({"weights": {**record["weights"], embedding: torch.zeros(14, 32)}})
     assert "embed_dim = 2048 is outside 1..1024" in judge(
-        {"weights": {**record["weights"], "token_embedding.weight": torch.zeros(12, 2048)}})
+        {"weights": {**record["weights"], embedding: torch.zeros(12, 2048)}})
     assert "1 extra" in judge({"weights": {**record["weights"], "lm_head.weight": torch.zeros(12, 32)}})
 
 
