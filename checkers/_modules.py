@@ -34,6 +34,9 @@ PINNED = {
         vocab_size=REQUIRED, embed_dim=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED,
         num_encoder_layers=REQUIRED, num_decoder_layers=REQUIRED, max_len=512, activation=nn.ReLU, dropout=0.0,
         pad_id=0),
+    # gpt, Tasks 1-3
+    "RotaryEmbedding": dict(head_dim=REQUIRED, max_len=2048, base=10000.0),
+    "CausalSelfAttention": dict(embed_dim=REQUIRED, num_heads=REQUIRED, max_len=REQUIRED, rope=True),
     # gpt, Tasks 4-5
     "GPTBlock": dict(embed_dim=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED, max_len=REQUIRED,
                      activation=nn.GELU, dropout=0.0),

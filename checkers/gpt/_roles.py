@@ -3,11 +3,12 @@
 Roles follow the pinned API (attention.q_proj, feedforward, norm1, norm2, token_embedding, blocks.<i>, final_norm),
 not parameter registration order. The head is tied to the token embedding, so it has no role of its own.
 """
+import torch
 import torch.nn as nn
 
 from .._weights import _child, block_slots, encoder_blocks
 
-__all__ = ["block_slots", "gpt_slots", "gpt_blocks"]
+__all__ = ["block_slots", "gpt_slots", "gpt_blocks", "same_cache"]
 
 
 def gpt_blocks(model):
@@ -24,3 +25,13 @@ def gpt_slots(model):
     slots.update({f"final_norm.{key}": value for key, value in (("weight", norm.weight), ("bias", norm.bias))
                   if value is not None})
     return slots
+
+
+def same_cache(got, given):
+    """Whether got is the cache given, or holds the same tensors (a tuple rebuilt from its parts is the same cache)."""
+    if got is given:
+        return True
+    if isinstance(got, (tuple, list)) and isinstance(given, (tuple, list)) and len(got) == len(given):
+        return all(same_cache(a, b) for a, b in zip(got, given))
+    return isinstance(got, torch.Tensor) and isinstance(given, torch.Tensor) and got.shape == given.shape \
+        and torch.equal(got, given)

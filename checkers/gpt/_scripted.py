@@ -23,6 +23,11 @@ class FixedLogitsModel(nn.Module):
         super().__init__()
         self.register_buffer("table", table.clone())
         self.scale = nn.Parameter(torch.ones((), dtype=table.dtype))  # so a forward with gradients on builds a graph
+        vocab_size = table.size(0)
+        # unused by forward; there for a generate that reads the vocabulary size or device from GPT's pinned parts
+        self.token_embedding = nn.Embedding(vocab_size, 1, _weight=torch.zeros(vocab_size, 1, dtype=table.dtype))
+        self.lm_head = nn.utils.skip_init(nn.Linear, 1, vocab_size, bias=False)  # no draw from the global RNG
+        self.lm_head.weight = self.token_embedding.weight
         self.max_len, self.fail_at = max_len, fail_at
         self.calls = []  # one dict per forward
 

@@ -81,8 +81,10 @@ def _expect_distributions(task, sample_next_token, fixture):
         frequencies = torch.bincount(tokens.flatten(), minlength=row.size(-1)).to(probabilities.dtype) / count
         allowed = SIGMAS * (probabilities * (1 - probabilities) / count).sqrt() + 1e-9  # (V,)
         if ((frequencies - probabilities).abs() > allowed).any():
-            _name_mistake(task, what, frequencies, case.get("mistakes", {}).get("frequencies"),
-                          SIGMAS * math.sqrt(0.25 / count))
+            mistakes = {diagnosis: signature for diagnosis, signature
+                        in case.get("mistakes", {}).get("frequencies", {}).items()
+                        if ((signature - probabilities).abs() > allowed).any()}  # not a mere re-draw of the right one
+            _name_mistake(task, what, frequencies, mistakes, SIGMAS * math.sqrt(0.25 / count))
             worst = int(((frequencies - probabilities).abs() - allowed).argmax())
             task.fail(f"{what}: token {worst} came {frequencies[worst]:.3f} of the time in {count} draws, but its "
                       f"probability is {probabilities[worst]:.3f}; the draws should follow softmax(logits / "
