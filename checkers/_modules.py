@@ -115,7 +115,9 @@ def build(task, cls, name, *args, dtype=torch.float64, native=False, **kwargs):
                                     "(replace the `# YOUR CODE HERE` comment with your code).")
         if native:
             return module
-    return module.to(dtype)
+    # like module.to(dtype), but leaving complex tensors complex (a RoPE table of e^{i p theta}, say), which .to(dtype)
+    # would cast to real, dropping their imaginary parts
+    return module._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
 
 
 def expect_native_output(task, module, name, what, run, expected, atol=1e-4, rtol=1e-4, **options):

@@ -24,8 +24,8 @@ BEFORE_SPLIT = ("RoPE is applied over the whole embedding before the heads are s
                 "features): build RotaryEmbedding(head_dim, max_len) and rotate each head's queries and keys, "
                 "(B, H, L, head_dim), after the split.")
 NOT_SCALED = "the scores are not scaled: divide query @ key.transpose(-2, -1) by √head_dim."
-HALF_HEAD_DIM = ("the scores are divided by head_dim / 2 instead of √head_dim: `head_dim**1/2` is (head_dim**1) / 2, "
-                 "since ** binds before /; write math.sqrt(head_dim) or head_dim ** 0.5.")
+HALF_HEAD_DIM = ("`head_dim**1/2` is (head_dim**1) / 2, since ** binds before / (and `scores / head_dim**1/2` "
+                 "divides by head_dim, then by 2): divide by math.sqrt(head_dim) or head_dim ** 0.5.")
 NOT_CAUSAL = ("the attention is not causal: a query attends keys after it; fill the scores where key j > query i "
               "with -inf before the softmax (allowed = torch.ones(L, L, dtype=torch.bool).tril()).")
 ROPE_IGNORED = ("rope=False still rotates: with rope=False set self.rotary = None and skip the rotation, so the layer "
@@ -36,10 +36,9 @@ CACHE_BEFORE_ROPE = ("the keys returned for the cache are not rotated (a cache b
                      "after RoPE, so that a cached key is never rotated again and new queries meet it at its position.")
 
 
-def _split(layer, projection, x, num_heads):
+def _split(projection, x, num_heads):
     """The projection of x split into heads as the pinned layout does: (B, H, L, head_dim)."""
-    batch_size, seq_len, embed_dim = x.shape
-    return projection(x).view(batch_size, seq_len, num_heads, embed_dim // num_heads).transpose(1, 2)
+    return projection(x).unflatten(-1, (num_heads, -1)).transpose(1, 2)  # (B, L, D) -> (B, H, L, head_dim)
 
 
 def attend(task, layer, x, num_heads, return_attention=True, **kwargs):
@@ -124,8 +123,9 @@ def _explain_scale(task, attention, expected, head_dim, what):
     divisor = math.sqrt(head_dim) / ratio
     if abs(divisor - 1) < 1e-3:
         task.fail(f"{what} is wrong: {NOT_SCALED}")
-    if abs(divisor - head_dim / 2) < 1e-3 * head_dim:
-        task.fail(f"{what} is wrong: {HALF_HEAD_DIM}")
+    for size, name in ((head_dim / 2, "head_dim / 2"), (2 * head_dim, "2·head_dim")):
+        if abs(divisor - size) < 1e-3 * head_dim:
+            task.fail(f"{what}: the scores are divided by {name} = {size:g} instead of √head_dim: {HALF_HEAD_DIM}")
     named = " = √embed_dim" if abs(divisor - math.sqrt(head_dim * attention.size(1))) < 1e-3 * divisor else ""
     task.fail(f"{what}: the scores are divided by {divisor:.4g}{named} instead of √head_dim = √{head_dim}.")
 
@@ -138,13 +138,15 @@ def _expect_values(task, layer, x, case, num_heads):
     _expect_causal(task, layer, x, num_heads, attention, what)
     if not (matches(out, case["outputs"], ATOL, RTOL) and matches(attention, case["attention"], ATOL, RTOL)):
         explain_parts(task, what, [("its rotary module", 1, part_class(layer, "rotary"))], __package__)
-        diagnose(task, f"{what}: attention", attention, signatures(case, "attention"), ATOL, RTOL)
-        diagnose(task, f"{what}: out", out, signatures(case, "outputs"), ATOL, RTOL)
         _explain_scale(task, attention, case["attention"], x.size(-1) // num_heads, what)
+        diagnose(task, f"{what}: attention", attention, signatures(case, "attention"), ATOL, RTOL)
+        diagnose(task, f"{what}: out", out, signatures(case, "outputs"), ATOL, RTOL)  # where RoPE is applied
     expect_close(task, f"{what}: attention", attention, case["attention"], ATOL, RTOL)
     expect_close(task, f"{what}: out", out, case["outputs"], ATOL, RTOL)
+    plain = attend(task, layer, x, num_heads, return_attention=False)[0]
+    expect_close(task, f"{what}: out with return_attention=False", plain, case["outputs"], ATOL, RTOL)
     if not matches(keys, case["new_keys"], ATOL, RTOL):
-        if matches(keys, _split(layer, layer.k_proj, x, num_heads), ATOL, RTOL):
+        if matches(keys, _split(layer.k_proj, x, num_heads), ATOL, RTOL):
             task.fail(f"{what}: {CACHE_BEFORE_ROPE}")
         diagnose(task, f"{what}: the keys of the new cache", keys, signatures(case, "new_keys"), ATOL, RTOL)
     expect_close(task, f"{what}: the keys of the new cache (after RoPE)", keys, case["new_keys"], ATOL, RTOL)
@@ -191,4 +193,5 @@ def check_task_2(task, CausalSelfAttention):
                          lambda: attend(task, single, x.float(), num_heads, return_attention=False)[0],
                          case["outputs"])
     task.passed("queries and keys of every head rotated by RoPE after the split (values not), scores scaled by "
-                "√head_dim, the causal mask, the returned (keys, values), rope=False, gradients and dtypes are right.")
+                "√head_dim, the causal mask, the returned (keys, values), rope=False, gradients and dtypes are "
+                "right.")

@@ -103,7 +103,6 @@ def _pair_norms(t):
 
 def _explain(task, rotary, case, got, what, atol, rtol):
     """Name what the wrong output got is: a known mistake's output, or a property of a rotation that it breaks."""
-    diagnose(task, what, got, signatures(case, "outputs"), atol, rtol)
     for key, sentence in (("halves", HALVES), ("clockwise", CLOCKWISE), ("next", FROM_ONE)):
         if key in case and matches(got, case[key], atol, rtol):
             task.fail(f"{what} is wrong: {sentence}")
@@ -114,6 +113,7 @@ def _explain(task, rotary, case, got, what, atol, rtol):
     start = _probe(rotary, x, 0) if offset else None
     if start is not None and matches(got, start, atol, rtol):
         task.fail(f"{what} gives the output of positions 0 to {x.size(-2) - 1}: {OFFSET_IGNORED}")
+    diagnose(task, what, got, signatures(case, "outputs"), atol, rtol)  # the exponent's mistakes, an ignored base
     if not matches(_pair_norms(got), _pair_norms(x), atol, rtol):
         task.fail(f"{what} changes the length of some pair (x[..., 2i], x[..., 2i + 1]): a rotation keeps it; turn "
                   "both features of each interleaved pair by the same angle p·theta_i with cos and sin.")

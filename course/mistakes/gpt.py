@@ -30,8 +30,8 @@ ROTARY_MUTANTS = [
            _rotary.FROM_ONE),
     Mutant(1, "turned clockwise", ((ROTATED, "rotated = torch.stack([even * cos + odd * sin, odd * cos - even * sin], "
                                              "dim=-1)"),), _rotary.CLOCKWISE),
-    Mutant(1, "additive sines and cosines (004)", ((ROTATED, "rotated = torch.stack([even + sin, odd + cos], dim=-1)"),),
-           _rotary.ADDITIVE),
+    Mutant(1, "additive sines and cosines (004)",
+           ((ROTATED, "rotated = torch.stack([even + sin, odd + cos], dim=-1)"),), _rotary.ADDITIVE),
     Mutant(1, "offset ignored", ((ROWS, ROWS.replace("offset:offset + seq_len", ":seq_len")),
                                  (SIN_ROWS, SIN_ROWS.replace("offset:offset + seq_len", ":seq_len"))),
            _rotary.OFFSET_IGNORED),
@@ -70,7 +70,8 @@ RETURN_UNROTATED = RETURNED.replace("(key, value)", "new_cache")
 ATTENTION_MUTANTS = [
     Mutant(2, "RoPE on the values too", ((ROPE, ROPE + "\n            value = self.rotary(value, offset=past)"),),
            _attention.VALUES_ROTATED),
-    Mutant(2, "RoPE on the queries only", ((ROPE, "query = self.rotary(query, offset=past)"),), _attention.ONLY_QUERIES),
+    Mutant(2, "RoPE on the queries only", ((ROPE, "query = self.rotary(query, offset=past)"),),
+           _attention.ONLY_QUERIES),
     Mutant(2, "RoPE on the keys only", ((ROPE, "key = self.rotary(key, offset=past)"),), _attention.ONLY_KEYS),
     Mutant(2, "RoPE before the heads are split",
            ((ROTARY_INIT, ROTARY_INIT.replace("self.head_dim", "embed_dim")),
@@ -79,7 +80,11 @@ ATTENTION_MUTANTS = [
                                   .replace("heads(self.k_proj(x))", "heads(whole(self.k_proj(x)))")),
             (ROPE, "pass")), _attention.BEFORE_SPLIT),
     Mutant(2, "scores not scaled", ((SCALE, ""),), _attention.NOT_SCALED),
-    Mutant(2, "scores divided by head_dim**1/2 (004)", ((SCALE, "/ self.head_dim**1/2"),), _attention.HALF_HEAD_DIM),
+    Mutant(2, "scores divided by head_dim**1/2 (004)", ((SCALE, "/ scale"), (PAST, PAST + "\n        scale = "
+                                                                               "self.head_dim**1/2")),
+           "the scores are divided by head_dim / 2 = 6 instead of √head_dim: " + _attention.HALF_HEAD_DIM),
+    Mutant(2, "scores divided by head_dim**1/2 inline", ((SCALE, "/ self.head_dim**1/2"),),
+           "the scores are divided by 2·head_dim = 24 instead of √head_dim: " + _attention.HALF_HEAD_DIM),
     Mutant(2, "scores divided by sqrt(embed_dim)", ((SCALE, "/ math.sqrt(embed_dim)"),)),
     Mutant(2, "no causal mask", ((ALLOWED, ALLOWED.replace(".tril(past)", "")),), _attention.NOT_CAUSAL),
     Mutant(2, "mask sees the next position", ((ALLOWED, ALLOWED.replace(".tril(past)", ".tril(past + 1)")),),
