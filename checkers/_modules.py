@@ -34,6 +34,14 @@ PINNED = {
         vocab_size=REQUIRED, embed_dim=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED,
         num_encoder_layers=REQUIRED, num_decoder_layers=REQUIRED, max_len=512, activation=nn.ReLU, dropout=0.0,
         pad_id=0),
+    # gpt, Tasks 1-3
+    "RotaryEmbedding": dict(head_dim=REQUIRED, max_len=2048, base=10000.0),
+    "CausalSelfAttention": dict(embed_dim=REQUIRED, num_heads=REQUIRED, max_len=REQUIRED, rope=True),
+    # gpt, Tasks 4-5
+    "GPTBlock": dict(embed_dim=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED, max_len=REQUIRED,
+                     activation=nn.GELU, dropout=0.0),
+    "GPT": dict(vocab_size=REQUIRED, embed_dim=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED,
+                num_layers=REQUIRED, max_len=REQUIRED, dropout=0.0),
 }
 
 
@@ -107,7 +115,9 @@ def build(task, cls, name, *args, dtype=torch.float64, native=False, **kwargs):
                                     "(replace the `# YOUR CODE HERE` comment with your code).")
         if native:
             return module
-    return module.to(dtype)
+    # like module.to(dtype), but leaving complex tensors complex (a RoPE table of e^{i p theta}, say), which .to(dtype)
+    # would cast to real, dropping their imaginary parts
+    return module._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
 
 
 def expect_native_output(task, module, name, what, run, expected, atol=1e-4, rtol=1e-4, **options):

@@ -1,5 +1,197 @@
-"""SKELETON (replaced by its owner before this branch lands): Task 2's check."""
+"""Task 2: causal self-attention with RoPE on each head's queries and keys (no cache)."""
+import math
+
+import torch
+import torch.nn as nn
+
+from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
+from .._core import check_function, expect_module_class, load_fixture
+from .._dependencies import explain_parts, part_class
+from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_unchanged, load
+from .._probes import normalised_axis, temperature
+from .._weights import attention_slots
+
+ATOL, RTOL = 1e-6, 1e-6
+NAME = "CausalSelfAttention"
+# Sentences the known mistakes' diagnoses quote (course/mistakes/gpt.py).
+VALUES_ROTATED = ("RoPE is applied to the values too: rotate only the queries and the keys, whose dot products "
+                  "should depend on the distance; the values carry what is read and stay as v_proj made them.")
+ONLY_QUERIES = ("RoPE is applied to the queries only: rotate the keys too, by their own positions, so that each "
+                "score depends on the distance m - n.")
+ONLY_KEYS = ("RoPE is applied to the keys only: rotate the queries too, by their own positions, so that each score "
+             "depends on the distance m - n.")
+BEFORE_SPLIT = ("RoPE is applied over the whole embedding before the heads are split (a RotaryEmbedding of embed_dim "
+                "features): build RotaryEmbedding(head_dim, max_len) and rotate each head's queries and keys, "
+                "(B, H, L, head_dim), after the split.")
+NOT_SCALED = "the scores are not scaled: divide query @ key.transpose(-2, -1) by √head_dim."
+HALF_HEAD_DIM = ("`head_dim**1/2` is (head_dim**1) / 2, since ** binds before / (and `scores / head_dim**1/2` "
+                 "divides by head_dim, then by 2): divide by math.sqrt(head_dim) or head_dim ** 0.5.")
+NOT_CAUSAL = ("the attention is not causal: a query attends keys after it; fill the scores where key j > query i "
+              "with -inf before the softmax (allowed = torch.ones(L, L, dtype=torch.bool).tril()).")
+ROPE_IGNORED = ("rope=False still rotates: with rope=False set self.rotary = None and skip the rotation, so the layer "
+                "knows nothing of positions.")
+NEW_ONLY = ("the new cache holds only the new positions: return the cached keys and values concatenated with the "
+            "new ones along the position axis (dim=2), all L_past + L positions.")
+CACHE_BEFORE_ROPE = ("the keys returned for the cache are not rotated (a cache built before RoPE): return the keys "
+                     "after RoPE, so that a cached key is never rotated again and new queries meet it at its position.")
 
 
-def check_task_2(*objects):
-    raise NotImplementedError("the check of Task 2 is not written yet")
+def _split(projection, x, num_heads):
+    """The projection of x split into heads as the pinned layout does: (B, H, L, head_dim)."""
+    return projection(x).unflatten(-1, (num_heads, -1)).transpose(1, 2)  # (B, L, D) -> (B, H, L, head_dim)
+
+
+def attend(task, layer, x, num_heads, return_attention=True, **kwargs):
+    """layer(x, **kwargs, return_attention=...) -> (out, (keys, values)[, attention]), each checked for its shape.
+
+    kwargs: `cache=` for Task 3; the keys and values must hold every position, the cached ones included.
+    """
+    before = x.clone()
+    past = kwargs["cache"][0].size(2) if kwargs.get("cache") is not None else 0
+    result = task.call(f"{NAME}.forward", layer, x, return_attention=return_attention, **kwargs)
+    expect_unchanged(task, before, x)
+    parts = "(out, (keys, values), attention)" if return_attention else "(out, (keys, values))"
+    if not isinstance(result, (tuple, list)) or len(result) != 2 + return_attention:
+        found = f"a {type(result).__name__} of length {len(result)}" if isinstance(result, (tuple, list)) else \
+            "None" if result is None else f"a {type(result).__name__}"
+        task.fail(f"{NAME}.forward with return_attention={return_attention} should return {parts}, got {found}.")
+    (batch_size, seq_len, embed_dim), head_dim = x.shape, x.size(-1) // num_heads
+    expect_tensor(task, f"{NAME}.forward's out", result[0], x.shape, x.dtype)
+    cache = result[1]
+    if not isinstance(cache, (tuple, list)) or len(cache) != 2:
+        task.fail(f"{NAME}.forward should return the new cache (keys, values) as its second item, got "
+                  f"{type(cache).__name__}.")
+    cached = (batch_size, num_heads, past + seq_len, head_dim)
+    for name, value in zip(("keys", "values"), cache):
+        if past and isinstance(value, torch.Tensor) and value.dim() == 4 and value.size(2) == seq_len:
+            task.fail(f"the new cache's {name} hold {seq_len} positions, not {past} + {seq_len}: {NEW_ONLY}")
+        expect_tensor(task, f"the new cache's {name}", value, cached, x.dtype)
+    if return_attention:
+        expect_tensor(task, f"{NAME}.forward's attention", result[2], (batch_size, num_heads, seq_len,
+                                                                       past + seq_len), x.dtype)
+    return result
+
+
+def loaded(task, cls, fixture, weights, num_heads, dtype=torch.float64, rope=True):
+    """The student's layer with the fixture's weights, built under dtype."""
+    layer = build(task, cls, NAME, fixture["embed_dim"], num_heads, fixture["max_len"], rope=rope, dtype=dtype,
+                  native=dtype != torch.float64)
+    return load(task, layer, attention_slots, weights, NAME)
+
+
+def _expect_rotary(task, layer, fixture, num_heads):
+    """rotary: a RotaryEmbedding(head_dim, max_len), whose tables are (max_len, head_dim // 2)."""
+    rotary, max_len, embed_dim = getattr(layer, "rotary", None), fixture["max_len"], fixture["embed_dim"]
+    head_dim = embed_dim // num_heads
+    if not isinstance(rotary, nn.Module):
+        task.fail(f"{NAME}(embed_dim={embed_dim}, num_heads={num_heads}).rotary should be your "
+                  f"RotaryEmbedding(head_dim, max_len), found {type(rotary).__name__}.")
+    shape = tuple(getattr(getattr(rotary, "cos", None), "shape", ()))
+    if shape != (max_len, head_dim // 2):
+        explain_parts(task, NAME, [("its rotary module", 1, part_class(layer, "rotary"))], __package__)
+        if shape[-1:] == (embed_dim // 2,):
+            task.fail(f"{NAME}(embed_dim={embed_dim}, num_heads={num_heads}): {BEFORE_SPLIT}")
+        task.fail(f"{NAME}(embed_dim={embed_dim}, num_heads={num_heads}).rotary.cos has shape {shape}: build "
+                  f"RotaryEmbedding(head_dim, max_len), whose tables are (max_len, head_dim // 2) = "
+                  f"{(max_len, head_dim // 2)}.")
+
+
+def _expect_causal(task, layer, x, num_heads, attention, what):
+    """No weight on a later key, and no output that moves when later tokens change."""
+    seq_len = x.size(1)
+    future = torch.ones(seq_len, seq_len, dtype=torch.bool).triu(1)  # (L, L): key j > query i
+    if attention.detach()[..., future].abs().max() > 0:
+        task.fail(f"{what}: {NOT_CAUSAL}")
+    axis = normalised_axis(attention)
+    if axis != attention.dim() - 1:
+        task.fail(f"{what}: the attention weights do not sum to 1 over the keys (the last axis): take the softmax "
+                  "over dim=-1, after the mask.")
+    changed = x.clone()
+    changed[:, seq_len // 2:] += 1.0
+    out = attend(task, layer, changed, num_heads, return_attention=False)[0].detach()  # (B, L, D)
+    mine = attend(task, layer, x, num_heads, return_attention=False)[0].detach()
+    if not torch.allclose(out[:, :seq_len // 2], mine[:, :seq_len // 2], atol=1e-9):
+        task.fail(f"{what}: changing the tokens from position {seq_len // 2} on changes the outputs at earlier "
+                  f"positions: {NOT_CAUSAL}")
+
+
+def _explain_scale(task, attention, expected, head_dim, what):
+    """Name the divisor when the weights are the expected ones at another temperature (last rows: no mask)."""
+    ratio = temperature(attention[..., -1, :], expected[..., -1, :])
+    if ratio is None or abs(ratio - 1) <= 1e-3:
+        return
+    divisor = math.sqrt(head_dim) / ratio
+    if abs(divisor - 1) < 1e-3:
+        task.fail(f"{what} is wrong: {NOT_SCALED}")
+    for size, name in ((head_dim / 2, "head_dim / 2"), (2 * head_dim, "2·head_dim")):
+        if abs(divisor - size) < 1e-3 * head_dim:
+            task.fail(f"{what}: the scores are divided by {name} = {size:g} instead of √head_dim: {HALF_HEAD_DIM}")
+    named = " = √embed_dim" if abs(divisor - math.sqrt(head_dim * attention.size(1))) < 1e-3 * divisor else ""
+    task.fail(f"{what}: the scores are divided by {divisor:.4g}{named} instead of √head_dim = √{head_dim}.")
+
+
+def _expect_values(task, layer, x, case, num_heads):
+    what = f"{NAME} with {num_heads} heads"
+    out, (keys, values), attention = attend(task, layer, x, num_heads)
+    expect_finite(task, f"{what}: attention", attention)
+    expect_finite(task, f"{what}: out", out)
+    _expect_causal(task, layer, x, num_heads, attention, what)
+    if not (matches(out, case["outputs"], ATOL, RTOL) and matches(attention, case["attention"], ATOL, RTOL)):
+        explain_parts(task, what, [("its rotary module", 1, part_class(layer, "rotary"))], __package__)
+        _explain_scale(task, attention, case["attention"], x.size(-1) // num_heads, what)
+        diagnose(task, f"{what}: attention", attention, signatures(case, "attention"), ATOL, RTOL)
+        diagnose(task, f"{what}: out", out, signatures(case, "outputs"), ATOL, RTOL)  # where RoPE is applied
+    expect_close(task, f"{what}: attention", attention, case["attention"], ATOL, RTOL)
+    expect_close(task, f"{what}: out", out, case["outputs"], ATOL, RTOL)
+    plain = attend(task, layer, x, num_heads, return_attention=False)[0]
+    expect_close(task, f"{what}: out with return_attention=False", plain, case["outputs"], ATOL, RTOL)
+    if not matches(keys, case["new_keys"], ATOL, RTOL):
+        if matches(keys, _split(layer.k_proj, x, num_heads), ATOL, RTOL):
+            task.fail(f"{what}: {CACHE_BEFORE_ROPE}")
+        diagnose(task, f"{what}: the keys of the new cache", keys, signatures(case, "new_keys"), ATOL, RTOL)
+    expect_close(task, f"{what}: the keys of the new cache (after RoPE)", keys, case["new_keys"], ATOL, RTOL)
+    expect_close(task, f"{what}: the values of the new cache (v_proj's, split into heads)", values,
+                 case["new_values"], ATOL, RTOL)
+
+
+def _expect_rope_false(task, cls, fixture, x, num_heads):
+    """rope=False: rotary None, and the outputs of the same weights without any rotation."""
+    case = fixture["cases"][num_heads]
+    layer = loaded(task, cls, fixture, case["weights"], num_heads, rope=False)
+    what = f"{NAME}(..., rope=False)"
+    if getattr(layer, "rotary", None) is not None:
+        task.fail(f"{what}.rotary is {type(layer.rotary).__name__}: with rope=False it should be None.")
+    out = attend(task, layer, x, num_heads)[0]
+    if not matches(out, case["rope_false"]["outputs"], ATOL, RTOL):
+        expect_finite(task, what, out)
+        if matches(out, case["outputs"], ATOL, RTOL):
+            task.fail(f"{what} is wrong: {ROPE_IGNORED}")
+        shuffled = torch.cat([x[:, :-1].flip(1), x[:, -1:]], dim=1)  # the earlier tokens reversed, the last kept
+        last = attend(task, layer, shuffled, num_heads)[0][:, -1]
+        if not matches(last, out[:, -1], ATOL, RTOL):
+            task.fail(f"{what}: reversing the order of the earlier tokens changes the last position's output: "
+                      "without RoPE nothing in the layer may depend on positions except the causal mask.")
+    expect_close(task, what, out, case["rope_false"]["outputs"], ATOL, RTOL)
+
+
+@check_function(2)
+def check_task_2(task, CausalSelfAttention):
+    """Check CausalSelfAttention(embed_dim, num_heads, max_len, rope) without a cache, with 2 and 4 heads."""
+    expect_module_class(task, CausalSelfAttention, NAME)
+    fixture = load_fixture(__package__, 2)
+    x = fixture["x"]
+    for num_heads, case in fixture["cases"].items():
+        layer = loaded(task, CausalSelfAttention, fixture, case["weights"], num_heads)
+        _expect_rotary(task, layer, fixture, num_heads)
+        _expect_values(task, layer, x, case, num_heads)
+    _expect_rope_false(task, CausalSelfAttention, fixture, x, 2)
+    inputs = x.clone().requires_grad_(True)
+    out = attend(task, layer, inputs, num_heads, return_attention=False)[0]
+    expect_gradients_everywhere(task, layer, out.pow(2).sum(), inputs, NAME)
+    single = loaded(task, CausalSelfAttention, fixture, case["weights"], num_heads, dtype=torch.float32)
+    expect_native_output(task, single, NAME, f"{NAME} on float32 input",
+                         lambda: attend(task, single, x.float(), num_heads, return_attention=False)[0],
+                         case["outputs"])
+    task.passed("queries and keys of every head rotated by RoPE after the split (values not), scores scaled by "
+                "√head_dim, the causal mask, the returned (keys, values), rope=False, gradients and dtypes are "
+                "right.")

@@ -1,5 +1,175 @@
-"""SKELETON (replaced by its owner before this branch lands): Task 4's check."""
+"""Task 4: the pre-norm GPT block, its cache passed through, its activation and dropout."""
+import torch
+import torch.nn as nn
+
+from .._block_probes import _set, explain_activation
+from .._compare import diagnose, expect_close, expect_finite, expect_pair, expect_tensor, matches, signatures
+from .._core import check_function, expect_module_class, load_fixture
+from .._dependencies import explain_parts, part_class
+from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_unchanged, load
+from .._weights import MissingPart
+from ._roles import block_slots, same_cache
+
+ATOL, RTOL = 1e-6, 1e-6
+NAME = "GPTBlock"
+ATTENTION_FORMULA = "x = x + dropout(attention(norm1(x)))"
+FEEDFORWARD_FORMULA = "x = x + dropout(feedforward(norm2(x)))"
+# Sentences the known mistakes' diagnoses quote (course/mistakes/gpt.py).
+POST_NORM = ("the block is post-norm (each LayerNorm after its residual sum); a GPT block is pre-norm, the residual "
+             f"stream untouched by any norm: {ATTENTION_FORMULA}, then {FEEDFORWARD_FORMULA}.")
+POST_NORM_ATTENTION = ("the attention sub-layer is post-norm (norm1 applied after the residual sum); it is pre-norm: "
+                       f"{ATTENTION_FORMULA}.")
+POST_NORM_FEEDFORWARD = ("the feed-forward sub-layer is post-norm (norm2 applied after the residual sum); it is "
+                         f"pre-norm: {FEEDFORWARD_FORMULA}.")
+NO_RESIDUAL = "the residual connection around {name} is missing: add the sub-layer's output to x, {formula}."
+NORMS_SWAPPED = ("norm1 and norm2 are swapped: norm1 normalises the attention's input, norm2 the feed-forward "
+                 f"network's ({ATTENTION_FORMULA}; {FEEDFORWARD_FORMULA}).")
+CACHE_NOT_PASSED = ("the block does not pass its `cache` argument on to the attention: call "
+                    "self.attention(self.norm1(x), cache=cache) and return the cache it gives back.")
+CACHE_NOT_RETURNED = ("the block does not return the attention's new cache: return (x, new_cache) with new_cache the "
+                      "second output of self.attention(...).")
+DROPOUT_IN_EVAL = ("dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
+                   "under .eval().")
+DROPOUT_ON_RESIDUAL = ("dropout acts on the residual stream too: with both sub-layers' outputs zero, dropout in train "
+                       "mode still changes the output; apply it to each sub-layer's output only, "
+                       f"{ATTENTION_FORMULA}.")
+NO_SUBLAYER_DROPOUT = ("the output of {name} gets no dropout: with dropout=0.5 in train mode and the other sub-layer's "
+                       "output set to zero, two forward passes give the same output; apply self.dropout to it before "
+                       "the residual sum, {formula}.")
+SUBLAYERS = {"the attention": (("attention.o_proj.weight", "attention.o_proj.bias"), ATTENTION_FORMULA),
+             "the feed-forward network": (("feedforward.out.weight", "feedforward.out.bias"), FEEDFORWARD_FORMULA)}
 
 
-def check_task_4(*objects):
-    raise NotImplementedError("the check of Task 4 is not written yet")
+def _run(task, block, x, cache=None, what=NAME):
+    """(output (B, L, D), new_cache) of block(x, cache), x left unchanged."""
+    before = x.clone()
+    result = task.call(f"{NAME}.forward", block, x) if cache is None else task.call(f"{NAME}.forward", block, x,
+                                                                                     cache=cache)
+    expect_unchanged(task, before, x)
+    outputs, new_cache = expect_pair(task, what, result, "(x, new_cache)")
+    expect_tensor(task, f"{what}: output", outputs, x.shape, x.dtype)
+    return outputs, new_cache
+
+
+def _structure(task, block):
+    """norm1 and norm2 LayerNorms, the student's attention, a two-Linear feed-forward network: their roles."""
+    for name in ("norm1", "norm2"):
+        if not isinstance(getattr(block, name, None), nn.LayerNorm):
+            found = type(getattr(block, name, None)).__name__ if hasattr(block, name) else "nothing"
+            task.fail(f"{NAME}.{name} should be an nn.LayerNorm(embed_dim), found {found}.")
+    if isinstance(getattr(block, "attention", None), nn.MultiheadAttention):
+        task.fail(f"{NAME}.attention is torch's nn.MultiheadAttention: use your CausalSelfAttention (Tasks 2-3).")
+    if block.norm1 is block.norm2:
+        task.fail(f"{NAME}.norm1 and norm2 are the same module: each needs its own LayerNorm, with its own weights.")
+    try:
+        return block_slots(block)
+    except MissingPart as missing:
+        task.fail(f"{NAME}: {missing}.")
+
+
+def _loaded(task, cls, fixture, activation, dropout=0.0, dtype=torch.float64):
+    sizes = (fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"], fixture["max_len"])
+    block = build(task, cls, NAME, *sizes, activation=getattr(nn, activation), dropout=dropout, dtype=dtype,
+                  native=dtype != torch.float64)
+    _structure(task, block)
+    return load(task, block, block_slots, fixture["cases"][activation]["weights"], NAME).eval()
+
+
+def _explain(task, cls, block, fixture, what, got, case, key, attention_task):
+    """Fail naming a failing attention (Task 2 or 3), a known mistake, or an ignored activation."""
+    expect_finite(task, what, got)
+    explain_parts(task, what, [("its attention module", attention_task, part_class(block, "attention"))],
+                  __package__)
+    diagnose(task, what, got, signatures(case, key), ATOL, RTOL)
+    sizes = (fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"], fixture["max_len"])
+    explain_activation(task, what, lambda act: build(task, cls, NAME, *sizes, activation=act).eval(), fixture["x"],
+                       fixture["feedforward_dim"])
+
+
+def _expect_outputs(task, cls, block, fixture, activation):
+    """The output without a cache, and the cache the attention gave back, returned unchanged."""
+    case, what = fixture["cases"][activation], f"{NAME} (activation=nn.{activation})"
+    returned = []
+    hook = block.attention.register_forward_hook(lambda module, args, result: returned.append(result))
+    try:
+        outputs, new_cache = _run(task, block, fixture["x"], what=what)
+    finally:
+        hook.remove()
+    if not matches(outputs, case["outputs"], ATOL, RTOL):
+        _explain(task, cls, block, fixture, f"{what}: output", outputs, case, "outputs", 2)
+    expect_close(task, f"{what}: output", outputs, case["outputs"], ATOL, RTOL)
+    given = returned[-1][1] if returned and isinstance(returned[-1], (tuple, list)) and len(returned[-1]) > 1 else None
+    if given is not None and not same_cache(new_cache, given):  # a missing cache is Task 2-3's to name
+        task.fail(f"{what}: {CACHE_NOT_RETURNED}")
+
+
+def _expect_cache(task, cls, block, fixture, activation):
+    """The last positions run on the cache of the first ones give the full run's outputs; the cache reaches the
+    attention as it was given."""
+    case, prefix, x = fixture["cases"][activation], fixture["prefix"], fixture["x"]
+    what = f"{NAME} (activation=nn.{activation}) on x[:, {prefix}:] with the cache of x[:, :{prefix}]"
+    _, cache = _run(task, block, x[:, :prefix], what=f"{NAME} on x[:, :{prefix}]")
+    received = []
+
+    def record(module, args, kwargs):
+        received.append(kwargs["cache"] if "cache" in kwargs else (args[1] if len(args) > 1 else None))
+    hook = block.attention.register_forward_pre_hook(record, with_kwargs=True)
+    try:
+        continued, _ = _run(task, block, x[:, prefix:], cache=cache, what=what)
+    finally:
+        hook.remove()
+    if not received or not same_cache(received[-1], cache):
+        task.fail(f"{what}: {CACHE_NOT_PASSED}")
+    if not matches(continued, case["continued"], ATOL, RTOL):
+        _explain(task, cls, block, fixture, f"{what}: output", continued, case, "continued", 3)
+    expect_close(task, f"{what}: output", continued, case["continued"], ATOL, RTOL)
+
+
+def _differs(task, block, x):
+    """Whether two train-mode forward passes of block on x give different outputs."""
+    first, second = (_run(task, block, x, what=f"{NAME}(dropout=0.5) in train mode")[0] for _ in range(2))
+    return not torch.equal(first, second)
+
+
+def _expect_dropout(task, cls, fixture):
+    """Dropout off in eval mode, on each sub-layer's output in train mode, never on the residual stream."""
+    block = _loaded(task, cls, fixture, "GELU", dropout=0.5)
+    slots, x = block_slots(block), fixture["x"]
+    outputs, _ = _run(task, block, x, what=f"{NAME}(dropout=0.5) in eval mode")
+    if not matches(outputs, fixture["cases"]["GELU"]["outputs"], ATOL, RTOL):
+        task.fail(DROPOUT_IN_EVAL)
+    block.train()
+    with torch.random.fork_rng(devices=[]):  # dropout draws from the global generator: leave the student's alone
+        torch.manual_seed(0)
+        if not _differs(task, block, x):
+            task.fail(f"{NAME}(dropout=0.5) in train mode gave the same output twice: apply self.dropout to each "
+                      "sub-layer's output before it joins the residual stream.")
+        silent = {role: 0.0 for roles, _ in SUBLAYERS.values() for role in roles}
+        with _set(slots, silent):
+            if _differs(task, block, x):
+                task.fail(DROPOUT_ON_RESIDUAL)
+        for name, (roles, formula) in SUBLAYERS.items():
+            others = {role: 0.0 for other, (parts, _) in SUBLAYERS.items() if other != name for role in parts}
+            with _set(slots, others):
+                if not _differs(task, block, x):
+                    task.fail(NO_SUBLAYER_DROPOUT.format(name=name, formula=formula))
+
+
+@check_function(4)
+def check_task_4(task, GPTBlock):
+    """Check GPTBlock: structure, pre-norm outputs with GELU and ReLU, the cache passed through, dropout, gradients."""
+    expect_module_class(task, GPTBlock, NAME)
+    fixture = load_fixture(__package__, 4)
+    for activation in ("GELU", "ReLU"):
+        block = _loaded(task, GPTBlock, fixture, activation)
+        _expect_outputs(task, GPTBlock, block, fixture, activation)
+        _expect_cache(task, GPTBlock, block, fixture, activation)
+    _expect_dropout(task, GPTBlock, fixture)
+    x = fixture["x"].clone().requires_grad_()
+    outputs, _ = _run(task, block, x)
+    expect_gradients_everywhere(task, block, outputs.pow(2).sum(), x, NAME)
+    single = _loaded(task, GPTBlock, fixture, "ReLU", dtype=torch.float32)
+    expect_native_output(task, single, NAME, f"{NAME} in float32", lambda: _run(task, single, fixture["x"].float())[0],
+                         fixture["cases"]["ReLU"]["outputs"], attention_api=False)
+    task.passed("pre-norm sub-layers with their residuals, the activation argument, the cache passed through, "
+                "dropout only in train mode and gradients are right.")

@@ -1,5 +1,115 @@
-"""SKELETON (replaced by its owner before this branch lands): Task 3's check."""
+"""Task 3: the KV cache of CausalSelfAttention (the `cache` branch of the Task 2 class)."""
+import torch
+
+from .._compare import diagnose, expect_close, expect_finite, matches, signatures
+from .._core import check_function, expect_module_class, load_fixture
+from .._dependencies import explain_parts
+from .attention import CACHE_BEFORE_ROPE, NAME, NEW_ONLY, _split, attend, loaded  # noqa: F401 -- NEW_ONLY quoted
+
+ATOL, RTOL = 1e-6, 1e-6
+# Sentences the known mistakes' diagnoses quote (course/mistakes/gpt.py); CACHE_BEFORE_ROPE and NEW_ONLY are Task 2's.
+KEYS_AT_ZERO = ("the new keys are rotated as if they sat at positions 0, 1, ... instead of their own: with a cache "
+                "of L_past positions, rotate the new queries and keys with offset=L_past.")
+MASK_IGNORES_PREFIX = ("the causal mask ignores the cached prefix: new query i sits at position L_past + i and may "
+                       "attend keys 0 .. L_past + i, the whole cache and the new keys up to itself; build the mask "
+                       "of shape (L, L_past + L) with tril(diagonal=L_past) (F.scaled_dot_product_attention's "
+                       "is_causal=True aligns its mask to the top-left corner, wrong whenever there is a cache).")
+FUTURE_WITH_CACHE = ("with a cache, a new query attends new keys after it: new query i may attend keys "
+                     "0 .. L_past + i only, a mask of shape (L, L_past + L) from tril(diagonal=L_past).")
+CACHE_ORDER = ("the new keys and values come before the cached ones: concatenate [cached, new] along the position "
+               "axis (dim=2), so that key j sits at position j.")
 
 
-def check_task_3(*objects):
-    raise NotImplementedError("the check of Task 3 is not written yet")
+def _continue(task, layer, x, run, num_heads, return_attention=True):
+    """The run's cached forward: the prefix without a cache, then the rest at once or one token at a time."""
+    past, step = run["past"], run["step"]
+    cache = attend(task, layer, x[:, :past], num_heads, return_attention=False)[1]
+    outs, attention = [], None
+    for start in range(past, x.size(1), step):
+        result = attend(task, layer, x[:, start:start + step], num_heads, return_attention, cache=cache)
+        outs.append(result[0])
+        cache, attention = result[1], result[2] if return_attention else None
+    return torch.cat(outs, dim=1), cache, attention, start  # out (B, L - past, D); start: the last call's L_past
+
+
+def _explain_keys(task, layer, x, run, keys, last_past, what, num_heads):
+    """Name a cache of unrotated keys, new keys rotated from position 0, or new keys put before the cached ones."""
+    unrotated = _split(layer.k_proj, x, num_heads).detach()  # (B, H, L, head_dim): the student's own k_proj
+    if matches(keys[:, :, last_past:], unrotated[:, :, last_past:], ATOL, RTOL):  # positions >= 1: rotated ones
+        task.fail(f"{what}: {CACHE_BEFORE_ROPE}")
+    try:
+        with torch.no_grad():
+            at_zero = layer.rotary(unrotated[:, :, last_past:])  # (B, H, L_new, head_dim) at positions 0, 1, ...
+    except Exception:  # noqa: BLE001 -- only a probe
+        at_zero = None
+    expected = run["new_keys"]
+    if at_zero is not None and matches(keys[:, :, last_past:], at_zero, ATOL, RTOL) and \
+            not matches(at_zero, expected[:, :, last_past:], ATOL, RTOL):
+        task.fail(f"{what}: {KEYS_AT_ZERO}")
+    swapped = torch.cat([expected[:, :, last_past:], expected[:, :, :last_past]], dim=2)
+    if matches(keys, swapped, ATOL, RTOL):
+        task.fail(f"{what}: {CACHE_ORDER}")
+
+
+def _explain_mask(task, attention, last_past, what):
+    """Name a mask that ignores the cached prefix (top-left aligned) or lets new queries see later new keys."""
+    new_len, total = attention.shape[-2:]
+    query, key = torch.arange(new_len)[:, None], torch.arange(total)[None, :]
+    if attention.detach()[..., key > last_past + query].abs().max() > 0:
+        task.fail(f"{what}: {FUTURE_WITH_CACHE}")
+    prefix = (key > query) & (key <= last_past + query)  # (L, L_past + L): allowed, but a top-left mask hides them
+    if prefix.any() and attention.detach()[..., prefix].abs().max() <= 1e-12:
+        task.fail(f"{what}: {MASK_IGNORES_PREFIX}")
+
+
+def _explain_top_left(task, layer, x, num_heads, what):
+    """One new token after 3 cached: a top-left mask (SDPA's is_causal=True) leaves it key 0 alone, so its output is
+    o_proj of value 0 (return_attention=False, where such code may take another route)."""
+    try:
+        with torch.no_grad():
+            _, (_, values) = layer(x[:, :3])
+            out = layer(x[:, 3:4], cache=layer(x[:, :3])[1])[0]  # (B, 1, D)
+            first = layer.o_proj(values[:, :, :1].transpose(1, 2).reshape(x.size(0), 1, -1))  # (B, 1, D)
+    except Exception:  # noqa: BLE001 -- only a probe
+        return
+    if matches(out, first, ATOL, RTOL):
+        task.fail(f"{what}: one new token after 3 cached ones gets o_proj of value 0 alone: {MASK_IGNORES_PREFIX}")
+
+
+def _expect_run(task, layer, x, name, run, num_heads):
+    what = f"{NAME} with {name}"
+    out, (keys, values), attention, last_past = _continue(task, layer, x, run, num_heads)
+    plain = _continue(task, layer, x, run, num_heads, return_attention=False)[0]
+    checks = (("out", out, "outputs"), ("attention", attention, "attention"),
+              ("the new cache's keys", keys, "new_keys"), ("the new cache's values", values, "new_values"),
+              ("out with return_attention=False", plain, "outputs"))
+    for part, value, _ in checks:
+        expect_finite(task, f"{what}: {part}", value)
+    if not all(matches(value, run[key], ATOL, RTOL) for _, value, key in checks):
+        _explain_keys(task, layer, x, run, keys, last_past, what, num_heads)
+        _explain_mask(task, attention, last_past, what)
+        _explain_top_left(task, layer, x, num_heads, what)
+        for part, value, key in checks:
+            diagnose(task, f"{what}: {part}", value, signatures(run, key), ATOL, RTOL)
+    for part, value, key in checks:
+        expect_close(task, f"{what}: {part}", value, run[key], ATOL, RTOL)
+
+
+@check_function(3)
+def check_task_3(task, CausalSelfAttention):
+    """Check CausalSelfAttention's cached forward against one pass over the whole sequence (2 heads)."""
+    expect_module_class(task, CausalSelfAttention, NAME)
+    fixture = load_fixture(__package__, 3)
+    x, num_heads = fixture["x"], fixture["num_heads"]
+    layer = loaded(task, CausalSelfAttention, fixture, fixture["weights"], num_heads)
+    out, (keys, values) = attend(task, layer, x, num_heads, return_attention=False)
+    if not all(matches(got, fixture[key], ATOL, RTOL) for got, key in ((out, "outputs"), (keys, "new_keys"),
+                                                                       (values, "new_values"))):
+        if matches(keys, _split(layer.k_proj, x, num_heads), ATOL, RTOL):
+            task.fail(f"{NAME} without a cache: {CACHE_BEFORE_ROPE}")
+        explain_parts(task, f"{NAME} without a cache", [("it", 2, CausalSelfAttention)], __package__)
+        expect_close(task, f"{NAME} without a cache", out, fixture["outputs"], ATOL, RTOL)
+    for name, run in fixture["runs"].items():
+        _expect_run(task, layer, x, name, run, num_heads)
+    task.passed("queries and keys rotated at their own positions after the cache, the cache holding rotated keys "
+                "and values of every position, the mask over the cached prefix: cached passes equal one full pass.")

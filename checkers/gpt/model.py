@@ -1,5 +1,155 @@
-"""SKELETON (replaced by its owner before this branch lands): Task 5's check."""
+"""Task 5: the GPT model: token embedding, blocks, final norm, a head tied to the embedding, the cache per block."""
+import torch
+import torch.nn as nn
+
+from .._compare import diagnose, expect_close, expect_finite, expect_pair, expect_tensor, matches, signatures
+from .._core import check_function, expect_module_class, load_fixture
+from .._dependencies import explain_parts
+from .._modules import build, load
+from .._weights import MissingPart
+from ._roles import gpt_blocks, gpt_slots, same_cache
+
+ATOL, RTOL = 1e-6, 1e-6
+NAME = "GPT"
+# Sentences the known mistakes' diagnoses quote (course/mistakes/gpt.py).
+NO_FINAL_NORM = ("the logits do not go through final_norm: apply it to the last block's output before the head, "
+                 "lm_head(final_norm(x)).")
+SCALED = ("the token embeddings are multiplied by √embed_dim; a GPT with a tied head uses them unscaled, "
+          "x = token_embedding(tokens).")
+UNTIED_COPY = ("lm_head.weight is a separate Parameter (a copy of the embedding, or its own random values): tie them "
+               "with `self.lm_head.weight = self.token_embedding.weight`, one Parameter used twice.")
+UNTIED_DATA = ("lm_head.weight shares the embedding's storage (.data) but is a second Parameter with its own "
+               "gradient, so the optimiser updates the two apart: tie them with "
+               "`self.lm_head.weight = self.token_embedding.weight`.")
+POSITION_TABLE = ("`{name}` of shape {shape} looks like an absolute position table; RoPE inside the attention carries "
+                  "the positions, so the model adds no position embedding: remove it.")
+MAX_LEN = "GPT.max_len should store the max_len argument ({max_len} here), found {found}; generate reads it."
+BLOCK_CACHE = ("block {index} is not given its own entry of the cache: pass cache[{index}] to blocks[{index}] "
+               "(None when cache is None) and collect each block's new cache into the returned list.")
 
 
-def check_task_5(*objects):
-    raise NotImplementedError("the check of Task 5 is not written yet")
+def _structure(task, model, config):
+    """max_len, the embedding, the blocks, the final norm, a bias-free head tied by identity, no position table."""
+    if getattr(model, "max_len", None) != config["max_len"]:
+        found = repr(model.max_len) if hasattr(model, "max_len") else "nothing"
+        task.fail(MAX_LEN.format(max_len=config["max_len"], found=found))
+    sizes = (config["vocab_size"], config["embed_dim"])
+    embedding, head = getattr(model, "token_embedding", None), getattr(model, "lm_head", None)
+    if not isinstance(embedding, nn.Embedding) or (embedding.num_embeddings, embedding.embedding_dim) != sizes:
+        task.fail(f"{NAME}.token_embedding should be nn.Embedding(vocab_size, embed_dim) = nn.Embedding{sizes}.")
+    if not isinstance(head, nn.Linear) or (head.in_features, head.out_features) != sizes[::-1]:
+        task.fail(f"{NAME}.lm_head should be nn.Linear(embed_dim, vocab_size, bias=False) = nn.Linear{sizes[::-1]}.")
+    if head.bias is not None:
+        task.fail(f"{NAME}.lm_head has a bias; create it with bias=False (the tied head is the embedding matrix "
+                  "alone).")
+    if head.weight is not embedding.weight:
+        task.fail(UNTIED_DATA if head.weight.data_ptr() == embedding.weight.data_ptr() else UNTIED_COPY)
+    blocks = getattr(model, "blocks", None)
+    if not isinstance(blocks, (nn.ModuleList, nn.Sequential)) or len(blocks) != config["num_layers"]:
+        task.fail(f"{NAME}.blocks should be an nn.ModuleList of num_layers = {config['num_layers']} GPTBlocks.")
+    _no_position_table(task, model, config)
+    try:
+        gpt_slots(model)
+    except MissingPart as missing:
+        task.fail(f"{NAME}: {missing}.")
+
+
+def _no_position_table(task, model, config):
+    tables = {(config["max_len"], config["embed_dim"]), (1, config["max_len"], config["embed_dim"])}
+    for name, value in list(model.named_parameters()) + list(model.named_buffers()):
+        if tuple(value.shape) in tables and not name.startswith("blocks."):  # RoPE's tables live in the blocks
+            task.fail(POSITION_TABLE.format(name=name, shape=tuple(value.shape)))
+
+
+def _run(task, model, tokens, cache=None, what=NAME):
+    """(logits (B, L, V), new_cache) of model(tokens, cache), with the cache a list of one entry per block."""
+    result = task.call(f"{NAME}.forward", model, tokens) if cache is None else task.call(f"{NAME}.forward", model,
+                                                                                         tokens, cache=cache)
+    logits, new_cache = expect_pair(task, what, result, "(logits, new_cache)")
+    expect_tensor(task, f"{what}: logits", logits, (*tokens.shape, model.lm_head.out_features))
+    blocks = len(gpt_blocks(model))
+    if not isinstance(new_cache, (list, tuple)) or len(new_cache) != blocks:
+        size = f" of length {len(new_cache)}" if isinstance(new_cache, (list, tuple)) else ""
+        task.fail(f"{what}: new_cache should be a list with one (keys, values) per block ({blocks}), got "
+                  f"{type(new_cache).__name__}{size}.")
+    return logits, new_cache
+
+
+def _explain(task, model, what, got, fixture, key):
+    """Fail naming a block that fails Task 4, or a known mistake."""
+    expect_finite(task, what, got)
+    blocks = gpt_blocks(model)
+    block_class = type(blocks[0]) if blocks and not type(blocks[0]).__module__.startswith("torch") else None
+    explain_parts(task, what, [("its GPTBlock class", 4, block_class)], __package__)
+    diagnose(task, what, got, signatures(fixture, key), ATOL, RTOL)
+
+
+def _expect_logits(task, model, fixture):
+    """The logits of the whole batch against the fixture."""
+    logits, _ = _run(task, model, fixture["tokens"])
+    what = f"{NAME}(tokens)"
+    if not matches(logits, fixture["logits"], ATOL, RTOL):
+        _explain(task, model, f"{what}: logits", logits, fixture, "logits")
+    expect_close(task, f"{what}: logits", logits, fixture["logits"], ATOL, RTOL)
+
+
+def _expect_cache(task, model, fixture):
+    """The last positions run on the cache of the first ones give the full run's logits; block i gets cache[i]."""
+    tokens, prefix = fixture["tokens"], fixture["prefix"]
+    what = f"{NAME}(tokens[:, {prefix}:], cache) with the cache of tokens[:, :{prefix}]"
+    _, cache = _run(task, model, tokens[:, :prefix], what=f"{NAME}(tokens[:, :{prefix}])")
+    received, hooks = {}, []
+    for index, block in enumerate(gpt_blocks(model)):
+        def record(module, args, kwargs, index=index):
+            received[index] = kwargs["cache"] if "cache" in kwargs else (args[1] if len(args) > 1 else None)
+        hooks.append(block.register_forward_pre_hook(record, with_kwargs=True))
+    try:
+        continued, _ = _run(task, model, tokens[:, prefix:], cache=cache, what=what)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    for index, entry in enumerate(cache):
+        if not same_cache(received.get(index), entry):
+            task.fail(f"{what}: {BLOCK_CACHE.format(index=index)}")
+    if not matches(continued, fixture["continued"], ATOL, RTOL):
+        _explain(task, model, f"{what}: logits", continued, fixture, "continued")
+    expect_close(task, f"{what}: logits", continued, fixture["continued"], ATOL, RTOL)
+
+
+def _expect_training_behaviour(task, cls, fixture):
+    """Dropout passed on to the blocks, and a finite gradient for every parameter (the tied one included)."""
+    model = build(task, cls, NAME, **dict(fixture["config"], dropout=0.5)).train()
+    with torch.random.fork_rng(devices=[]):  # dropout draws from the global generator: leave the student's alone
+        torch.manual_seed(0)
+        first, second = (_run(task, model, fixture["tokens"])[0] for _ in range(2))
+    if torch.equal(first, second):
+        task.fail(f"{NAME}(dropout=0.5) in train mode gave the same logits twice: pass `dropout` on to every block.")
+    model.zero_grad(set_to_none=True)
+    task.call(f"backward through {NAME}", first.pow(2).sum().backward)
+    for name, parameter in model.named_parameters():
+        if parameter.requires_grad and (parameter.grad is None or not torch.isfinite(parameter.grad).all()):
+            task.fail(f"no gradient reaches `{name}`: is it created but never used in forward, or used through "
+                      ".data / .detach()?")
+
+
+def _exact_gelu(model):
+    """Compute every nn.GELU exactly: the tanh approximation is a valid choice of activation, the fixture's is exact."""
+    for module in model.modules():
+        if isinstance(module, nn.GELU) and module.approximate != "none":
+            module.approximate = "none"
+    return model
+
+
+@check_function(5)
+def check_task_5(task, GPT):
+    """Check GPT: structure and tied head, logits, the cache list, dropout and gradients."""
+    expect_module_class(task, GPT, NAME)
+    fixture = load_fixture(__package__, 5)
+    model = build(task, GPT, NAME, **fixture["config"])
+    _structure(task, model, fixture["config"])
+    _exact_gelu(load(task, model, gpt_slots, fixture["weights"], NAME).eval())
+    _expect_logits(task, model, fixture)
+    _expect_cache(task, model, fixture)
+    _expect_training_behaviour(task, GPT, fixture)
+    task.passed("token embedding, blocks, final norm, a head tied to the embedding, no position table, the cache "
+                "per block, dropout and gradients are right.")

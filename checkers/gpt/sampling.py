@@ -1,5 +1,118 @@
-"""SKELETON (replaced by its owner before this branch lands): Task 6's check."""
+"""Task 6: sample_next_token on fixed logits: shape, greedy temperature 0, distributions, exact seeded draws."""
+import math
+
+import torch
+
+from .._compare import expect_tensor
+from .._core import check_function, expect_callable, load_fixture
+
+NAME = "sample_next_token"
+SIGMAS = 5.0  # a frequency may stray this many binomial standard deviations from its probability
+PINNED = "torch.multinomial(torch.softmax(logits / temperature, dim=-1), 1, generator=generator)"
+# Sentences the known mistakes' diagnoses quote (course/mistakes/gpt.py).
+SHAPE_B = ("it returns shape (B,) where (B, 1) is pinned (generate concatenates it to the tokens): keep the sample "
+           "axis, torch.multinomial(probabilities, 1) already gives (B, 1).")
+GLOBAL_RNG = ("it draws from torch's global random generator although a `generator` was given: pass it on, "
+              f"{PINNED}, so that a seeded generator makes the draws repeatable.")
+GREEDY_DRAWS = ("with temperature 0 it draws from the generator; temperature 0 means greedy: return "
+                "logits.argmax(dim=-1, keepdim=True) without sampling.")
+NOT_GREEDY = "with temperature 0 it should return the argmax of each row, logits.argmax(dim=-1, keepdim=True)."
+TEMPERATURE_AFTER_SOFTMAX = ("the temperature changes nothing: it is applied after the softmax, where multinomial's "
+                             "normalisation undoes it; divide the logits before the softmax, softmax(logits / T).")
+TEMPERATURE_MULTIPLIED = ("a higher temperature sharpens the distribution instead of flattening it: divide the logits "
+                          "by the temperature, softmax(logits / T), rather than multiply.")
+TOP_K_SMALLEST = ("top-k keeps the k smallest logits: keep the k largest, those >= the k-th largest "
+                  "(logits.topk(k).values[:, -1:]), and set the others to -inf.")
+TOP_K_MINUS_ONE = ("top-k keeps only k - 1 tokens: keep every logit >= the k-th largest (a strict > drops the k-th "
+                   "itself).")
+TOP_K_IGNORED = "top_k is ignored: with top_k = k only the k largest logits may be drawn; set the others to -inf."
+MODIFIES_LOGITS = "it modified `logits` in place (e.g. `logits /= temperature`); build a new tensor instead."
 
 
-def check_task_6(*objects):
-    raise NotImplementedError("the check of Task 6 is not written yet")
+def _draw(task, sample_next_token, logits, setting, generator, what=None):
+    """sample_next_token(logits, **setting, generator) checked for type, dtype, shape (B, 1) and range."""
+    before = logits.clone()
+    what = what or f"{NAME}(logits, temperature={setting['temperature']}, top_k={setting['top_k']}, generator=g)"
+    tokens = task.call(what, sample_next_token, logits, **setting, generator=generator)
+    if not torch.equal(before, logits):
+        task.fail(MODIFIES_LOGITS)
+    expect_tensor(task, what, tokens)
+    if tuple(tokens.shape) == (logits.size(0),):
+        task.fail(SHAPE_B)
+    expect_tensor(task, what, tokens, (logits.size(0), 1))
+    if tokens.dtype != torch.long:
+        task.fail(f"{what} has dtype {tokens.dtype}; token ids are torch.long (torch.multinomial and argmax give it).")
+    if tokens.min() < 0 or tokens.max() >= logits.size(-1):
+        task.fail(f"{what} holds ids outside 0 .. {logits.size(-1) - 1}: return token ids, not probabilities.")
+    return tokens
+
+
+def _expect_generator_used(task, sample_next_token, fixture):
+    """Given a generator, the global generator is left alone; with temperature 0 neither is touched."""
+    logits, setting = fixture["logits"], dict(temperature=2.0, top_k=None)  # a change an in-place division shows
+    state = torch.get_rng_state()
+    _draw(task, sample_next_token, logits, setting, torch.Generator().manual_seed(0))
+    if not torch.equal(state, torch.get_rng_state()):
+        task.fail(GLOBAL_RNG)
+    generator = torch.Generator().manual_seed(0)
+    before = generator.get_state()
+    greedy = _draw(task, sample_next_token, logits, dict(temperature=0, top_k=None), generator)
+    if not torch.equal(greedy, logits.argmax(dim=-1, keepdim=True)):
+        task.fail(NOT_GREEDY)
+    if not torch.equal(before, generator.get_state()) or not torch.equal(state, torch.get_rng_state()):
+        task.fail(GREEDY_DRAWS)
+
+
+def _name_mistake(task, what, got, mistakes, atol):
+    """Fail with the diagnosis of the first known mistake whose output got matches within atol."""
+    for diagnosis, signature in (mistakes or {}).items():
+        if got.shape == signature.shape and (got.to(signature.dtype) - signature).abs().max() <= atol:
+            task.fail(f"{what}: {diagnosis}")
+
+
+def _expect_distributions(task, sample_next_token, fixture):
+    """Frequencies of many draws from one row, within SIGMAS binomial deviations of each setting's probabilities."""
+    count, row = fixture["frequency_draws"], fixture["logits"][:1]
+    for name, case in fixture["cases"].items():
+        setting, probabilities = case["setting"], case["probabilities"][0]  # (V,)
+        generator = torch.Generator().manual_seed(fixture["frequency_seed"])
+        what = f"{NAME} with temperature={setting['temperature']}, top_k={setting['top_k']}"
+        tokens = _draw(task, sample_next_token, row.repeat(count, 1), setting, generator, what)  # (N, 1)
+        frequencies = torch.bincount(tokens.flatten(), minlength=row.size(-1)).to(probabilities.dtype) / count
+        allowed = SIGMAS * (probabilities * (1 - probabilities) / count).sqrt() + 1e-9  # (V,)
+        if ((frequencies - probabilities).abs() > allowed).any():
+            mistakes = {diagnosis: signature for diagnosis, signature
+                        in case.get("mistakes", {}).get("frequencies", {}).items()
+                        if ((signature - probabilities).abs() > allowed).any()}  # not a mere re-draw of the right one
+            _name_mistake(task, what, frequencies, mistakes, SIGMAS * math.sqrt(0.25 / count))
+            worst = int(((frequencies - probabilities).abs() - allowed).argmax())
+            task.fail(f"{what}: token {worst} came {frequencies[worst]:.3f} of the time in {count} draws, but its "
+                      f"probability is {probabilities[worst]:.3f}; the draws should follow softmax(logits / "
+                      "temperature) over the logits >= the k-th largest.")
+
+
+def _expect_exact_draws(task, sample_next_token, fixture):
+    """Draws from a seeded generator equal the pinned torch.multinomial call's from the same seed."""
+    logits, seed, calls = fixture["logits"], fixture["draw_seed"], fixture["draw_calls"]
+    for case in fixture["cases"].values():
+        setting = case["setting"]
+        mine, theirs = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
+        got = torch.cat([_draw(task, sample_next_token, logits, setting, theirs) for _ in range(calls)], 1)
+        expected = torch.cat([torch.multinomial(case["probabilities"], 1, generator=mine) for _ in range(calls)], 1)
+        if not torch.equal(got, expected):
+            what = f"{NAME} with temperature={setting['temperature']}, top_k={setting['top_k']}"
+            _name_mistake(task, what, got, case.get("mistakes", {}).get("draws"), 0)
+            task.fail(f"{what}: draws from a seeded generator differ from {PINNED}'s with the same seed (the "
+                      "distribution is right): draw exactly once per call with torch.multinomial and `generator`.")
+
+
+@check_function(6)
+def check_task_6(task, sample_next_token):
+    """Check sample_next_token: shape (B, 1), the generator, greedy temperature 0, distributions, exact draws."""
+    expect_callable(task, sample_next_token, NAME)
+    fixture = load_fixture(__package__, 6)
+    _expect_generator_used(task, sample_next_token, fixture)
+    _expect_distributions(task, sample_next_token, fixture)
+    _expect_exact_draws(task, sample_next_token, fixture)
+    task.passed("shape (B, 1), greedy temperature 0, temperature before the softmax, top-k, and draws from the "
+                "given generator are right.")
