@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+from checkers.gpt import trained as gpt_trained
 from course.reference import reference_of
 from course_lib import gpt_defaults, seq2seq_defaults
 from tools.bench import goals as bench_goals, gpt as bench_gpt, runner, scaling as bench_scaling
@@ -345,7 +346,7 @@ def test_quick_gpt_bench_trains_as_the_notebook_and_generates(quick_gpt_report):
     report = quick_gpt_report[0]
     training, generation = report["training"], report["generation"]
     assert training["stop_at"] == gpt_defaults.STOP_AT_ACCURACY and training["training"] == gpt_defaults.TRAINING
-    assert training["target"] == 0.95
+    assert training["target"] == gpt_trained.TARGET_ACCURACY and training["fresh_seed"] == gpt_trained.CHECK_SEED
     run = training["runs"][0]
     assert run["seconds"] > 0 and run["steps"] > 0 and 0 <= run["accuracy"] <= 1 and 0 <= run["fresh_accuracy"] <= 1
     assert run["reached"] == (run["accuracy"] >= gpt_defaults.STOP_AT_ACCURACY)
