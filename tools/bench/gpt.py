@@ -192,13 +192,21 @@ def step_seconds(ref, model, prompts, new_tokens, use_cache):
     """One greedy generate call: (tokens (B, P + N), its seconds, each step's seconds from one model call to the next).
 
     A forward pre-hook stamps the clock as each step calls the model; the last step ends when generate returns.
+    On CUDA each stamp waits for the work queued before it, so a step's time is its work, not its launches.
     """
     stamps = []
-    handle = model.register_forward_pre_hook(lambda module, inputs: stamps.append(time.perf_counter()))
-    try:
-        start = time.perf_counter()
-        tokens = ref["generate"](model, prompts, new_tokens, temperature=0, use_cache=use_cache)  # (B, P + N)
+
+    def stamp(*_):
+        if prompts.is_cuda:
+            torch.cuda.synchronize(prompts.device)
         stamps.append(time.perf_counter())
+
+    handle = model.register_forward_pre_hook(stamp)
+    try:
+        stamp()
+        start = stamps.pop()
+        tokens = ref["generate"](model, prompts, new_tokens, temperature=0, use_cache=use_cache)  # (B, P + N)
+        stamp()
     finally:
         handle.remove()
     return tokens, stamps[-1] - start, [later - earlier for earlier, later in zip(stamps, stamps[1:])]
