@@ -8,7 +8,7 @@ import ast
 import json
 import re
 
-from course.registry import assignment as registered
+from course.registry import ROOT, assignment as registered
 
 MEASURED = "**Measured:**"  # marks the one sentence per training task that states a measured time
 GIVEN_CELL_LINES = 20  # DEVELOPERS.md: notebook code cells under ~20 lines (answers and provided code aside)
@@ -284,3 +284,61 @@ def seeded_model_problems(path, model_class):
 def tasks_of(name):
     """{task number: whether it trains} of the registered assignment called name."""
     return {number: task.trains for number, task in registered(name).tasks.items()}
+
+
+def training_seed_problems(path, model_class, dataset_class):
+    """The cell before the training cell seeds and then builds model_class(**model_config), and draws nothing random
+    after that (the DataLoader's shuffle draws from the seed too)."""
+    all_cells = cells(path)
+    (training,) = [index for index, cell in enumerate(all_cells) if grade_id(cell).startswith("task_7_")]
+    before = all_cells[training - 1]["source"]
+    if not re.search(rf"seed_everything\(\d+\)\s*\nmodel = {model_class}\(\*\*model_config\)", before):
+        return [f"cell {training - 1}: does not seed, then build {model_class}(**model_config)"]
+    after_model = before.split(f"{model_class}(**model_config)", 1)[1]
+    if re.search(rf"torch\.(rand|randn|randint|randperm|manual_seed)\b|{dataset_class}\(", after_model):
+        return [f"cell {training - 1}: draws random numbers between the seed and the training cell"]
+    return []
+
+
+def checker_seeds(name):
+    """Integer constants whose name holds SEED in checkers/<name>/ (the data its training task is judged on)."""
+    seeds = {}
+    for path in sorted((ROOT / "checkers" / name).glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            value = getattr(node, "value", None)
+            if isinstance(node, ast.Assign) and isinstance(value, ast.Constant) and isinstance(value.value, int):
+                seeds |= {target.id: node.value.value for target in node.targets
+                          if isinstance(target, ast.Name) and "SEED" in target.id}
+    return seeds
+
+
+def notebook_seeds(path):
+    """The seeds the notebook's code passes to seed_everything(...) or as seed=..."""
+    text = "\n".join(cell["source"] for cell in cells(path) if cell["cell_type"] == "code")
+    return {int(n) for n in re.findall(r"\bseed(?:_everything\(|=)(\d+)", text)}
+
+
+def placeholders(path):
+    """Words such as MEASURED_TRAINING left in the markdown (code and math aside)."""
+    prose = [re.sub(r"`[^`]*`|\$[^$]*\$", "", cell["source"]) for cell in cells(path)
+             if cell["cell_type"] == "markdown"]
+    return [word for text in prose for word in re.findall(r"\b[A-Z]{2,}_[A-Z_]{2,}\b", text)]
+
+
+def measured_sentences(path, heading):
+    """The `**Measured:**` sentences of the section that starts with heading (each up to its line's end)."""
+    return [part.split("\n")[0] for part in section(path, heading).split(MEASURED)[1:]]
+
+
+def broken_copy(source, tmp_path, edit):
+    """The notebook at source after edit(cells), written under tmp_path; returns its path."""
+    notebook = json.loads(source.read_text())
+    edit(notebook["cells"])
+    path = tmp_path / "broken.ipynb"
+    path.write_text(json.dumps(notebook))
+    return path
+
+
+def index_of(notebook_cells, name):
+    """Index of the cell whose nbgrader grade_id is name."""
+    return next(index for index, cell in enumerate(notebook_cells) if grade_id(cell) == name)

@@ -14,6 +14,7 @@ FACT_PROBLEMS = {
     ("cls_token", "numel"): "`cls_token` does not hold embed_dim numbers",
     ("encoder", "blocks"): "the encoder does not hold num_layers blocks",
     ("encoder", "distinct"): "the encoder repeats one block object, so its layers share weights",
+    ("max_len", "value"): "the model does not keep its max_len argument as `self.max_len` (generate reads it)",
 }
 
 
@@ -114,6 +115,12 @@ OBSERVED_PROBLEMS = {
     "mode_after": ("the call left the model in another train/eval mode than it had: remember model.training first "
                    "and call model.train(was_training) before returning"),
     "steps": "the model was called another number of times than needed: stop once every sequence has produced EOS",
+    "generator": ("the generator was drawn from another number of times than the pinned sampling draws from it: "
+                  "once per call with torch.multinomial(probabilities, 1, generator=generator), never at "
+                  "temperature 0 (greedy) and never from the global random generator"),
+    "fed": ("the model was not fed the positions generate should feed it: with use_cache=True the first call takes "
+            "the whole prompt and every later call only the newest token with the cache it returned; with "
+            "use_cache=False every call takes the whole sequence so far and no cache; one call per new token"),
 }
 
 

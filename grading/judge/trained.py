@@ -43,12 +43,13 @@ def check_weights(weights):
 
 
 def check_record(weights, settings):
-    """The recorded weights are plain finite tensors and the settings a dict the probe filled without an error."""
-    check_weights(weights)
+    """The settings are a dict the probe filled without an error (which says why no weights were recorded), and the
+    recorded weights plain finite tensors."""
     if not isinstance(settings, dict):
         raise InvalidModel("no settings were recorded")
     if "error" in settings:
         raise InvalidModel(f"the model does not have the pinned layout: {str(settings['error'])[:200]}")
+    check_weights(weights)
 
 
 def one_setting(values, name, valid):

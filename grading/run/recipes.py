@@ -153,8 +153,8 @@ def make_module(task, cls, spec):
 def call(task, target, recipe):
     """Call the function or module on copies of the inputs; record outputs, inputs after, gradients."""
     spec = recipe["call"]
-    args = [_clone(value) if isinstance(value, torch.Tensor) else decode(value) for value in spec.get("args", [])]
-    kwargs = {key: decode(value) for key, value in spec.get("kwargs", {}).items()}
+    args = [fresh(value) for value in spec.get("args", [])]
+    kwargs = {key: fresh(value) for key, value in spec.get("kwargs", {}).items()}
     if recipe.get("grad"):
         args = [a.requires_grad_(True) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
     function = getattr(target, spec["method"], None) if spec.get("method") else target
@@ -165,7 +165,9 @@ def call(task, target, recipe):
     outputs = [leaves(result) for result in results]
     record = {"structure": describe(results[0]),
               "inputs_after": [snapshot(a) if isinstance(a, torch.Tensor) else None for a in args]}
-    reports = observed(spec.get("args", []), args)
+    names = sorted(kwargs)
+    reports = observed(spec.get("args", []), args) + observed([spec["kwargs"][key] for key in names],
+                                                              [kwargs[key] for key in names])
     if any(report is not None for report in reports):
         record["observed"] = reports
     odd = subclasses(tensor for result in outputs for tensor in result)
@@ -175,6 +177,16 @@ def call(task, target, recipe):
         record["grads"] = gradients(task, target, recipe, args, outputs[0])
     record["outputs"] = [[snapshot(t) for t in result] for result in outputs]
     return record
+
+
+def fresh(value):
+    """An argument as the call gets it: a copy of a tensor, or of the tensors in a tuple or list (a cache of
+    (keys, values) per block), so a call that changes them in place cannot reach the recipe; else decode(value)."""
+    if isinstance(value, torch.Tensor):
+        return _clone(value)
+    if type(value) in (tuple, list):
+        return type(value)(fresh(item) for item in value)
+    return decode(value)
 
 
 def describe(value):
@@ -241,7 +253,12 @@ def encoder_facts(module):
     return {"blocks": len(blocks), "distinct": len({id(block) for block in blocks})}
 
 
-FACTS = {"pe": pe_facts, "cls_token": cls_facts, "encoder": encoder_facts}
+def max_len_facts(module):
+    """The model's `max_len` attribute (gpt: generate reads it), as plain data."""
+    return {"value": plain(getattr(module, "max_len", None))}
+
+
+FACTS = {"pe": pe_facts, "cls_token": cls_facts, "encoder": encoder_facts, "max_len": max_len_facts}
 
 
 def run_trained(task, model, spec, namespace):
@@ -277,7 +294,8 @@ def trained_weights(model, slots_name, stacks=None):
             (an encoder-decoder names its decoder's self_attention and cross_attention too).
 
     Settings are plain data the grader validates: {"num_heads": [per attention module of each block, in order],
-    "activation": [per block]}, or {"error": why} when the model's layout does not have the pinned parts.
+    "activation": [per block], "rotary_pairs": [per attention module, see rotary_pairs]}, or {"error": why} when the
+    model's layout does not have the pinned parts.
     """
     try:
         weights = {role: snapshot(p).double() for role, p in slots_of(slots_name)(model).items()}
@@ -289,4 +307,11 @@ def trained_weights(model, slots_name, stacks=None):
     activations = [next((type(m).__name__ for m in block.feedforward.modules()
                          if not isinstance(m, (nn.Linear, nn.Dropout, nn.Sequential))), "")
                    if isinstance(getattr(block, "feedforward", None), nn.Module) else "" for block, _ in blocks]
-    return weights, {"num_heads": heads, "activation": activations}
+    pairs = [rotary_pairs(getattr(block, name, None)) for block, names in blocks for name in names]
+    return weights, {"num_heads": heads, "activation": activations, "rotary_pairs": pairs}
+
+
+def rotary_pairs(attention):
+    """The width of an attention module's rotary table `rotary.cos` (head_dim // 2: gpt's pinned RoPE), or None."""
+    cos = getattr(getattr(attention, "rotary", None), "cos", None)
+    return int(cos.shape[-1]) if isinstance(cos, torch.Tensor) and cos.dim() == 2 else None

@@ -3,8 +3,6 @@ short cells, titled and labelled plots, seeded models, math that renders everywh
 
 The rules live in tests/notebook_text.py (shared with the transformer's notebook tests).
 """
-import ast
-import json
 import re
 
 import matplotlib
@@ -14,13 +12,14 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from course.registry import ROOT, assignment  # noqa: E402
+from course.registry import assignment  # noqa: E402
 from course_lib import plot_attention_maps, plot_history, seq2seq_defaults  # noqa: E402
 from course_lib.training import History  # noqa: E402
-from notebook_text import (MEASURED, cell_length_problems, cells, check_cell_problems, code_cell,  # noqa: E402
-                           glossary, grade_id, import_cell, import_problems, plot_problems, section,
-                           seeded_model_problems, shape_name_problems, staff_note_problems, task_cell_order_problems,
-                           task_text_problems, tasks_of, text_macro_problems, time_claim_problems)
+from notebook_text import (broken_copy, cell_length_problems, check_cell_problems, checker_seeds,  # noqa: E402
+                           code_cell, glossary, import_cell, import_problems, index_of, measured_sentences, notebook_seeds,
+                           placeholders, plot_problems, seeded_model_problems, shape_name_problems,
+                           staff_note_problems, task_cell_order_problems, task_text_problems, tasks_of,
+                           text_macro_problems, time_claim_problems, training_seed_problems)
 
 SEQ2SEQ = assignment("seq2seq")
 SOURCE, RELEASE = SEQ2SEQ.source_notebook, SEQ2SEQ.release_notebook
@@ -50,19 +49,6 @@ def test_each_check_cell_calls_one_registered_check(path):
     assert check_cell_problems(path, TASKS) == []
 
 
-def broken_copy(tmp_path, edit):
-    """The reference notebook after edit(cells), written under tmp_path."""
-    notebook = json.loads(SOURCE.read_text())
-    edit(notebook["cells"])
-    path = tmp_path / "broken.ipynb"
-    path.write_text(json.dumps(notebook))
-    return path
-
-
-def index_of(notebook_cells, name):
-    return next(index for index, cell in enumerate(notebook_cells) if grade_id(cell) == name)
-
-
 def test_the_rhythm_rules_catch_a_task_that_breaks_them(tmp_path):
     """Each rhythm rule can fail: Task 4 without its formula label, its example code, or its check cell in place."""
     def drop_formula(notebook_cells):
@@ -78,7 +64,7 @@ def test_the_rhythm_rules_catch_a_task_that_breaks_them(tmp_path):
     for edit, rule, problem in ((drop_formula, task_text_problems, "Task 4 has no '**Formula.**'"),
                                 (drop_example_code, task_cell_order_problems, "no example (text, then code)"),
                                 (move_check, task_cell_order_problems, "not followed at once by its check cell")):
-        path = broken_copy(tmp_path, edit)
+        path = broken_copy(SOURCE, tmp_path, edit)
         problems = rule(path, 4, False, glossary(path)) if rule is task_text_problems else rule(path, 4, False)
         assert any(problem in found for found in problems), (edit.__name__, problems)
 
@@ -141,33 +127,15 @@ def test_every_default_model_is_built_right_after_a_seed(path):
 
 def test_training_starts_from_the_seed_of_the_cell_before_it():
     """Nothing random runs between the seed and the training cell: the DataLoader's shuffle draws from the seed too."""
-    all_cells = cells(SOURCE)
-    (training,) = [index for index, cell in enumerate(all_cells) if grade_id(cell).startswith("task_7_")]
-    before = all_cells[training - 1]["source"]
-    assert re.search(r"seed_everything\(\d+\)\s*\nmodel = Seq2SeqTransformer\(\*\*model_config\)", before), before
-    after_model = before.split("Seq2SeqTransformer(**model_config)", 1)[1]
-    assert not re.search(r"torch\.(rand|randn|randint|randperm|manual_seed)\b|ReversalDataset\(", after_model)
-
-
-def checker_seeds():
-    """Integer constants whose name holds SEED in checkers/seq2seq/ (the data Task 7 is judged on)."""
-    seeds = {}
-    for path in sorted((ROOT / "checkers" / "seq2seq").glob("*.py")):
-        for node in ast.parse(path.read_text()).body:
-            value = getattr(node, "value", None)
-            if isinstance(node, ast.Assign) and isinstance(value, ast.Constant) and isinstance(value.value, int):
-                seeds |= {target.id: node.value.value for target in node.targets
-                          if isinstance(target, ast.Name) and "SEED" in target.id}
-    return seeds
+    assert training_seed_problems(SOURCE, "Seq2SeqTransformer", "ReversalDataset") == []
 
 
 def test_the_notebook_never_draws_the_checker_s_data():
     """A seed of the notebook's data or models equal to the checker's would let a student train on what is judged."""
-    seeds = checker_seeds()
+    seeds = checker_seeds("seq2seq")
     if not seeds:
         pytest.skip("checkers/seq2seq/ defines no *SEED* constant yet (Task 7's check is a stub)")
-    text = "\n".join(cell["source"] for cell in cells(SOURCE) if cell["cell_type"] == "code")
-    used = {int(n) for n in re.findall(r"\bseed(?:_everything\(|=)(\d+)", text)}
+    used = notebook_seeds(SOURCE)
     assert used and not used & set(seeds.values()), (used, seeds)
 
 
@@ -188,15 +156,11 @@ def test_no_time_claim_outside_the_marked_sentences():
 
 
 def test_no_placeholder_is_left_in_the_text():
-    prose = [re.sub(r"`[^`]*`|\$[^$]*\$", "", cell["source"]) for cell in cells(SOURCE) if cell["cell_type"] == "markdown"]
-    placeholders = [word for text in prose for word in re.findall(r"\b[A-Z]{2,}_[A-Z_]{2,}\b", text)]
-    assert placeholders == []
+    assert placeholders(SOURCE) == []
 
 
 def test_task_7_states_its_measured_time_in_one_marked_sentence():
-    text = section(SOURCE, "## 7.")
-    assert text.count(MEASURED) == 1
-    sentence = text.split(MEASURED)[1].split("\n")[0]
+    (sentence,) = measured_sentences(SOURCE, "## 7.")
     assert re.search(r"[\d,]+ steps", sentence) and re.search(r"\d+ s\b", sentence) and "load average" in sentence
 
 

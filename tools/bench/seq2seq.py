@@ -206,14 +206,6 @@ def greedy_accuracy(ref, model, pairs, device):
     return exact_match(decoded, pairs.targets)
 
 
-def first_reaching(history, target):
-    """(seconds, steps) of the first evaluation whose validation accuracy reached target; (None, None) if none did."""
-    for seconds, step, accuracy in zip(history.seconds, history.step, history.val_accuracy):
-        if accuracy >= target:
-            return seconds, step
-    return None, None
-
-
 def notebook_run(ref, seed, data, fresh, device, max_seconds):
     """Task 7's cell as the notebook runs it, with seed in place of its 0; then the stopped model on fresh pairs.
 
@@ -230,7 +222,7 @@ def notebook_run(ref, seed, data, fresh, device, max_seconds):
         model, loader, None, device=device, **defaults.TRAINING, max_seconds=max_seconds,
         batch_loss=teacher_forcing_loss, evaluate_fn=lambda model: decoding_accuracy(model, val.sources, val.targets),
         callbacks=[stop_at_accuracy(defaults.STOP_AT_ACCURACY)])
-    first_seconds, first_steps = first_reaching(history, TARGET_ACCURACY)
+    first_seconds, first_steps = bench_training.first_reaching(history, TARGET_ACCURACY)
     seconds, steps = history.seconds[-1], history.step[-1]
     return dict(seed=seed, seconds=seconds, steps=steps, accuracy=history.val_accuracy[-1],
                 reached=history.val_accuracy[-1] >= defaults.STOP_AT_ACCURACY, first_target_seconds=first_seconds,

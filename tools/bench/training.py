@@ -95,6 +95,19 @@ def quiet_train(model, train_loader, val_loader, device, **train_arguments):
     return history, time.perf_counter() - start
 
 
+def first_reaching(history, target):
+    """(seconds, steps) of the first evaluation whose validation accuracy reached target; (None, None) if none did.
+
+    Args:
+        history: course_lib.training.History of a run (seconds, step, val_accuracy, one entry per evaluation).
+        target: the accuracy to reach.
+    """
+    for seconds, step, accuracy in zip(history.seconds, history.step, history.val_accuracy):
+        if accuracy >= target:
+            return seconds, step
+    return None, None
+
+
 def summarize_runs(runs):
     """Median and worst training time over the runs of several seeds.
 

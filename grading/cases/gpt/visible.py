@@ -1,0 +1,70 @@
+"""The visible checks' own cases, rebuilt from checkers/gpt/fixtures/*.pt as recipes.
+
+They run in the grader too, so a notebook that fools its own check cell (a monkeypatched checker, an edited check
+cell) is still held to them; their expected values are recomputed from the reference like every other case's, not
+read from the fixture.
+"""
+from checkers._core import load_fixture
+
+from ..parts import called, helper, module, recipe
+from .hidden import GPT_SLOTS, STANDIN, seeded
+
+CHECK_TOLERANCE = dict(atol=1e-6, rtol=1e-6)
+
+
+def block_cases():
+    """Task 4: both activations on the fixture batch, and its last positions after the prefix's cache; gradients."""
+    fixture, cases = load_fixture("checkers.gpt", 4), []
+    sizes = {key: fixture[key] for key in ("embed_dim", "num_heads", "feedforward_dim", "max_len")}
+    x, prefix = fixture["x"], fixture["prefix"]
+    for activation, case in fixture["cases"].items():
+        built = module("GPTBlock", "block", case["weights"], activation=f"nn.{activation}", **sizes)
+        cache = (case["keys"][:, :, :prefix], case["values"][:, :, :prefix])  # causal: the prefix's own cache
+        cases += [recipe(4, f"check: nn.{activation}", True, build=built, call=called(x), **CHECK_TOLERANCE),
+                  recipe(4, f"check: nn.{activation}, after a cache of {prefix}", True, build=built,
+                         call=called(x[:, prefix:], cache=cache), **CHECK_TOLERANCE)]
+    cases.append(recipe(4, "check: gradients", True, build=built, grad=True, call=called(x), **CHECK_TOLERANCE))
+    return cases
+
+
+def model_cases():
+    """Task 5: the fixture model's logits and caches, of the whole batch and of its prefix; max_len; gradients."""
+    fixture = load_fixture("checkers.gpt", 5)
+    built = module("GPT", GPT_SLOTS, fixture["weights"], **fixture["config"])
+    tokens, prefix = fixture["tokens"], fixture["prefix"]
+    return [recipe(5, "check: logits and cache", True, build=built, call=called(tokens), **CHECK_TOLERANCE),
+            recipe(5, f"check: the first {prefix} tokens", True, build=built, call=called(tokens[:, :prefix]),
+                   **CHECK_TOLERANCE),
+            recipe(5, "check: max_len is kept", True, build=built, facts=["max_len"]),
+            recipe(5, "check: gradients", True, build=built, grad=True, call=called(tokens), **CHECK_TOLERANCE)]
+
+
+def sampling_cases():
+    """Task 6: each setting's draws from the fixture's first row (its frequency seed) and from every row (its draw
+    seed), compared draw by draw, with what each call drew from the generator."""
+    fixture, cases = load_fixture("checkers.gpt", 6), []
+    logits = fixture["logits"]  # (B, V)
+    rows = logits[:1].expand(fixture["frequency_draws"], -1).contiguous()  # (N, V)
+    for name, case in fixture["cases"].items():
+        setting = case["setting"]
+        cases += [recipe(6, f"check: {name}, {len(rows)} draws", True,
+                         call=called(rows, **setting, generator=seeded(fixture["frequency_seed"]))),
+                  recipe(6, f"check: {name}, seeded draws", True,
+                         call=called(logits, **setting, generator=seeded(fixture["draw_seed"])))]
+    return cases + [recipe(6, "check: temperature 0 (greedy)", True, call=called(logits, temperature=0.0))]
+
+
+def generation_cases():
+    """Task 8: every setting on the fixture's bigram stand-in, with and without the cache, and how generate drove it."""
+    fixture, cases = load_fixture("checkers.gpt", 8), []
+    for name, case in fixture["cases"].items():
+        for use_cache in (True, False):
+            model = helper("checkers.gpt._scripted:FixedLogitsModel", f"{STANDIN}:observed", "eval",
+                           table=fixture["table"], max_len=fixture["max_len"])
+            call = called(model, fixture["prompt"], fixture["new_tokens"], **case["setting"], use_cache=use_cache,
+                          generator=seeded(fixture["seed"]))
+            cases.append(recipe(8, f"check: {name}, use_cache={use_cache}", True, call=call))
+    return cases
+
+
+VISIBLE = {1: list, 2: list, 3: list, 4: block_cases, 5: model_cases, 6: sampling_cases, 8: list}
