@@ -69,19 +69,16 @@ def needles(root, through=None):
     assignment are leaks; an earlier assignment's, whose deadline has passed, may be handed out as provided code.
     """
     found = {needle: f"grading code or a hidden case: {text}" for needle, text in grading_needles(root).items()}
-    assignments = registry.assignments(root)
-    current = [assignment.name for assignment in assignments].index(through) if through else len(assignments) - 1
-    # code a released notebook gives out is public, even where a later assignment asks for the same line
-    public = "\n".join("\n".join(solution_regions(assignment.source_notebook)[1])
-                        for assignment in assignments[:current + 1])
-    for index, assignment in enumerate(assignments):
+    names = [assignment.name for assignment in registry.assignments(root)]
+    current = names.index(through) if through else len(names) - 1
+    for index, assignment in enumerate(registry.assignments(root)):
         answers, given = ("\n".join(lines) for lines in solution_regions(assignment.source_notebook))
         mistakes = distinctive(mistake_text(assignment), answers + "\n" + given)
         found |= {re.escape(needle): f"a known mistake of {assignment.name}: {line}"
                   for needle, line in mistakes.items()}
         if index >= current:
             found |= {re.escape(needle): f"a reference answer of {assignment.name}: {line}"
-                      for needle, line in distinctive(answers, given + "\n" + public).items()}
+                      for needle, line in distinctive(answers, given).items()}
     return found
 
 
