@@ -77,6 +77,17 @@ def test_no_student_notebook_gives_away_a_later_assignment(earlier, later):
     assert not leaked, f"{earlier.name}'s student notebook holds answers of {later.name}: {leaked[:5]}"
 
 
+def test_an_attribute_a_bullet_dictates_is_no_answer_line():
+    """"`dropout`: `nn.Dropout(dropout)`" in a task's text gives `self.dropout = nn.Dropout(dropout)` away (and the
+    first line of a wrapped assignment); an attribute the text does not dictate stays an answer line."""
+    text = ("- `dropout`: `nn.Dropout(dropout)`; `feedforward`: `nn.Sequential(nn.Linear(embed_dim, feedforward_dim), "
+            "activation(), nn.Linear(feedforward_dim, embed_dim))`")
+    answers = ("self.dropout = nn.Dropout(dropout)\n"
+               "self.feedforward = nn.Sequential(nn.Linear(embed_dim, feedforward_dim), activation(),\n"
+               "self.attention_dropout = nn.Dropout(dropout)")
+    assert list(distinctive(answers, text).values()) == ["self.attention_dropout = nn.Dropout(dropout)"]
+
+
 @pytest.mark.parametrize("assignment, kind", NOTEBOOKS, ids=lambda value: getattr(value, "name", value))
 def test_notebooks_are_stored_without_outputs(assignment, kind):
     for cell in cells(notebook(assignment, kind)):

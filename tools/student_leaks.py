@@ -23,9 +23,17 @@ def squeeze(line):
     return "".join(line.split())
 
 
+DICTATED = re.compile(r"`(\w+)`: `([^`]+)`")  # a bullet "`dropout`: `nn.Dropout(dropout)`" dictates self.dropout = ...
+
+
 def distinctive(text, common=""):
-    """{squeezed line: line} of text's lines with >= MIN_CHARS non-blank characters, each not within common."""
-    given = squeeze(common)  # a line quoted inside given text (a task's bullet naming a layer) is given too
+    """{squeezed line: line} of text's lines with >= MIN_CHARS non-blank characters, each not within common.
+
+    A line quoted inside common (a task's bullet naming a layer) is given too, and so is the attribute assignment a
+    bullet of the form "`name`: `expression`" dictates (`self.name = expression`, or the start of it).
+    """
+    dictated = [f"self.{name}={squeeze(expression)}" for name, expression in DICTATED.findall(common)]
+    given = "\0".join([squeeze(common), *dictated])
     return {squeeze(line): line.strip() for line in text.splitlines()
             if len(squeeze(line)) >= MIN_CHARS and squeeze(line) not in given}
 
