@@ -22,8 +22,11 @@ FROM_ONE = ("the positions start at 1: the token at index j sits at position off
             "call with offset 0 is not rotated (row 0 of the tables is cos 0 = 1, sin 0 = 0).")
 CLOCKWISE = ("each pair turns clockwise, by -p·theta_i: turn it counter-clockwise, y[2i] = x[2i]·cos - x[2i+1]·sin "
              "and y[2i+1] = x[2i]·sin + x[2i+1]·cos.")
-ADDITIVE = ("sines and cosines are added to x (the lecture notes' \"RoPE\"), which is no rotation: y - x does not "
-            "depend on x and the norms change; multiply each pair by the rotation matrix of its angle instead.")
+ADDITIVE = ("sines and cosines are added to x, which is no rotation: y - x does not depend on x and the norms "
+            "change; multiply each pair by the rotation matrix of its angle instead.")
+MULTIPLIED = ("each feature is multiplied by a sine or a cosine of its position (what the lecture notes 004_*.txt "
+              "call RoPE), which is no rotation: the lengths change and scores keep depending on absolute positions; "
+              "turn each interleaved pair (x[..., 2i], x[..., 2i + 1]) by its angle p·theta_i instead.")
 OFFSET_IGNORED = ("the `offset` argument is ignored: the token at index j sits at position offset + j, so use rows "
                   "offset .. offset + L - 1 of the tables.")
 PERSISTENT = ("the tables cos and sin are saved in the state_dict: register them with "
@@ -117,6 +120,14 @@ def _probe(rotary, x, offset):
     return result if isinstance(result, torch.Tensor) and result.shape == x.shape else None
 
 
+def _scales_each_feature(rotary, x, offset, got, atol, rtol):
+    """Whether the output is x times a factor per feature and position: switching features of x off switches off
+    the same features of the output (a rotation of a pair mixes its two features)."""
+    keep = torch.arange(x.size(-1)) % 3 != 1  # (head_dim,): pairs with one feature on and one off, and both on
+    masked = _probe(rotary, x * keep, offset)
+    return masked is not None and matches(masked, got * keep, atol, rtol)
+
+
 def _pair_norms(t):
     return t.detach().unflatten(-1, (-1, 2)).norm(dim=-1)  # (..., head_dim // 2)
 
@@ -130,6 +141,8 @@ def _explain(task, rotary, case, got, what, atol, rtol):
     doubled = _probe(rotary, 2 * x, offset)
     if doubled is not None and matches(doubled - 2 * x, got - x, atol, rtol):
         task.fail(f"{what} is wrong: {ADDITIVE}")
+    if _scales_each_feature(rotary, x, offset, got, atol, rtol):
+        task.fail(f"{what} is wrong: {MULTIPLIED}")
     start = _probe(rotary, x, 0) if offset else None
     if start is not None and matches(got, start, atol, rtol):
         task.fail(f"{what} gives the output of positions 0 to {x.size(-2) - 1}: {OFFSET_IGNORED}")

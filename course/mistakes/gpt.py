@@ -30,7 +30,10 @@ ROTARY_MUTANTS = [
            _rotary.FROM_ONE),
     Mutant(1, "turned clockwise", ((ROTATED, "rotated = torch.stack([even * cos + odd * sin, odd * cos - even * sin], "
                                              "dim=-1)"),), _rotary.CLOCKWISE),
-    Mutant(1, "additive sines and cosines (004)",
+    Mutant(1, "each feature times a sine or cosine (004)",
+           ((ROTATED, "rotated = x * torch.cat([sin, cos], dim=-1)  # (B, H, L, head_dim)"), (FLATTEN, "return rotated")),
+           _rotary.MULTIPLIED),
+    Mutant(1, "additive sines and cosines",
            ((ROTATED, "rotated = torch.stack([even + sin, odd + cos], dim=-1)"),), _rotary.ADDITIVE),
     Mutant(1, "offset ignored", ((ROWS, ROWS.replace("offset:offset + seq_len", ":seq_len")),
                                  (SIN_ROWS, SIN_ROWS.replace("offset:offset + seq_len", ":seq_len"))),

@@ -49,7 +49,8 @@ def test_reference_passes(task, capsys):
 def test_the_mistakes_the_brief_names_are_planted_and_named():
     named = {m.name for m in PLANTED if m.diagnosis}
     assert {"halves instead of interleaved pairs", "i for 2i in the exponent", "exponent twice too large",
-            "positions from 1", "additive sines and cosines (004)", "RoPE on the values too",
+            "positions from 1", "additive sines and cosines", "each feature times a sine or cosine (004)",
+            "RoPE on the values too",
             "RoPE on the queries only", "RoPE on the keys only", "RoPE before the heads are split",
             "scores not scaled", "scores divided by head_dim**1/2 (004)", "no causal mask",
             "new keys rotated at position 0", "cache built before RoPE, rotated again every step",
@@ -286,7 +287,8 @@ def test_diagnosing_an_unnamed_mistake_takes_under_a_second(task, cls, words):
 # ----- Named by evidence, not only by a stored output ---------------------------------------------------------
 
 EVIDENCE_NAMED = {"halves instead of interleaved pairs", "positions from 1", "turned clockwise",
-                  "additive sines and cosines (004)", "offset ignored", "RoPE before the heads are split",
+                  "additive sines and cosines", "each feature times a sine or cosine (004)", "offset ignored",
+                  "RoPE before the heads are split",
                   "scores not scaled", "scores divided by head_dim**1/2 (004)", "no causal mask",
                   "scores divided by head_dim**1/2 inline", "mask sees the next position",
                   "new keys rotated at position 0", "new queries and keys rotated at position 0", "cache built before RoPE, rotated again every step",
