@@ -272,9 +272,9 @@ def encoder_facts(module):
 def rotary_facts(module):
     """How a RotaryEmbedding keeps its tables `cos` and `sin`: registered buffers, left out of the state_dict, their
     dtype and shape (each a pair, cos then sin)."""
-    buffers, saved = dict(module.named_buffers(recurse=False)), module.state_dict()
-    tables = [getattr(module, name, None) for name in ("cos", "sin")]
-    return {"buffers": [name in buffers for name in ("cos", "sin")], "saved": [name in saved for name in ("cos", "sin")],
+    names, buffers, saved = ("cos", "sin"), dict(module.named_buffers(recurse=False)), module.state_dict()
+    tables = [getattr(module, name, None) for name in names]
+    return {"buffers": [name in buffers for name in names], "saved": [name in saved for name in names],
             "dtype": [str(t.dtype) if isinstance(t, torch.Tensor) else None for t in tables],
             "shape": [list(t.shape) if isinstance(t, torch.Tensor) else None for t in tables]}
 

@@ -39,7 +39,8 @@ def rotary_cases(reference, generator):
     x = randn(generator, 2, 2, 6, 8)
     built = module("RotaryEmbedding", head_dim=8, max_len=24)
     cases += [recipe(1, "hidden: offset given by position", False, build=built, call=called(x, 11), **TOLERANCE),
-              recipe(1, "hidden: one position past max_len", False, build=built, call=called(x, offset=19, raises=True)),
+              recipe(1, "hidden: one position past max_len", False, build=built,
+                     call=called(x, offset=19, raises=True)),
               recipe(1, "hidden: the tables cos and sin: non-persistent buffers in the default dtype", False,
                      build=module("RotaryEmbedding", dtype="float32", native=True, head_dim=6, max_len=9),
                      facts=["rotary"]),
