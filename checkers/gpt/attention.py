@@ -28,6 +28,9 @@ HALF_HEAD_DIM = ("`head_dim**1/2` is (head_dim**1) / 2, since ** binds before / 
                  "divides by head_dim, then by 2): divide by math.sqrt(head_dim) or head_dim ** 0.5.")
 NOT_CAUSAL = ("the attention is not causal: a query attends keys after it; fill the scores where key j > query i "
               "with -inf before the softmax (allowed = torch.ones(L, L, dtype=torch.bool).tril()).")
+ROPE_NO_EFFECT = ("the rotation changes no score: the attention equals that of rope=False, as when RoPE gets "
+                  "(B, L, H, head_dim) before the transpose and reads the positions off the head axis (a query and a "
+                  "key of one head then turn by the same angle); rotate (B, H, L, head_dim), after transpose(1, 2).")
 ROPE_IGNORED = ("rope=False still rotates: with rope=False set self.rotary = None and skip the rotation, so the layer "
                 "knows nothing of positions.")
 NEW_ONLY = ("the new cache holds only the new positions: return the cached keys and values concatenated with the "
@@ -55,21 +58,25 @@ def attend(task, layer, x, num_heads, return_attention=True, **kwargs):
         found = f"a {type(result).__name__} of length {len(result)}" if isinstance(result, (tuple, list)) else \
             "None" if result is None else f"a {type(result).__name__}"
         task.fail(f"{NAME}.forward with return_attention={return_attention} should return {parts}, got {found}.")
-    (batch_size, seq_len, embed_dim), head_dim = x.shape, x.size(-1) // num_heads
     expect_tensor(task, f"{NAME}.forward's out", result[0], x.shape, x.dtype)
-    cache = result[1]
+    _expect_cache_shapes(task, result[1], x, num_heads, past)
+    if return_attention:
+        expect_tensor(task, f"{NAME}.forward's attention", result[2],
+                      (x.size(0), num_heads, x.size(1), past + x.size(1)), x.dtype)
+    return result
+
+
+def _expect_cache_shapes(task, cache, x, num_heads, past):
+    """The new cache: (keys, values), each (B, H, L_past + L, head_dim)."""
     if not isinstance(cache, (tuple, list)) or len(cache) != 2:
         task.fail(f"{NAME}.forward should return the new cache (keys, values) as its second item, got "
                   f"{type(cache).__name__}.")
-    cached = (batch_size, num_heads, past + seq_len, head_dim)
+    (batch_size, seq_len, _), head_dim = x.shape, x.size(-1) // num_heads
     for name, value in zip(("keys", "values"), cache):
         if past and isinstance(value, torch.Tensor) and value.dim() == 4 and value.size(2) == seq_len:
             task.fail(f"the new cache's {name} hold {seq_len} positions, not {past} + {seq_len}: {NEW_ONLY}")
-        expect_tensor(task, f"the new cache's {name}", value, cached, x.dtype)
-    if return_attention:
-        expect_tensor(task, f"{NAME}.forward's attention", result[2], (batch_size, num_heads, seq_len,
-                                                                       past + seq_len), x.dtype)
-    return result
+        expect_tensor(task, f"the new cache's {name}", value, (batch_size, num_heads, past + seq_len, head_dim),
+                      x.dtype)
 
 
 def loaded(task, cls, fixture, weights, num_heads, dtype=torch.float64, rope=True):
@@ -85,7 +92,7 @@ def _expect_rotary(task, layer, fixture, num_heads):
     head_dim = embed_dim // num_heads
     if not isinstance(rotary, nn.Module):
         task.fail(f"{NAME}(embed_dim={embed_dim}, num_heads={num_heads}).rotary should be your "
-                  f"RotaryEmbedding(head_dim, max_len), found {type(rotary).__name__}.")
+                  f"RotaryEmbedding(head_dim, max_len), found {'nothing' if rotary is None else type(rotary).__name__}.")
     shape = tuple(getattr(getattr(rotary, "cos", None), "shape", ()))
     if shape != (max_len, head_dim // 2):
         explain_parts(task, NAME, [("its rotary module", 1, part_class(layer, "rotary"))], __package__)
@@ -139,6 +146,8 @@ def _expect_values(task, layer, x, case, num_heads):
     if not (matches(out, case["outputs"], ATOL, RTOL) and matches(attention, case["attention"], ATOL, RTOL)):
         explain_parts(task, what, [("its rotary module", 1, part_class(layer, "rotary"))], __package__)
         _explain_scale(task, attention, case["attention"], x.size(-1) // num_heads, what)
+        if matches(attention, case["rope_false"]["attention"], ATOL, RTOL):
+            task.fail(f"{what}: {ROPE_NO_EFFECT}")
         diagnose(task, f"{what}: attention", attention, signatures(case, "attention"), ATOL, RTOL)
         diagnose(task, f"{what}: out", out, signatures(case, "outputs"), ATOL, RTOL)  # where RoPE is applied
     expect_close(task, f"{what}: attention", attention, case["attention"], ATOL, RTOL)

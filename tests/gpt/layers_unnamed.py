@@ -40,9 +40,38 @@ class RotaryOneAngle(RotaryFloat32Angles):
         self.cos, self.sin = self.cos[:, :1].expand_as(self.cos).clone(), self.sin[:, :1].expand_as(self.sin).clone()
 
 
+class RotaryTablesSwapped(RotaryFloat32Angles):
+    """The table of sines stored as `cos` and the cosines as `sin`, used the other way round: right outputs, wrong
+    pinned tables."""
+
+    def __init__(self, head_dim, max_len=2048, base=10000.0):
+        super().__init__(head_dim, max_len, base)
+        self.cos, self.sin = self.sin.clone(), self.cos.clone()
+
+    def forward(self, x, offset=0):
+        self.cos, self.sin = self.sin, self.cos
+        try:
+            return super().forward(x, offset)
+        finally:
+            self.cos, self.sin = self.sin, self.cos
+
+
+class RotaryTablesInForward(torch.nn.Module):
+    """Right values, the tables computed in every forward call instead of once as buffers."""
+
+    def __init__(self, head_dim, max_len=2048, base=10000.0):
+        super().__init__()
+        self.head_dim, self.max_len, self.base = head_dim, max_len, base
+
+    def forward(self, x, offset=0):
+        if offset + x.size(-2) > self.max_len:
+            raise ValueError("past max_len")
+        return RotaryFloat32Angles(self.head_dim, self.max_len, self.base)(x, offset)
+
+
 def make_unnamed_attentions(RotaryEmbedding):
     """CausalSelfAttention mistakes built on the given (correct) RotaryEmbedding class: name -> class."""
-    AttentionSDPA, AttentionEinsum, _ = make_attentions(RotaryEmbedding)
+    AttentionSDPA, AttentionEinsum = make_attentions(RotaryEmbedding)[:2]
 
     class AttentionSDPAUnmasked(AttentionSDPA):
         """SDPA without is_causal: the weights it reports are causal, its outputs are not."""
@@ -74,5 +103,15 @@ def make_unnamed_attentions(RotaryEmbedding):
         def forward(self, x, cache=None, return_attention=False):
             return super().forward(x, return_attention=return_attention)
 
+    class AttentionRotatedBeforeTranspose(AttentionEinsum):
+        """RoPE applied to (B, L, H, head_dim), before the heads are moved in front: positions read off the head
+        axis."""
+
+        def project(self, x, past):
+            q, k, v = (proj(x).unflatten(-1, (self.heads, self.size)) for proj in (self.q_proj, self.k_proj,
+                                                                                self.v_proj))  # (B, L, H, head_dim)
+            q, k = self.rotary(q, offset=past), self.rotary(k, offset=past)
+            return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, L, head_dim)
+
     return dict(sdpa_unmasked=AttentionSDPAUnmasked, sdpa_causal_with_cache=AttentionSDPACausalWithCache,
-                cache_ignored=AttentionCacheIgnored)
+                cache_ignored=AttentionCacheIgnored, rotated_before_transpose=AttentionRotatedBeforeTranspose)

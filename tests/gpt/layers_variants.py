@@ -157,7 +157,24 @@ def make_attentions(RotaryEmbedding):
             out = self.merge(weights @ v)
             return (out, (k, v), weights) if return_attention else (out, (k, v))
 
-    return [AttentionSDPA, AttentionEinsum, AttentionLargeNegative]
+    class AttentionMaskBuffer(AttentionBase):
+        """The causal mask precomputed once as a non-persistent buffer (max_len, max_len) and sliced per call."""
+
+        def __init__(self, embed_dim, num_heads, max_len, rope=True):
+            super().__init__(embed_dim, num_heads, max_len, rope)
+            self.register_buffer("causal", torch.tril(torch.ones(max_len, max_len)).bool(), persistent=False)
+
+        def forward(self, x, cache=None, return_attention=False):
+            past = 0 if cache is None else len(cache[0][0, 0])
+            q, k, v = self.project(x, past)
+            if cache is not None:
+                k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+            allowed = self.causal[past:past + x.size(1), :past + x.size(1)]  # (L, L_past + L)
+            weights = torch.where(allowed, q @ k.mT / math.sqrt(self.size), float("-inf")).softmax(dim=-1)
+            out = self.merge(weights @ v)
+            return (out, (k, v), weights) if return_attention else (out, (k, v))
+
+    return [AttentionSDPA, AttentionEinsum, AttentionLargeNegative, AttentionMaskBuffer]
 
 
 def make_attention_without_cache(CausalSelfAttention):

@@ -9,13 +9,13 @@ import checkers.gpt as checkers
 from checkers.gpt import CheckFailure, NotImplementedYet
 from checkers._core import load_fixture
 from checkers.gpt import attention as attention_check, cache as cache_check, rotary as rotary_check
-from course.mistakes.gpt import MUTANTS
+from course.mistakes.gpt import CHECK_ONLY_MUTANTS, MUTANTS
 from . import layers_unnamed as unnamed
 from .checks import reference, timings, variant
 from .layers_variants import ROTARIES, make_attention_without_cache, make_attentions
 
 OBJECTS = {1: "RotaryEmbedding", 2: "CausalSelfAttention", 3: "CausalSelfAttention"}
-PLANTED = [m for m in MUTANTS if m.task in OBJECTS]
+PLANTED = [m for m in MUTANTS + CHECK_ONLY_MUTANTS if m.task in OBJECTS]  # the second: mistakes only the checks see
 
 
 def check(task):
@@ -100,11 +100,11 @@ def test_float32_angles_need_the_far_tolerance():
     assert rotary_check.ATOL < deviation < rotary_check.FAR_ATOL / 2, deviation
 
 
-@pytest.mark.parametrize("index", range(3))
+@pytest.mark.parametrize("index", range(4))
 @pytest.mark.parametrize("task", [2, 3])
 @pytest.mark.parametrize("rotary", ["reference", "variant"])
 def test_tasks_2_and_3_accept(rotary, task, index, capsys):
-    RotaryEmbedding = reference()["RotaryEmbedding"] if rotary == "reference" else ROTARIES[index]
+    RotaryEmbedding = reference()["RotaryEmbedding"] if rotary == "reference" else ROTARIES[index % len(ROTARIES)]
     expect_pass(capsys, task, make_attentions(RotaryEmbedding)[index])
 
 
@@ -137,9 +137,13 @@ def unnamed_cases():
         (1, unnamed.RotarySquaredPositions, "change with m for the same m - n"),
         (1, unnamed.RotaryFullWidthTables, "has shape (12, 8), expected (max_len, head_dim // 2) = (12, 4)"),
         (1, unnamed.RotaryOneAngle, "differs from the expected values"),
+        (1, unnamed.RotaryTablesInForward, "creates no tensor in __init__"),
+        (1, unnamed.RotaryTablesSwapped, "RotaryEmbedding(8, max_len=12).cos (row p, column i: cos(p·theta_i)) "
+                                         "differs from the expected values"),
         (2, attentions["sdpa_unmasked"], "changes the outputs at earlier positions: " + attention_check.NOT_CAUSAL),
         (3, attentions["sdpa_causal_with_cache"], cache_check.MASK_IGNORES_PREFIX),
         (3, attentions["cache_ignored"], attention_check.NEW_ONLY),
+        (2, attentions["rotated_before_transpose"], attention_check.ROPE_NO_EFFECT),
     ]
 
 
@@ -287,7 +291,7 @@ EVIDENCE_NAMED = {"halves instead of interleaved pairs", "positions from 1", "tu
                   "scores divided by head_dim**1/2 inline", "mask sees the next position",
                   "new keys rotated at position 0", "new queries and keys rotated at position 0", "cache built before RoPE, rotated again every step",
                   "cache of unrotated keys", "mask ignores the cached prefix", "no mask with a cache",
-                  "new keys before the cached ones", "base ignored"}
+                  "new keys before the cached ones", "base ignored", "RoPE before the transpose"}
 
 
 def _without_signatures(value):
