@@ -2,7 +2,7 @@
 import torch
 import torch.nn as nn
 
-from .._block_probes import _set, explain_activation
+from .._block_probes import _output, _set, explain_activation
 from .._compare import diagnose, expect_close, expect_finite, expect_pair, expect_tensor, matches, signatures
 from .._core import check_function, expect_module_class, load_fixture
 from .._dependencies import explain_parts, part_class
@@ -36,6 +36,9 @@ DROPOUT_ON_RESIDUAL = ("dropout acts on the residual stream too: with both sub-l
 NO_SUBLAYER_DROPOUT = ("the output of {name} gets no dropout: with dropout=0.5 in train mode and the other sub-layer's "
                        "output set to zero, two forward passes give the same output; apply self.dropout to it before "
                        "the residual sum, {formula}.")
+STREAM_NORMALISED = ("with both sub-layers' outputs set to zero the block should return x unchanged (pre-norm leaves the "
+                     "residual stream alone), but it does not: a LayerNorm acts on the residual stream; normalise only "
+                     f"each sub-layer's input, {ATTENTION_FORMULA}, then {FEEDFORWARD_FORMULA}.")
 SUBLAYERS = {"the attention": (("attention.o_proj.weight", "attention.o_proj.bias"), ATTENTION_FORMULA),
              "the feed-forward network": (("feedforward.out.weight", "feedforward.out.bias"), FEEDFORWARD_FORMULA)}
 
@@ -81,9 +84,37 @@ def _explain(task, cls, block, fixture, what, got, case, key, attention_task):
     explain_parts(task, what, [("its attention module", attention_task, part_class(block, "attention"))],
                   __package__)
     diagnose(task, what, got, signatures(case, key), ATOL, RTOL)
+    _explain_layout(task, block, fixture["x"] if key == "outputs" else fixture["x"][:, fixture["prefix"]:], what)
     sizes = (fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"], fixture["max_len"])
     explain_activation(task, what, lambda act: build(task, cls, NAME, *sizes, activation=act).eval(), fixture["x"],
                        fixture["feedforward_dim"])
+
+
+def _explain_layout(task, block, x, what):
+    """Fail naming a normalised residual stream, a missing residual or swapped norms, from probes that silence
+    sub-layers (their output projections set to zero) on the eval-mode block, without a cache."""
+    slots = block_slots(block)
+    (attention_roles, _), (feedforward_roles, _) = SUBLAYERS.values()
+    with _set(slots, dict.fromkeys(attention_roles + feedforward_roles, 0.0)):
+        silent = _output(block, x)
+    if silent is None or silent.shape != x.shape:
+        return
+    with _set(slots, dict.fromkeys(attention_roles, 0.0)):
+        moved = x + torch.linspace(-1, 1, x.numel(), dtype=x.dtype).view_as(x)  # not a shift LayerNorm removes
+        shifted = _output(block, moved)  # the feed-forward alone: the output follows x through the residual
+        still = _output(block, x)
+    with _set(slots, dict.fromkeys(feedforward_roles, 0.0)):
+        attended = _output(block, x)
+        with _set(slots, {"norm2.weight": 2.0, "norm2.bias": 0.5}):
+            renormed = _output(block, x)
+    if still is not None and shifted is not None and torch.allclose(still, shifted, atol=1e-9):
+        task.fail(f"{what}: " + NO_RESIDUAL.format(name="the attention", formula=ATTENTION_FORMULA))
+    if attended is not None and torch.allclose(attended, torch.zeros_like(attended), atol=1e-12):
+        task.fail(f"{what}: " + NO_RESIDUAL.format(name="the feed-forward network", formula=FEEDFORWARD_FORMULA))
+    if not torch.allclose(silent, x, atol=1e-9):
+        task.fail(f"{what}: {STREAM_NORMALISED}")
+    if attended is not None and renormed is not None and not torch.allclose(attended, renormed, atol=1e-9):
+        task.fail(f"{what}: {NORMS_SWAPPED}")
 
 
 def _expect_outputs(task, cls, block, fixture, activation):

@@ -82,6 +82,29 @@ def _explain(task, model, what, got, fixture, key):
     block_class = type(blocks[0]) if blocks and not type(blocks[0]).__module__.startswith("torch") else None
     explain_parts(task, what, [("its GPTBlock class", 4, block_class)], __package__)
     diagnose(task, what, got, signatures(fixture, key), ATOL, RTOL)
+    _explain_final_norm(task, model, fixture["tokens"], what)
+
+
+def _explain_final_norm(task, model, tokens, what):
+    """Fail when changing final_norm's weight and bias leaves the logits alone: the norm is not applied."""
+    norm = getattr(model, "final_norm", None)
+    if not isinstance(norm, nn.LayerNorm) or norm.weight is None or norm.bias is None:
+        return
+    saved = norm.weight.detach().clone(), norm.bias.detach().clone()
+    try:
+        with torch.no_grad():
+            first = model(tokens)[0]
+            norm.weight.mul_(2).add_(0.5)
+            norm.bias.add_(0.5)
+            second = model(tokens)[0]
+    except Exception:  # noqa: BLE001 -- only a probe
+        return
+    finally:
+        with torch.no_grad():
+            norm.weight.copy_(saved[0])
+            norm.bias.copy_(saved[1])
+    if torch.allclose(first, second, atol=1e-12):
+        task.fail(f"{what}: {NO_FINAL_NORM}")
 
 
 def _expect_logits(task, model, fixture):

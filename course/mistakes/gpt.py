@@ -160,14 +160,14 @@ GREEDY = "if temperature == 0:\n        return logits.argmax(dim=-1, keepdim=Tru
 
 BLOCK_MUTANTS = [
     Mutant(4, "post-norm", ((BLOCK_ATTENTION, BLOCK_ATTENTION.replace("self.norm1(x)", "x")),
-                            (BLOCK_RESIDUAL, "x = self.norm1(x + self.dropout(attended))"),
-                            (BLOCK_FEEDFORWARD, "x = self.norm2(x + self.dropout(self.feedforward(x)))")),
+                            (BLOCK_RESIDUAL, "x = self.norm1(self.dropout(attended) + x)"),
+                            (BLOCK_FEEDFORWARD, "x = self.norm2(self.dropout(self.feedforward(x)) + x)")),
            _block.POST_NORM),
     Mutant(4, "post-norm attention", ((BLOCK_ATTENTION, BLOCK_ATTENTION.replace("self.norm1(x)", "x")),
-                                      (BLOCK_RESIDUAL, "x = self.norm1(x + self.dropout(attended))")),
+                                      (BLOCK_RESIDUAL, "x = self.norm1(self.dropout(attended) + x)")),
            _block.POST_NORM_ATTENTION),
     Mutant(4, "post-norm feed-forward",
-           ((BLOCK_FEEDFORWARD, "x = self.norm2(x + self.dropout(self.feedforward(x)))"),),
+           ((BLOCK_FEEDFORWARD, "x = self.norm2(self.dropout(self.feedforward(x)) + x)"),),
            _block.POST_NORM_FEEDFORWARD),
     Mutant(4, "no residual around the attention", ((BLOCK_RESIDUAL, "x = self.dropout(attended)"),),
            _block.NO_RESIDUAL.format(name="the attention", formula=_block.ATTENTION_FORMULA)),

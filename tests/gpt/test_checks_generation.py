@@ -132,11 +132,16 @@ def test_bad_input_fails_cleanly(kind):
     assert words in str(failure.value), str(failure.value)
 
 
-def test_not_implemented_is_reported_as_such():
+class EmptyModel(nn.Module):
+    """What an untouched notebook's GPT(...) builds: a module without layers."""
+
+
+@pytest.mark.parametrize("model", [untrained_model, EmptyModel], ids=["a GPT", "an untouched notebook's GPT"])
+def test_not_implemented_is_reported_as_such(model):
     def generate(model, prompt, max_new_tokens, temperature=1.0, top_k=None, use_cache=True, generator=None):
         raise NotImplementedError()
     with pytest.raises(NotImplementedYet, match="^Task 8 is not implemented yet"):
-        check_task_8(generate, untrained_model())
+        check_task_8(generate, model())
 
 
 @pytest.mark.parametrize("name", ["reference", "cache never used", "mode restored only without an error"])

@@ -1,6 +1,8 @@
 """check_task_4 (GPTBlock) and check_task_5 (GPT) both ways: the reference and other correct answers pass, planted
 mistakes fail with their names, a wrong earlier part is blamed on its task, bad input is answered cleanly, within a
 second."""
+from unittest import mock
+
 import pytest
 import torch
 import torch.nn as nn
@@ -161,3 +163,24 @@ def test_check_takes_under_a_second(task, name):
         except CheckFailure:
             pass
     assert max(timings(run)) <= 1.0
+
+
+# ----- without their stored outputs, the layout mistakes are named by probes -------------------------------------
+
+PROBED = {"post-norm": "STREAM_NORMALISED", "post-norm attention": "STREAM_NORMALISED",
+          "post-norm feed-forward": "STREAM_NORMALISED", "no residual around the attention": "NO_RESIDUAL",
+          "no residual around the feed-forward network": "NO_RESIDUAL", "norms swapped": "NORMS_SWAPPED",
+          "missing final norm": "NO_FINAL_NORM"}
+
+
+@pytest.mark.parametrize("name", PROBED)
+def test_layout_mistakes_are_named_without_stored_outputs(name):
+    from checkers.gpt import block, model
+    mutant = next(m for m in PLANTED if m.name == name)
+    check, part = CHECKS[mutant.task]
+    with mock.patch.object(block, "signatures", lambda case, key: None), \
+            mock.patch.object(model, "signatures", lambda case, key: None):
+        with pytest.raises(CheckFailure, match=f"^Task {mutant.task}: ") as failure:
+            check(variant(mutant)[part])
+    sentence = getattr(block if mutant.task == 4 else model, PROBED[name])
+    assert sentence.split("{")[0] in str(failure.value), str(failure.value)
