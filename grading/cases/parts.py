@@ -30,9 +30,11 @@ def module(name, slots=None, weights=None, dtype="float64", mode="eval", native=
             "native": native}
 
 
-def called(*args, method=None, repeat=1, **kwargs):
-    """How to call the object (or one of its methods) on the inputs."""
-    return {"args": list(args), "kwargs": kwargs, "method": method, "repeat": repeat}
+def called(*args, method=None, repeat=1, raises=False, **kwargs):
+    """How to call the object (or one of its methods) on the inputs; raises: the call is expected to raise, and only
+    the kind of error it raises (and what its helper arguments saw) is compared."""
+    spec = {"args": list(args), "kwargs": kwargs, "method": method, "repeat": repeat}
+    return dict(spec, raises=True) if raises else spec
 
 
 def helper(name, report=None, mode=None, **kwargs):

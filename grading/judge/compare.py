@@ -14,6 +14,12 @@ FACT_PROBLEMS = {
     ("cls_token", "numel"): "`cls_token` does not hold embed_dim numbers",
     ("encoder", "blocks"): "the encoder does not hold num_layers blocks",
     ("encoder", "distinct"): "the encoder repeats one block object, so its layers share weights",
+    ("rotary", "buffers"): "`cos` and `sin` should be registered with self.register_buffer(..., persistent=False)",
+    ("rotary", "saved"): ("`cos` and `sin` are saved in the state_dict: register them with persistent=False (they are "
+                          "computed, never learned)"),
+    ("rotary", "dtype"): ("`cos` and `sin` are not in torch's default dtype (the module was built under float32): "
+                          "convert them with .to(torch.get_default_dtype())"),
+    ("rotary", "shape"): "`cos` and `sin` should each have shape (max_len, head_dim // 2)",
     ("max_len", "value"): "the model does not keep its max_len argument as `self.max_len` (generate reads it)",
 }
 
@@ -164,5 +170,19 @@ def compare_case(recipe, got, expected):
                                      recipe.get("atol", 1e-6), recipe.get("rtol", 0.0), recipe.get("row_atol", 0.0),
                                      recipe.get("rows"))
     if not problem and "call" in recipe:
-        problem = compare_outputs(recipe, got, expected)
+        raises = recipe["call"].get("raises")
+        problem = compare_raised(got, expected) if raises else compare_outputs(recipe, got, expected)
     return problem
+
+
+def compare_raised(got, expected):
+    """A call that must raise: the same built-in kind of error as the reference, then what its helpers saw."""
+    if got.get("raised") != expected["raised"]:
+        raised = got.get("raised")
+        return (f"the call should raise a {expected['raised']}, but "
+                + (f"it raised a {str(raised)[:40]}" if raised else "it raised nothing"))
+    for mine, theirs in zip(got.get("observed", []), expected.get("observed", [])):
+        problem = compare_observed(mine, theirs)
+        if problem:
+            return problem
+    return None

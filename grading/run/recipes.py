@@ -160,6 +160,8 @@ def call(task, target, recipe):
     function = getattr(target, spec["method"], None) if spec.get("method") else target
     if function is None:
         task.fail(f"{type(target).__name__} has no method {spec['method']}.")
+    if spec.get("raises"):
+        return raising(function, args, kwargs, spec)
     results = [task.call(recipe.get("what", "the call"), function, *args, **kwargs)
                for _ in range(spec.get("repeat", 1))]
     outputs = [leaves(result) for result in results]
@@ -177,6 +179,20 @@ def call(task, target, recipe):
         record["grads"] = gradients(task, target, recipe, args, outputs[0])
     record["outputs"] = [[snapshot(t) for t in result] for result in outputs]
     return record
+
+
+def raising(function, args, kwargs, spec):
+    """The record of a call expected to raise: the built-in kind of what it raised (None: nothing) and the reports of
+    its helper arguments (e.g. the mode a model was left in after the error)."""
+    try:
+        function(*args, **kwargs)
+        raised = None
+    except Exception as error:  # noqa: BLE001 -- any error is data here
+        raised = next(kind.__name__ for kind in type(error).__mro__ if kind.__module__ == "builtins")
+    names = sorted(kwargs)
+    reports = observed(spec.get("args", []), args) + observed([spec["kwargs"][key] for key in names],
+                                                              [kwargs[key] for key in names])
+    return {"raised": raised, "observed": reports}
 
 
 def fresh(value):
@@ -253,12 +269,23 @@ def encoder_facts(module):
     return {"blocks": len(blocks), "distinct": len({id(block) for block in blocks})}
 
 
+def rotary_facts(module):
+    """How a RotaryEmbedding keeps its tables `cos` and `sin`: registered buffers, left out of the state_dict, their
+    dtype and shape (each a pair, cos then sin)."""
+    names, buffers, saved = ("cos", "sin"), dict(module.named_buffers(recurse=False)), module.state_dict()
+    tables = [getattr(module, name, None) for name in names]
+    return {"buffers": [name in buffers for name in names], "saved": [name in saved for name in names],
+            "dtype": [str(t.dtype) if isinstance(t, torch.Tensor) else None for t in tables],
+            "shape": [list(t.shape) if isinstance(t, torch.Tensor) else None for t in tables]}
+
+
 def max_len_facts(module):
     """The model's `max_len` attribute (gpt: generate reads it), as plain data."""
     return {"value": plain(getattr(module, "max_len", None))}
 
 
-FACTS = {"pe": pe_facts, "cls_token": cls_facts, "encoder": encoder_facts, "max_len": max_len_facts}
+FACTS = {"pe": pe_facts, "cls_token": cls_facts, "encoder": encoder_facts, "max_len": max_len_facts,
+         "rotary": rotary_facts}
 
 
 def run_trained(task, model, spec, namespace):

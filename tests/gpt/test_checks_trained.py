@@ -10,9 +10,9 @@ from checkers.gpt import CheckFailure, NotImplementedYet, check_task_7
 from checkers.gpt.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY
 from course_lib import gpt_defaults
 from course_lib.addition import PROMPT_LEN, SEQ_LEN, addition_sequences, answer_accuracy
-from check_timing import timings
 
-from .addition_models import calculator, future_reader, memoriser, reference, trained_reference, untied
+from .addition_models import calculator, future_reader, memoriser, trained_reference, untied
+from .checks import reference, timings
 
 
 def check_data():

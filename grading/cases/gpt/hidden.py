@@ -2,10 +2,11 @@
 
 A notebook that special-cases the visible inputs (or is right only for them) fails these. Every input obeys the
 task's pinned contract (offset + L <= max_len, a cache of (B, H, L_past, head_dim) keys and values, logits without
-ties unless a case is about ties), so a correct answer in any formulation passes. Weights are random per role, drawn
-with the shapes of the reference's modules. Sampling and generation draw from a seeded torch.Generator made in the
-probe (checkers.gpt._standin:seeded_generator), and generation runs on a stand-in model whose logits are known and
-far from one-hot (checkers.gpt._standin:ScriptedLM), which also reports how generate drove it.
+ties unless a case is about ties), so a correct answer in any formulation passes; the pinned errors (a ValueError past
+max_len) are cases too. Weights are random per role, drawn with the shapes of the reference's modules. Sampling and
+generation draw from a seeded torch.Generator made in the probe (checkers.gpt._standin), whose use is compared, and
+generation runs on the checks' fixed-logits stand-in model (checkers.gpt._scripted), whose report says how generate
+drove it (positions fed per call, mode, gradients, the mode it was left in).
 """
 import torch
 
@@ -14,7 +15,7 @@ from ..parts import called, helper, module, randn, random_weights, recipe
 SEED = 919191  # never a seed of the notebook, the checkers or make_fixtures
 TOLERANCE = dict(atol=1e-6, rtol=1e-6)
 GPT_SLOTS = "checkers.gpt._roles:gpt_slots"
-STANDIN = "checkers.gpt._standin"
+STANDIN = "checkers.gpt._standin"  # the generator and the reports
 
 
 def natural(weights, generator):
@@ -38,6 +39,11 @@ def rotary_cases(reference, generator):
     x = randn(generator, 2, 2, 6, 8)
     built = module("RotaryEmbedding", head_dim=8, max_len=24)
     cases += [recipe(1, "hidden: offset given by position", False, build=built, call=called(x, 11), **TOLERANCE),
+              recipe(1, "hidden: one position past max_len", False, build=built,
+                     call=called(x, offset=19, raises=True)),
+              recipe(1, "hidden: the tables cos and sin: non-persistent buffers in the default dtype", False,
+                     build=module("RotaryEmbedding", dtype="float32", native=True, head_dim=6, max_len=9),
+                     facts=["rotary"]),
               recipe(1, "hidden: gradients", False, build=built, grad=True, call=called(x, offset=7), **TOLERANCE),
               recipe(1, "hidden: float32, module built under float32", False, call=called(x.float(), offset=17),
                      build=module("RotaryEmbedding", dtype="float32", native=True, head_dim=8, max_len=24),
@@ -187,26 +193,33 @@ def sampling_cases(reference, generator):
     return [recipe(6, f"hidden: {name}", False, call=call) for name, call in cases]
 
 
-def standin(mode="eval", vocab_size=9, max_len=16, seed=5):
-    """The stand-in language model for generate (checkers.gpt._standin:ScriptedLM) and its report."""
-    return helper(f"{STANDIN}:ScriptedLM", f"{STANDIN}:observed", mode, vocab_size=vocab_size, max_len=max_len,
-                  seed=seed)
+def standin(table, max_len=16, mode="eval", fail_at=None):
+    """The fixed-logits stand-in for generate (checkers.gpt._scripted:FixedLogitsModel) and its report."""
+    return helper("checkers.gpt._scripted:FixedLogitsModel", f"{STANDIN}:observed", mode, table=table, max_len=max_len,
+                  fail_at=fail_at)
 
 
 def generation_cases(reference, generator):
-    """Task 8: greedy and sampled, with and without the cache, top-k, train mode, max_len reached, one prompt."""
+    """Task 8: greedy and sampled, with and without the cache, top-k, train mode, max_len reached and passed, an error
+    in the model (the mode given back), one prompt."""
+    table, other = distinct_logits(generator, 9, 9), distinct_logits(generator, 9, 9, scale=3.0)  # (V, V) each
     prompt = torch.randint(9, (3, 4), generator=generator)  # (B, P)
     cases = [
-        ("greedy, with the cache", called(standin(), prompt, 6, temperature=0)),
-        ("greedy, without the cache", called(standin(), prompt, 6, temperature=0, use_cache=False)),
-        ("temperature 1, with the cache", called(standin(), prompt, 7, generator=seeded(31))),
-        ("temperature 1, without the cache", called(standin(), prompt, 7, use_cache=False, generator=seeded(31))),
-        ("temperature 0.7, top_k=4", called(standin(seed=6), prompt, 5, temperature=0.7, top_k=4,
+        ("greedy, with the cache", called(standin(table), prompt, 6, temperature=0)),
+        ("greedy, without the cache", called(standin(table), prompt, 6, temperature=0, use_cache=False)),
+        ("temperature 1, with the cache", called(standin(table), prompt, 7, generator=seeded(31))),
+        ("temperature 1, without the cache", called(standin(table), prompt, 7, use_cache=False, generator=seeded(31))),
+        ("temperature 0.7, top_k=4", called(standin(other), prompt, 5, temperature=0.7, top_k=4,
                                             generator=seeded(32))),
-        ("model in train mode", called(standin("train"), prompt, 4, temperature=1.3, generator=seeded(33))),
-        ("up to max_len exactly", called(standin(max_len=10), prompt, 6, temperature=1.0, generator=seeded(34))),
-        ("one prompt of one token", called(standin(seed=7), prompt[2:, :1], 8, temperature=0.9, generator=seeded(35))),
-        ("arguments by position", called(standin(), prompt, 3, 1.1, 5, False, seeded(36))),
+        ("model in train mode", called(standin(table, mode="train"), prompt, 4, temperature=1.3,
+                                       generator=seeded(33))),
+        ("up to max_len exactly", called(standin(other, max_len=10), prompt, 6, temperature=1.0,
+                                         generator=seeded(34))),
+        ("one prompt of one token", called(standin(other), prompt[2:, :1], 8, temperature=0.9, generator=seeded(35))),
+        ("arguments by position", called(standin(table), prompt, 3, 1.1, 5, False, seeded(36))),
+        ("one token past max_len", called(standin(table, max_len=9), prompt, 6, temperature=0, raises=True)),
+        ("an error in the model's third call, train mode", called(standin(table, mode="train", fail_at=2), prompt, 5,
+                                                                   generator=seeded(37), raises=True)),
     ]
     return [recipe(8, f"hidden: {name}", False, call=call) for name, call in cases]
 

@@ -6,10 +6,51 @@ read from the fixture.
 """
 from checkers._core import load_fixture
 
-from ..parts import called, helper, module, recipe
-from .hidden import GPT_SLOTS, STANDIN, seeded
+from ..parts import called, module, recipe
+from .hidden import GPT_SLOTS, seeded, standin
 
 CHECK_TOLERANCE = dict(atol=1e-6, rtol=1e-6)
+
+
+def rotary_cases():
+    """Task 1: every fixture case at its offset, the tables cos and sin, gradients."""
+    fixture, cases = load_fixture("checkers.gpt", 1), []
+    for name, case in fixture["cases"].items():
+        built = module("RotaryEmbedding", **case["config"])
+        cases.append(recipe(1, f"check: {name}", True, build=built, call=called(case["x"], offset=case["offset"]),
+                            **CHECK_TOLERANCE))
+    cases.append(recipe(1, "check: gradients", True, build=built, grad=True,
+                        call=called(case["x"], offset=case["offset"]), **CHECK_TOLERANCE))
+    tables = module("RotaryEmbedding", **fixture["tables"]["config"])
+    return cases + [recipe(1, f"check: the table `{name}`", True, build=tables, attribute=name, **CHECK_TOLERANCE)
+                    for name in ("cos", "sin")]
+
+
+def attention_cases():
+    """Task 2: 2 and 4 heads without a cache, with and without the attention weights, and rope=False."""
+    fixture, cases = load_fixture("checkers.gpt", 2), []
+    sizes, x = dict(embed_dim=fixture["embed_dim"], max_len=fixture["max_len"]), fixture["x"]
+    for num_heads, case in fixture["cases"].items():
+        built = module("CausalSelfAttention", "attention", case["weights"], num_heads=num_heads, **sizes)
+        plain = module("CausalSelfAttention", "attention", case["weights"], num_heads=num_heads, rope=False, **sizes)
+        cases += [recipe(2, f"check: {num_heads} heads", True, build=built, call=called(x), **CHECK_TOLERANCE),
+                  recipe(2, f"check: {num_heads} heads, attention weights", True, build=built,
+                         call=called(x, return_attention=True), **CHECK_TOLERANCE),
+                  recipe(2, f"check: {num_heads} heads, rope=False", True, build=plain,
+                         call=called(x, return_attention=True), **CHECK_TOLERANCE)]
+    return cases
+
+
+def cache_cases():
+    """Task 3: the fixture layer continued from caches of its own first positions: several new tokens, and one."""
+    fixture = load_fixture("checkers.gpt", 3)
+    built = module("CausalSelfAttention", "attention", fixture["weights"], embed_dim=fixture["embed_dim"],
+                   num_heads=fixture["num_heads"], max_len=fixture["max_len"])
+    x, keys, values = fixture["x"], fixture["new_keys"], fixture["new_values"]  # causal: a prefix's cache is a slice
+    runs = [(past, x.size(1) - past) for past in (1, 4)] + [(3, 1), (x.size(1) - 1, 1)]
+    return [recipe(3, f"check: {past} cached, {step} new", True, build=built, **CHECK_TOLERANCE,
+                   call=called(x[:, past:past + step], cache=(keys[:, :, :past], values[:, :, :past]),
+                               return_attention=True)) for past, step in runs]
 
 
 def block_cases():
@@ -59,12 +100,12 @@ def generation_cases():
     fixture, cases = load_fixture("checkers.gpt", 8), []
     for name, case in fixture["cases"].items():
         for use_cache in (True, False):
-            model = helper("checkers.gpt._scripted:FixedLogitsModel", f"{STANDIN}:observed", "eval",
-                           table=fixture["table"], max_len=fixture["max_len"])
+            model = standin(fixture["table"], fixture["max_len"])
             call = called(model, fixture["prompt"], fixture["new_tokens"], **case["setting"], use_cache=use_cache,
                           generator=seeded(fixture["seed"]))
             cases.append(recipe(8, f"check: {name}, use_cache={use_cache}", True, call=call))
     return cases
 
 
-VISIBLE = {1: list, 2: list, 3: list, 4: block_cases, 5: model_cases, 6: sampling_cases, 8: list}
+VISIBLE = {1: rotary_cases, 2: attention_cases, 3: cache_cases, 4: block_cases, 5: model_cases, 6: sampling_cases,
+           8: generation_cases}
