@@ -120,10 +120,9 @@ CACHE_MUTANTS = [
     Mutant(3, "cache length read from the heads axis", ((PAST, PAST.replace(".size(2)", ".size(1)")),)),
 ]
 
-# Mistakes of the pinned API that only the checks look for: the hidden grading cases compare values, which these
-# leave right (tests/gpt/test_checks_layers.py plants them against the checks alone; not in MUTANTS, whose every
-# entry the hidden cases must reject).
-CHECK_ONLY_MUTANTS = [
+# Mistakes of the pinned API that leave every value right: the checks name them, and the grader's facts (the tables'
+# buffers, persistence, dtype; rotary None) and must-raise cases reject them.
+API_MUTANTS = [
     Mutant(1, "no ValueError past max_len", ((PAST_MAX_LEN, "if offset < 0:"),), _rotary.NO_VALUE_ERROR),
     Mutant(1, "tables saved in the state_dict", ((TABLES, TABLES.replace("persistent=False", "persistent=True")),),
            _rotary.PERSISTENT),
@@ -259,6 +258,7 @@ MUTANTS = [
     *ROTARY_MUTANTS,
     *ATTENTION_MUTANTS,
     *CACHE_MUTANTS,
+    *API_MUTANTS,
 
     # ---- Tasks 4-6, 8 ----
     *BLOCK_MUTANTS,

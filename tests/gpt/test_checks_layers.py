@@ -9,13 +9,13 @@ import checkers.gpt as checkers
 from checkers.gpt import CheckFailure, NotImplementedYet
 from checkers._core import load_fixture
 from checkers.gpt import attention as attention_check, cache as cache_check, rotary as rotary_check
-from course.mistakes.gpt import CHECK_ONLY_MUTANTS, MUTANTS
+from course.mistakes.gpt import MUTANTS
 from . import layers_unnamed as unnamed
 from .checks import reference, timings, variant
 from .layers_variants import ROTARIES, make_attention_without_cache, make_attentions
 
 OBJECTS = {1: "RotaryEmbedding", 2: "CausalSelfAttention", 3: "CausalSelfAttention"}
-PLANTED = [m for m in MUTANTS + CHECK_ONLY_MUTANTS if m.task in OBJECTS]  # the second: mistakes only the checks see
+PLANTED = [m for m in MUTANTS if m.task in OBJECTS]
 
 
 def check(task):

@@ -1,8 +1,8 @@
 """The gpt hidden grading cases (grading/cases/gpt/), scored in-process as the grader scores them.
 
-The reference passes every task; every planted mistake of Tasks 1-6 and 8 (course/mistakes/gpt.py's MUTANTS and
-CHECK_ONLY_MUTANTS, and a few more edits of the reference below) scores 0 on its task; valid variants score full marks; what a probe receives holds no
-expected values; and Task 7 is judged by the reference GPT loaded with the model's pinned weights and written by the
+The reference passes every task; every planted mistake of Tasks 1-6 and 8 (course/mistakes/gpt.py's MUTANTS, and a
+few more edits of the reference below) scores 0 on its task; valid variants score full marks; what a probe receives
+holds no expected values; and Task 7 is judged by the reference GPT loaded with the model's pinned weights and written by the
 reference generate: a trained reference model earns it, models that answer by arithmetic or from a table do not,
 and settings the reference cannot take are refused with a reason.
 """
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from course.mistakes import Mutant
-from course.mistakes.gpt import CHECK_ONLY_MUTANTS, MUTANTS
+from course.mistakes.gpt import MUTANTS
 from course.reference import load_reference, reference_source
 from course.registry import assignment
 from grading.cases.gpt import trained
@@ -97,8 +97,7 @@ MORE_MISTAKES = [
          "unseen = sample_next_token(logits[:, -1], temperature, top_k)"),)),
 ]
 
-# CHECK_ONLY_MUTANTS leave every value right; the grader's facts and must-raise cases reject them all the same.
-PLANTED = [mutant for mutant in MUTANTS + CHECK_ONLY_MUTANTS if mutant.task in DEFINITION_TASKS] + MORE_MISTAKES
+PLANTED = [mutant for mutant in MUTANTS if mutant.task in DEFINITION_TASKS] + MORE_MISTAKES
 
 
 @pytest.mark.parametrize("planted", PLANTED, ids=lambda m: f"task{m.task}-{m.name}")
