@@ -231,6 +231,8 @@ MODEL_MUTANTS = [
            "looks like an absolute position table"),
     Mutant(5, "one cache for every block", ((BLOCK_CALL, "x, block_cache = block(x, cache=None if cache is None else "
                                                          "cache[0])"),), "is not given its own entry of the cache"),
+    Mutant(5, "the given cache returned", ((HEAD, HEAD.replace("new_cache", "new_cache if cache is None else cache")),),
+           _model.RETURNS_GIVEN_CACHE),
     Mutant(5, "max_len not stored", ((GPT_MAX_LEN, "self.token_embedding"),), "GPT.max_len should store"),
 ]
 

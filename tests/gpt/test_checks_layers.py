@@ -113,8 +113,9 @@ def test_tasks_2_and_3_accept(rotary, task, index, capsys):
 def test_task_2_passes_before_the_cache_is_written_and_task_3_says_so(capsys):
     cls = make_attention_without_cache(reference()["CausalSelfAttention"])
     expect_pass(capsys, 2, cls)
-    with pytest.raises(NotImplementedYet, match="^Task 3 is not implemented yet"):
+    with pytest.raises(NotImplementedYet, match="^Task 3 is not implemented yet") as failure:
         check(3)(cls)
+    assert "its cache branch, in the Task 2 cell" in str(failure.value), str(failure.value)
 
 
 # ----- A wrong earlier task is named first ---------------------------------------------------------------------
