@@ -10,7 +10,7 @@ import torch.nn as nn
 from checkers.gpt import CheckFailure, NotImplementedYet, check_task_2, check_task_4, check_task_5
 from course.mistakes import Mutant
 from course.mistakes.gpt import MUTANTS
-from . import model_variants
+from . import layers_variants, model_variants
 from .checks import reference, timings, variant
 
 CHECKS = {4: (check_task_4, "GPTBlock"), 5: (check_task_5, "GPT")}
@@ -48,6 +48,16 @@ VALID = {4: [model_variants.block_with_named_sublayers, model_variants.block_reb
                          ids=lambda value: getattr(value, "__name__", str(value)))
 def test_valid_variant_passes(task, build, capsys):
     CHECKS[task][0](build(reference()))
+    assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
+
+
+@pytest.mark.parametrize("task", CHECKS)
+def test_a_rotary_embedding_with_a_complex_buffer_passes(task, capsys):
+    """LLaMA-style RoPE keeps a complex table (e^{i p theta}) beside cos and sin: the blocks and the model built on it
+    pass (the float64 build must leave complex buffers complex)."""
+    namespace = variant(lambda source: source)  # a namespace of its own, its classes reading its RotaryEmbedding
+    namespace["RotaryEmbedding"] = layers_variants.RotaryComplex
+    CHECKS[task][0](namespace[CHECKS[task][1]])
     assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
 
 
