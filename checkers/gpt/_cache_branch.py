@@ -1,4 +1,4 @@
-"""Tasks 4-5: a cached call's NotImplementedError traced to the attention's cache branch (Task 3, no cell of its own)."""
+"""Tasks 4-5: a cached call's NotImplementedError traced to the attention's cache branch (Task 3, in Task 2's cell)."""
 import torch
 import torch.nn as nn
 

@@ -33,8 +33,8 @@ DIAGONAL_HIDDEN = ("the mask hides the diagonal too: query i must see key i, its
 SPLIT_LAYOUT = ("the heads are split without the transpose: view(B, H, L, head_dim) of (B, L, D) mixes positions "
                 "with heads, so a head's row i is no longer position i; split with view(B, L, H, head_dim)"
                 ".transpose(1, 2).")
-MERGE_LAYOUT = ("the heads are merged without the transpose: (attention @ value).reshape(B, L, D) mixes heads with "
-                "positions; merge with (attention @ value).transpose(1, 2).reshape(B, L, D).")
+MERGE_LAYOUT = ("the heads are merged without the transpose: reshaping the heads' outputs (B, H, L, head_dim) "
+                "straight to (B, L, D) mixes heads with positions; transpose(1, 2) first, then reshape(B, L, D).")
 ROPE_NO_EFFECT = ("the rotation changes no score: the attention equals that of rope=False, as when RoPE gets "
                   "(B, L, H, head_dim) before the transpose and reads the positions off the head axis (a query and a "
                   "key of one head then turn by the same angle); rotate (B, H, L, head_dim), after transpose(1, 2).")
@@ -100,8 +100,9 @@ def _expect_rotary(task, layer, fixture, num_heads):
     rotary, max_len, embed_dim = getattr(layer, "rotary", None), fixture["max_len"], fixture["embed_dim"]
     head_dim = embed_dim // num_heads
     if not isinstance(rotary, nn.Module):
+        found = "nothing" if rotary is None else type(rotary).__name__
         task.fail(f"{NAME}(embed_dim={embed_dim}, num_heads={num_heads}).rotary should be your "
-                  f"RotaryEmbedding(head_dim, max_len), found {'nothing' if rotary is None else type(rotary).__name__}.")
+                  f"RotaryEmbedding(head_dim, max_len), found {found}.")
     shape = tuple(getattr(getattr(rotary, "cos", None), "shape", ()))
     if shape != (max_len, head_dim // 2):
         explain_parts(task, NAME, [("its rotary module", 1, part_class(layer, "rotary"))], __package__)
@@ -134,7 +135,7 @@ def _expect_causal(task, layer, x, num_heads, attention, what):
 
 def _explain_layout(task, layer, x, num_heads, what):
     """Causal weights but outputs that see later tokens: a head split or merge that mixes positions with heads."""
-    batch_size, seq_len, embed_dim = x.shape
+    (batch_size, seq_len, _), embed_dim = x.shape, x.size(-1)
     straight = lambda t: t.view(batch_size, num_heads, seq_len, -1)  # noqa: E731 -- (B, L, D) -> (B, H, L, hd)
     try:
         with torch.no_grad():

@@ -37,9 +37,9 @@ DROPOUT_ON_RESIDUAL = ("dropout acts on the residual stream too: with both sub-l
 NO_SUBLAYER_DROPOUT = ("the output of {name} gets no dropout: with dropout=0.5 in train mode and the other sub-layer's "
                        "output set to zero, two forward passes give the same output; apply self.dropout to it before "
                        "the residual sum, {formula}.")
-STREAM_NORMALISED = ("with both sub-layers' outputs set to zero the block should return x unchanged (pre-norm leaves the "
-                     "residual stream alone), but it does not: a LayerNorm acts on the residual stream; normalise only "
-                     f"each sub-layer's input, {ATTENTION_FORMULA}, then {FEEDFORWARD_FORMULA}.")
+STREAM_NORMALISED = ("with both sub-layers' outputs set to zero the block should return x unchanged (pre-norm leaves "
+                     "the residual stream alone), but it does not: a LayerNorm acts on the residual stream; normalise "
+                     f"only each sub-layer's input, {ATTENTION_FORMULA}, then {FEEDFORWARD_FORMULA}.")
 SUBLAYERS = {"the attention": (("attention.o_proj.weight", "attention.o_proj.bias"), ATTENTION_FORMULA),
              "the feed-forward network": (("feedforward.out.weight", "feedforward.out.bias"), FEEDFORWARD_FORMULA)}
 

@@ -146,5 +146,6 @@ def check_task_6(task, sample_next_token):
     _expect_distributions(task, sample_next_token, fixture)
     _expect_ties_kept(task, sample_next_token)
     _expect_exact_draws(task, sample_next_token, fixture)
-    task.passed("shape (B, 1), greedy temperature 0, temperature before the softmax, top-k with its ties, and draws from the "
+    task.passed("shape (B, 1), greedy temperature 0, temperature before the softmax, top-k with its ties, and draws "
+                "from the "
                 "given generator are right.")

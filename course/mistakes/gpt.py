@@ -31,7 +31,8 @@ ROTARY_MUTANTS = [
     Mutant(1, "turned clockwise", ((ROTATED, "rotated = torch.stack([even * cos + odd * sin, odd * cos - even * sin], "
                                              "dim=-1)"),), _rotary.CLOCKWISE),
     Mutant(1, "each feature times a sine or cosine (004)",
-           ((ROTATED, "rotated = x * torch.cat([sin, cos], dim=-1)  # (B, H, L, head_dim)"), (FLATTEN, "return rotated")),
+           ((ROTATED, "rotated = x * torch.cat([sin, cos], dim=-1)  # (B, H, L, head_dim)"),
+            (FLATTEN, "return rotated")),
            _rotary.MULTIPLIED),
     Mutant(1, "additive sines and cosines",
            ((ROTATED, "rotated = torch.stack([even + sin, odd + cos], dim=-1)"),), _rotary.ADDITIVE),
