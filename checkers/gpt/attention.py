@@ -28,6 +28,13 @@ HALF_HEAD_DIM = ("`head_dim**1/2` is (head_dim**1) / 2, since ** binds before / 
                  "divides by head_dim, then by 2): divide by math.sqrt(head_dim) or head_dim ** 0.5.")
 NOT_CAUSAL = ("the attention is not causal: a query attends keys after it; fill the scores where key j > query i "
               "with -inf before the softmax (allowed = torch.ones(L, L, dtype=torch.bool).tril()).")
+DIAGONAL_HIDDEN = ("the mask hides the diagonal too: query i must see key i, itself (query 0 sees nothing else); keep "
+                   "the diagonal, allowed = torch.ones(L, L, dtype=torch.bool).tril() (diagonal=0).")
+SPLIT_LAYOUT = ("the heads are split without the transpose: view(B, H, L, head_dim) of (B, L, D) mixes positions "
+                "with heads, so a head's row i is no longer position i; split with view(B, L, H, head_dim)"
+                ".transpose(1, 2).")
+MERGE_LAYOUT = ("the heads are merged without the transpose: reshaping the heads' outputs (B, H, L, head_dim) "
+                "straight to (B, L, D) mixes heads with positions; transpose(1, 2) first, then reshape(B, L, D).")
 ROPE_NO_EFFECT = ("the rotation changes no score: the attention equals that of rope=False, as when RoPE gets "
                   "(B, L, H, head_dim) before the transpose and reads the positions off the head axis (a query and a "
                   "key of one head then turn by the same angle); rotate (B, H, L, head_dim), after transpose(1, 2).")
@@ -51,7 +58,9 @@ def attend(task, layer, x, num_heads, return_attention=True, **kwargs):
     """
     before = x.clone()
     past = kwargs["cache"][0].size(2) if kwargs.get("cache") is not None else 0
-    result = task.call(f"{NAME}.forward", layer, x, return_attention=return_attention, **kwargs)
+    where = f"{NAME}.forward" if past == 0 and kwargs.get("cache") is None else \
+        f"{NAME}.forward with a cache (its cache branch, in the Task 2 cell)"
+    result = task.call(where, layer, x, return_attention=return_attention, **kwargs)
     expect_unchanged(task, before, x)
     parts = "(out, (keys, values), attention)" if return_attention else "(out, (keys, values))"
     if not isinstance(result, (tuple, list)) or len(result) != 2 + return_attention:
@@ -72,11 +81,11 @@ def _expect_cache_shapes(task, cache, x, num_heads, past):
         task.fail(f"{NAME}.forward should return the new cache (keys, values) as its second item, got "
                   f"{type(cache).__name__}.")
     (batch_size, seq_len, _), head_dim = x.shape, x.size(-1) // num_heads
-    for name, value in zip(("keys", "values"), cache):
+    for name, value in zip(("key", "value"), cache):
+        what = f"the {name} tensor of the new cache"
         if past and isinstance(value, torch.Tensor) and value.dim() == 4 and value.size(2) == seq_len:
-            task.fail(f"the new cache's {name} hold {seq_len} positions, not {past} + {seq_len}: {NEW_ONLY}")
-        expect_tensor(task, f"the new cache's {name}", value, (batch_size, num_heads, past + seq_len, head_dim),
-                      x.dtype)
+            task.fail(f"{what} holds {seq_len} positions, not {past} + {seq_len}: {NEW_ONLY}")
+        expect_tensor(task, what, value, (batch_size, num_heads, past + seq_len, head_dim), x.dtype)
 
 
 def loaded(task, cls, fixture, weights, num_heads, dtype=torch.float64, rope=True):
@@ -91,8 +100,9 @@ def _expect_rotary(task, layer, fixture, num_heads):
     rotary, max_len, embed_dim = getattr(layer, "rotary", None), fixture["max_len"], fixture["embed_dim"]
     head_dim = embed_dim // num_heads
     if not isinstance(rotary, nn.Module):
+        found = "nothing" if rotary is None else type(rotary).__name__
         task.fail(f"{NAME}(embed_dim={embed_dim}, num_heads={num_heads}).rotary should be your "
-                  f"RotaryEmbedding(head_dim, max_len), found {'nothing' if rotary is None else type(rotary).__name__}.")
+                  f"RotaryEmbedding(head_dim, max_len), found {found}.")
     shape = tuple(getattr(getattr(rotary, "cos", None), "shape", ()))
     if shape != (max_len, head_dim // 2):
         explain_parts(task, NAME, [("its rotary module", 1, part_class(layer, "rotary"))], __package__)
@@ -118,8 +128,34 @@ def _expect_causal(task, layer, x, num_heads, attention, what):
     out = attend(task, layer, changed, num_heads, return_attention=False)[0].detach()  # (B, L, D)
     mine = attend(task, layer, x, num_heads, return_attention=False)[0].detach()
     if not torch.allclose(out[:, :seq_len // 2], mine[:, :seq_len // 2], atol=1e-9):
+        _explain_layout(task, layer, x, num_heads, what)
         task.fail(f"{what}: changing the tokens from position {seq_len // 2} on changes the outputs at earlier "
                   f"positions: {NOT_CAUSAL}")
+
+
+def _explain_layout(task, layer, x, num_heads, what):
+    """Causal weights but outputs that see later tokens: a head split or merge that mixes positions with heads."""
+    (batch_size, seq_len, _), embed_dim = x.shape, x.size(-1)
+    straight = lambda t: t.view(batch_size, num_heads, seq_len, -1)  # noqa: E731 -- (B, L, D) -> (B, H, L, hd)
+    try:
+        with torch.no_grad():
+            out, (keys, values), attention = layer(x, return_attention=True)
+            rotated = straight(layer.k_proj(x)) if layer.rotary is None else layer.rotary(straight(layer.k_proj(x)))
+            merged = layer.o_proj((attention @ values).reshape(batch_size, seq_len, embed_dim))  # (B, L, D)
+    except Exception:  # noqa: BLE001 -- only a probe
+        return
+    if matches(values, straight(layer.v_proj(x)), ATOL, RTOL) or matches(keys, rotated, ATOL, RTOL):
+        task.fail(f"{what}: {SPLIT_LAYOUT}")
+    if matches(out, merged, ATOL, RTOL):
+        task.fail(f"{what}: {MERGE_LAYOUT}")
+
+
+def _expect_diagonal(task, attention, what):
+    """Query i sees key i: a mask from tril(diagonal=-1) gives query 0 no key (NaN) and the others a zero weight."""
+    later = attention.detach()[..., 1:, :]  # (B, H, L - 1, L): queries 1 .. L - 1, which have a key before them
+    diagonal = later.diagonal(offset=1, dim1=-2, dim2=-1)  # (B, H, L - 1): query i >= 1 and key i
+    if diagonal.numel() and later.isfinite().all() and diagonal.abs().max() == 0:
+        task.fail(f"{what}: {DIAGONAL_HIDDEN}")
 
 
 def _explain_scale(task, attention, expected, head_dim, what):
@@ -140,6 +176,7 @@ def _explain_scale(task, attention, expected, head_dim, what):
 def _expect_values(task, layer, x, case, num_heads):
     what = f"{NAME} with {num_heads} heads"
     out, (keys, values), attention = attend(task, layer, x, num_heads)
+    _expect_diagonal(task, attention, what)
     expect_finite(task, f"{what}: attention", attention)
     expect_finite(task, f"{what}: out", out)
     _expect_causal(task, layer, x, num_heads, attention, what)
@@ -157,9 +194,10 @@ def _expect_values(task, layer, x, case, num_heads):
     if not matches(keys, case["new_keys"], ATOL, RTOL):
         if matches(keys, _split(layer.k_proj, x, num_heads), ATOL, RTOL):
             task.fail(f"{what}: {CACHE_BEFORE_ROPE}")
-        diagnose(task, f"{what}: the keys of the new cache", keys, signatures(case, "new_keys"), ATOL, RTOL)
-    expect_close(task, f"{what}: the keys of the new cache (after RoPE)", keys, case["new_keys"], ATOL, RTOL)
-    expect_close(task, f"{what}: the values of the new cache (v_proj's, split into heads)", values,
+        explain_parts(task, what, [("its rotary module", 1, part_class(layer, "rotary"))], __package__)
+        diagnose(task, f"{what}: the key tensor of the new cache", keys, signatures(case, "new_keys"), ATOL, RTOL)
+    expect_close(task, f"{what}: the key tensor of the new cache (after RoPE)", keys, case["new_keys"], ATOL, RTOL)
+    expect_close(task, f"{what}: the value tensor of the new cache (v_proj's, split into heads)", values,
                  case["new_values"], ATOL, RTOL)
 
 

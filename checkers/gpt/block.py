@@ -8,6 +8,7 @@ from .._core import check_function, expect_module_class, load_fixture
 from .._dependencies import explain_parts, part_class
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_unchanged, load
 from .._weights import MissingPart
+from ._cache_branch import call_with_cache
 from ._roles import block_slots, same_cache
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -36,9 +37,9 @@ DROPOUT_ON_RESIDUAL = ("dropout acts on the residual stream too: with both sub-l
 NO_SUBLAYER_DROPOUT = ("the output of {name} gets no dropout: with dropout=0.5 in train mode and the other sub-layer's "
                        "output set to zero, two forward passes give the same output; apply self.dropout to it before "
                        "the residual sum, {formula}.")
-STREAM_NORMALISED = ("with both sub-layers' outputs set to zero the block should return x unchanged (pre-norm leaves the "
-                     "residual stream alone), but it does not: a LayerNorm acts on the residual stream; normalise only "
-                     f"each sub-layer's input, {ATTENTION_FORMULA}, then {FEEDFORWARD_FORMULA}.")
+STREAM_NORMALISED = ("with both sub-layers' outputs set to zero the block should return x unchanged (pre-norm leaves "
+                     "the residual stream alone), but it does not: a LayerNorm acts on the residual stream; normalise "
+                     f"only each sub-layer's input, {ATTENTION_FORMULA}, then {FEEDFORWARD_FORMULA}.")
 SUBLAYERS = {"the attention": (("attention.o_proj.weight", "attention.o_proj.bias"), ATTENTION_FORMULA),
              "the feed-forward network": (("feedforward.out.weight", "feedforward.out.bias"), FEEDFORWARD_FORMULA)}
 
@@ -46,8 +47,8 @@ SUBLAYERS = {"the attention": (("attention.o_proj.weight", "attention.o_proj.bia
 def _run(task, block, x, cache=None, what=NAME):
     """(output (B, L, D), new_cache) of block(x, cache), x left unchanged."""
     before = x.clone()
-    result = task.call(f"{NAME}.forward", block, x) if cache is None else task.call(f"{NAME}.forward", block, x,
-                                                                                     cache=cache)
+    result = task.call(f"{NAME}.forward", block, x) if cache is None else \
+        call_with_cache(task, f"{NAME}.forward", block, getattr(block, "attention", None), cache, cache, x)
     expect_unchanged(task, before, x)
     outputs, new_cache = expect_pair(task, what, result, "(x, new_cache)")
     expect_tensor(task, f"{what}: output", outputs, x.shape, x.dtype)

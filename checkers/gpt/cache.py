@@ -16,6 +16,8 @@ MASK_IGNORES_PREFIX = ("the causal mask ignores the cached prefix: new query i s
                        "is_causal=True aligns its mask to the top-left corner, wrong whenever there is a cache).")
 FUTURE_WITH_CACHE = ("with a cache, a new query attends new keys after it: new query i may attend keys "
                      "0 .. L_past + i only, a mask of shape (L, L_past + L) from tril(diagonal=L_past).")
+KEY_TENSOR, VALUE_TENSOR = "the key tensor of the new cache", "the value tensor of the new cache"
+PLAIN = "with return_attention=False"
 CACHE_ORDER = ("the new keys and values come before the cached ones: concatenate [cached, new] along the position "
                "axis (dim=2), so that key j sits at position j.")
 
@@ -62,33 +64,43 @@ def _explain_mask(task, attention, last_past, what):
         task.fail(f"{what}: {MASK_IGNORES_PREFIX}")
 
 
-def _explain_top_left(task, layer, x, num_heads, what):
-    """One new token after 3 cached: a top-left mask (SDPA's is_causal=True) leaves it key 0 alone, so its output is
-    o_proj of value 0 (return_attention=False, where such code may take another route)."""
+def _explain_plain_mask(task, layer, x, num_heads, what):
+    """The mask of return_attention=False's route (where code may take another one, e.g. SDPA), seen by probes of 3
+    new tokens after 3 cached: a top-left mask (SDPA's is_causal=True) leaves one new token after 3 cached key 0
+    alone, so its output is o_proj of value 0; a missing mask lets the last new token move the first one's output."""
+    changed = x[:, 3:6].clone()
+    changed[:, -1] += 1.0
     try:
         with torch.no_grad():
-            _, (_, values) = layer(x[:, :3])
-            out = layer(x[:, 3:4], cache=layer(x[:, :3])[1])[0]  # (B, 1, D)
-            first = layer.o_proj(values[:, :, :1].transpose(1, 2).reshape(x.size(0), 1, -1))  # (B, 1, D)
+            cache = layer(x[:, :3])[1]
+            out = layer(x[:, 3:4], cache=cache)[0]  # (B, 1, D)
+            first = layer.o_proj(cache[1][:, :, :1].transpose(1, 2).reshape(x.size(0), 1, -1))  # (B, 1, D)
+            moved = layer(changed, cache=cache)[0][:, 0] - layer(x[:, 3:6], cache=cache)[0][:, 0]  # (B, D)
     except Exception:  # noqa: BLE001 -- only a probe
         return
     if matches(out, first, ATOL, RTOL):
         task.fail(f"{what}: one new token after 3 cached ones gets o_proj of value 0 alone: {MASK_IGNORES_PREFIX}")
+    if moved.abs().max() > 1e-9:
+        task.fail(f"{what} ({PLAIN}): changing the last of 3 new tokens changes the first one's output: "
+                  f"{FUTURE_WITH_CACHE}")
 
 
 def _expect_run(task, layer, x, name, run, num_heads):
+    """One cached run, with and without the attention weights (code may take another route, e.g. SDPA, for each)."""
     what = f"{NAME} with {name}"
     out, (keys, values), attention, last_past = _continue(task, layer, x, run, num_heads)
-    plain = _continue(task, layer, x, run, num_heads, return_attention=False)[0]
+    plain, (plain_keys, plain_values), _, _ = _continue(task, layer, x, run, num_heads, return_attention=False)
     checks = (("out", out, "outputs"), ("attention", attention, "attention"),
-              ("the new cache's keys", keys, "new_keys"), ("the new cache's values", values, "new_values"),
-              ("out with return_attention=False", plain, "outputs"))
+              (KEY_TENSOR, keys, "new_keys"), (VALUE_TENSOR, values, "new_values"),
+              (f"out {PLAIN}", plain, "outputs"), (f"{KEY_TENSOR} {PLAIN}", plain_keys, "new_keys"),
+              (f"{VALUE_TENSOR} {PLAIN}", plain_values, "new_values"))
     for part, value, _ in checks:
         expect_finite(task, f"{what}: {part}", value)
     if not all(matches(value, run[key], ATOL, RTOL) for _, value, key in checks):
         _explain_keys(task, layer, x, run, keys, last_past, what, num_heads)
+        _explain_keys(task, layer, x, run, plain_keys, last_past, f"{what} ({PLAIN})", num_heads)
         _explain_mask(task, attention, last_past, what)
-        _explain_top_left(task, layer, x, num_heads, what)
+        _explain_plain_mask(task, layer, x, num_heads, what)
         for part, value, key in checks:
             diagnose(task, f"{what}: {part}", value, signatures(run, key), ATOL, RTOL)
     for part, value, key in checks:

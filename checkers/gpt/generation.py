@@ -1,4 +1,5 @@
-"""Task 8: generate, run on a fixed-logits stand-in (draws, calls, mode, errors) and on the student's GPT (its cache)."""
+"""Task 8: generate, run on a fixed-logits stand-in (draws, calls, mode, errors) and on the student's GPT (its
+cache)."""
 import copy
 import inspect
 

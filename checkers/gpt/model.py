@@ -7,6 +7,7 @@ from .._core import check_function, expect_module_class, load_fixture
 from .._dependencies import explain_parts
 from .._modules import build, load
 from .._weights import MissingPart
+from ._cache_branch import call_with_cache
 from ._roles import gpt_blocks, gpt_slots, same_cache
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -26,6 +27,10 @@ POSITION_TABLE = ("`{name}` of shape {shape} looks like an absolute position tab
 MAX_LEN = "GPT.max_len should store the max_len argument ({max_len} here), found {found}; generate reads it."
 BLOCK_CACHE = ("block {index} is not given its own entry of the cache: pass cache[{index}] to blocks[{index}] "
                "(None when cache is None) and collect each block's new cache into the returned list.")
+
+
+RETURNS_GIVEN_CACHE = ("with a cache it returns the cache it was given: return the list of the new caches the blocks "
+                      "give back, each holding all L_past + L positions.")
 
 
 def _structure(task, model, config):
@@ -63,8 +68,8 @@ def _no_position_table(task, model, config):
 
 def _run(task, model, tokens, cache=None, what=NAME):
     """(logits (B, L, V), new_cache) of model(tokens, cache), with the cache a list of one entry per block."""
-    result = task.call(f"{NAME}.forward", model, tokens) if cache is None else task.call(f"{NAME}.forward", model,
-                                                                                         tokens, cache=cache)
+    result = task.call(f"{NAME}.forward", model, tokens) if cache is None else \
+        call_with_cache(task, f"{NAME}.forward", model, _first_attention(model), cache, cache[0], tokens)
     logits, new_cache = expect_pair(task, what, result, "(logits, new_cache)")
     expect_tensor(task, f"{what}: logits", logits, (*tokens.shape, model.lm_head.out_features))
     blocks = len(gpt_blocks(model))
@@ -73,6 +78,14 @@ def _run(task, model, tokens, cache=None, what=NAME):
         task.fail(f"{what}: new_cache should be a list with one (keys, values) per block ({blocks}), got "
                   f"{type(new_cache).__name__}{size}.")
     return logits, new_cache
+
+
+def _first_attention(model):
+    """The first block's attention module, or None."""
+    try:
+        return getattr(gpt_blocks(model)[0], "attention", None)
+    except Exception:  # noqa: BLE001 -- only a probe
+        return None
 
 
 def _explain(task, model, what, got, fixture, key):
@@ -127,7 +140,7 @@ def _expect_cache(task, model, fixture):
             received[index] = kwargs["cache"] if "cache" in kwargs else (args[1] if len(args) > 1 else None)
         hooks.append(block.register_forward_pre_hook(record, with_kwargs=True))
     try:
-        continued, _ = _run(task, model, tokens[:, prefix:], cache=cache, what=what)
+        continued, new_cache = _run(task, model, tokens[:, prefix:], cache=cache, what=what)
     finally:
         for hook in hooks:
             hook.remove()
@@ -137,6 +150,20 @@ def _expect_cache(task, model, fixture):
     if not matches(continued, fixture["continued"], ATOL, RTOL):
         _explain(task, model, f"{what}: logits", continued, fixture, "continued")
     expect_close(task, f"{what}: logits", continued, fixture["continued"], ATOL, RTOL)
+    _expect_grown(task, new_cache, cache, tokens.size(1), what)
+
+
+def _expect_grown(task, new_cache, cache, total, what):
+    """Each block's new cache holds the keys of all L_past + L positions, not the cache it was given."""
+    for index, (entry, given) in enumerate(zip(new_cache, cache)):
+        keys = entry[0] if isinstance(entry, (tuple, list)) and len(entry) == 2 else None
+        if isinstance(keys, torch.Tensor) and keys.dim() == 4 and keys.size(2) == total:
+            continue
+        if same_cache(entry, given):
+            task.fail(f"{what}: {RETURNS_GIVEN_CACHE}")
+        held = f"keys of shape {tuple(keys.shape)}" if isinstance(keys, torch.Tensor) else type(entry).__name__
+        task.fail(f"{what}: new_cache[{index}] should be block {index}'s new (keys, values), each (B, H, {total}, "
+                  f"head_dim) for all L_past + L = {total} positions, got {held}.")
 
 
 def _expect_training_behaviour(task, cls, fixture):

@@ -4,8 +4,8 @@ import torch.nn as nn
 
 from .._compare import diagnose, expect_close, expect_finite, matches, signatures
 from .._core import NotImplementedYet, check_function, expect_module_class, load_fixture, one_line
-from .._modules import FIXED_DTYPE, build, constructor_call, expect_gradients_everywhere, expect_native_output, expect_output, \
-    expect_unchanged
+from .._modules import (FIXED_DTYPE, build, constructor_call, expect_gradients_everywhere, expect_native_output,
+                        expect_output, expect_unchanged)
 
 ATOL, RTOL = 1e-6, 1e-6
 # Positions 2040-2043: an angle p·theta computed in float32 (valid: "computed in the default dtype" is about the

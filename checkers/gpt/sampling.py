@@ -4,7 +4,7 @@ import math
 import torch
 
 from .._compare import expect_tensor
-from .._core import check_function, expect_callable, load_fixture
+from .._core import check_function, expect_callable, load_fixture, one_line
 
 NAME = "sample_next_token"
 SIGMAS = 5.0  # a frequency may stray this many binomial standard deviations from its probability
@@ -26,6 +26,13 @@ TOP_K_SMALLEST = ("top-k keeps the k smallest logits: keep the k largest, those 
 TOP_K_MINUS_ONE = ("top-k keeps only k - 1 tokens: keep every logit >= the k-th largest (a strict > drops the k-th "
                    "itself).")
 TOP_K_IGNORED = "top_k is ignored: with top_k = k only the k largest logits may be drawn; set the others to -inf."
+TOP_K_ABOVE_VOCAB = ("top_k above the vocabulary size keeps every token, as None does: take the k-th largest only when "
+                     "top_k < logits.size(-1) (torch.topk fails for k > V).")
+TIES_DROPPED = ("top-k keeps exactly k tokens where others tie with the k-th largest logit (torch.topk and scatter "
+                "pick one of the tied): ties with the k-th largest logit must be kept; keep the logits >= the k-th "
+                "largest, logits.masked_fill(logits < kth, -inf) with kth = logits.topk(k).values[:, -1:].")
+TIED = (2.0, 1.0, 1.0, 1.0, 0.5, -1.0)  # the 2nd largest logit shared by three tokens: top_k=2 keeps four
+TIED_TOP_K, TIE_DRAWS = 2, 1000  # a tied token has probability 1 / (e + 3) per draw: never drawn means dropped
 MODIFIES_LOGITS = "it modified `logits` in place (e.g. `logits /= temperature`); build a new tensor instead."
 
 
@@ -33,7 +40,7 @@ def _draw(task, sample_next_token, logits, setting, generator, what=None):
     """sample_next_token(logits, **setting, generator) checked for type, dtype, shape (B, 1) and range."""
     before = logits.clone()
     what = what or f"{NAME}(logits, temperature={setting['temperature']}, top_k={setting['top_k']}, generator=g)"
-    tokens = task.call(what, sample_next_token, logits, **setting, generator=generator)
+    tokens = _call(task, sample_next_token, logits, setting, generator, what)
     if not torch.equal(before, logits):
         task.fail(MODIFIES_LOGITS)
     expect_tensor(task, what, tokens)
@@ -45,6 +52,18 @@ def _draw(task, sample_next_token, logits, setting, generator, what=None):
     if tokens.min() < 0 or tokens.max() >= logits.size(-1):
         task.fail(f"{what} holds ids outside 0 .. {logits.size(-1) - 1}: return token ids, not probabilities.")
     return tokens
+
+
+def _call(task, sample_next_token, logits, setting, generator, what):
+    """sample_next_token(logits, **setting, generator=generator); an error for top_k > V is named."""
+    if setting["top_k"] is not None and setting["top_k"] > logits.size(-1):
+        try:
+            return sample_next_token(logits, **setting, generator=generator)
+        except NotImplementedError:
+            pass  # task.call below says "not implemented yet"
+        except Exception as error:  # noqa: BLE001 -- any student error becomes a message
+            task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 80)}): {TOP_K_ABOVE_VOCAB}")
+    return task.call(what, sample_next_token, logits, **setting, generator=generator)
 
 
 def _expect_generator_used(task, sample_next_token, fixture):
@@ -91,6 +110,18 @@ def _expect_distributions(task, sample_next_token, fixture):
                       "temperature) over the logits >= the k-th largest.")
 
 
+def _expect_ties_kept(task, sample_next_token):
+    """top_k keeps every logit >= the k-th largest: with the k-th tied, every tied token is drawn too."""
+    what = f"{NAME} with temperature=1.0, top_k={TIED_TOP_K} on the logits {list(TIED)}"
+    logits = torch.tensor([TIED] * TIE_DRAWS)  # (N, V): one row per draw
+    tokens = _draw(task, sample_next_token, logits, dict(temperature=1.0, top_k=TIED_TOP_K),
+                   torch.Generator().manual_seed(0), what)  # (N, 1)
+    drawn = torch.bincount(tokens.flatten(), minlength=len(TIED))  # (V,)
+    kth = sorted(TIED, reverse=True)[TIED_TOP_K - 1]
+    if any(drawn[token] == 0 for token, logit in enumerate(TIED) if logit == kth):
+        task.fail(f"{what}: {TIES_DROPPED}")
+
+
 def _expect_exact_draws(task, sample_next_token, fixture):
     """Draws from a seeded generator equal the pinned torch.multinomial call's from the same seed."""
     logits, seed, calls = fixture["logits"], fixture["draw_seed"], fixture["draw_calls"]
@@ -113,6 +144,8 @@ def check_task_6(task, sample_next_token):
     fixture = load_fixture(__package__, 6)
     _expect_generator_used(task, sample_next_token, fixture)
     _expect_distributions(task, sample_next_token, fixture)
+    _expect_ties_kept(task, sample_next_token)
     _expect_exact_draws(task, sample_next_token, fixture)
-    task.passed("shape (B, 1), greedy temperature 0, temperature before the softmax, top-k, and draws from the "
+    task.passed("shape (B, 1), greedy temperature 0, temperature before the softmax, top-k with its ties, and draws "
+                "from the "
                 "given generator are right.")

@@ -31,7 +31,8 @@ ROTARY_MUTANTS = [
     Mutant(1, "turned clockwise", ((ROTATED, "rotated = torch.stack([even * cos + odd * sin, odd * cos - even * sin], "
                                              "dim=-1)"),), _rotary.CLOCKWISE),
     Mutant(1, "each feature times a sine or cosine (004)",
-           ((ROTATED, "rotated = x * torch.cat([sin, cos], dim=-1)  # (B, H, L, head_dim)"), (FLATTEN, "return rotated")),
+           ((ROTATED, "rotated = x * torch.cat([sin, cos], dim=-1)  # (B, H, L, head_dim)"),
+            (FLATTEN, "return rotated")),
            _rotary.MULTIPLIED),
     Mutant(1, "additive sines and cosines",
            ((ROTATED, "rotated = torch.stack([even + sin, odd + cos], dim=-1)"),), _rotary.ADDITIVE),
@@ -49,6 +50,8 @@ ROTARY_INIT = "self.rotary = RotaryEmbedding(self.head_dim, max_len) if rope els
 HEADS = "query, key, value = heads(self.q_proj(x)), heads(self.k_proj(x)), heads(self.v_proj(x))"
 IF_ROPE = "        if self.rotary is not None:\n"
 ROPE = "query, key = self.rotary(query, offset=past), self.rotary(key, offset=past)  # (B, H, L, head_dim)"
+SPLIT_HEADS = "t.view(batch_size, seq_len, self.num_heads, self.head_dim).transpose(1, 2)"
+MERGE_HEADS = "(attention @ value).transpose(1, 2).reshape("
 SCALE = "/ math.sqrt(self.head_dim)"
 SOFTMAX = ".softmax(dim=-1)  # (B, H, L, L_past + L)"
 ALLOWED = "dtype=torch.bool, device=x.device).tril(past)"
@@ -58,6 +61,12 @@ CONCAT = """        if cache is not None:
 """
 RETURNED = "return (out, (key, value), attention) if return_attention else (out, (key, value))"
 PAST = "past = 0 if cache is None else cache[0].size(2)"
+SCORES = "scores = query @ key.transpose(-2, -1)"
+SDPA_ROUTE = ("if not return_attention:  # no weights asked: SDPA, {}\n"
+              "            out = nn.functional.scaled_dot_product_attention(query, key, value, {})\n"
+              "            out = out.transpose(1, 2).reshape(batch_size, seq_len, embed_dim)\n"
+              "            return self.o_proj(out), (key, value)\n"
+              "        " + SCORES)
 ROTATE_AFTER_CACHING = CONCAT + "        new_cache = (key, value)  # before RoPE\n" + IF_ROPE
 RETURN_UNROTATED = RETURNED.replace("(key, value)", "new_cache")
 
@@ -88,6 +97,12 @@ ATTENTION_MUTANTS = [
     Mutant(2, "no causal mask", ((ALLOWED, ALLOWED.replace(".tril(past)", "")),), _attention.NOT_CAUSAL),
     Mutant(2, "mask sees the next position", ((ALLOWED, ALLOWED.replace(".tril(past)", ".tril(past + 1)")),),
            _attention.NOT_CAUSAL),
+    Mutant(2, "mask hides the diagonal", ((ALLOWED, ALLOWED.replace(".tril(past)", ".tril(past - 1)")),),
+           _attention.DIAGONAL_HIDDEN),
+    Mutant(2, "heads split without the transpose", ((SPLIT_HEADS, "t.view(batch_size, self.num_heads, seq_len, "
+                                                                  "self.head_dim)"),), _attention.SPLIT_LAYOUT),
+    Mutant(2, "heads merged without the transpose", ((MERGE_HEADS, "(attention @ value).reshape("),),
+           _attention.MERGE_LAYOUT),
     Mutant(2, "softmax over the queries", ((SOFTMAX, ".softmax(dim=-2)"),), "do not sum to 1 over the keys"),
     Mutant(2, "no output projection", (("out = self.o_proj(out)  # (B, L, D)", "pass"),)),
 ]
@@ -117,6 +132,14 @@ CACHE_MUTANTS = [
     Mutant(3, "only the new positions returned as the cache",
            ((RETURNED, RETURNED.replace("(key, value)", "(key[:, :, past:], value[:, :, past:])")),),
            _attention.NEW_ONLY),
+    Mutant(3, "SDPA is_causal=True with a cache when no weights are asked",
+           ((SCORES, SDPA_ROUTE.format("its top-left mask", "is_causal=True")),), _cache.MASK_IGNORES_PREFIX),
+    Mutant(3, "SDPA without a mask with a cache when no weights are asked",
+           ((SCORES, SDPA_ROUTE.format("no mask with a cache", "is_causal=cache is None")),), _cache.FUTURE_WITH_CACHE),
+    Mutant(3, "new keys rotated at position 0 when no weights are asked",
+           ((SCORES, "if not return_attention and cache is not None and self.rotary is not None:\n"
+                     "            key = torch.cat([cache[0], self.rotary(heads(self.k_proj(x)))], dim=2)\n"
+                     "        " + SCORES),), _cache.KEYS_AT_ZERO),
     Mutant(3, "cache length read from the heads axis", ((PAST, PAST.replace(".size(2)", ".size(1)")),)),
 ]
 
@@ -209,6 +232,8 @@ MODEL_MUTANTS = [
            "looks like an absolute position table"),
     Mutant(5, "one cache for every block", ((BLOCK_CALL, "x, block_cache = block(x, cache=None if cache is None else "
                                                          "cache[0])"),), "is not given its own entry of the cache"),
+    Mutant(5, "the given cache returned", ((HEAD, HEAD.replace("new_cache", "new_cache if cache is None else cache")),),
+           _model.RETURNS_GIVEN_CACHE),
     Mutant(5, "max_len not stored", ((GPT_MAX_LEN, "self.token_embedding"),), "GPT.max_len should store"),
 ]
 
@@ -220,6 +245,11 @@ SAMPLING_MUTANTS = [
     Mutant(6, "top-k keeps the smallest logits", ((KTH, KTH.replace("dim=-1)", "dim=-1, largest=False)")),
                                                   (KEEP, KEEP.replace("<", ">"))), _sampling.TOP_K_SMALLEST),
     Mutant(6, "top-k keeps k - 1", ((KEEP, KEEP.replace("<", "<=")),), _sampling.TOP_K_MINUS_ONE),
+    Mutant(6, "top-k keeps exactly k on ties (topk + scatter)",
+           ((KTH, "top_values, top_ids = logits.topk(top_k, dim=-1)"),
+            (KEEP, 'torch.full_like(logits, float("-inf")).scatter(-1, top_ids, top_values)')), _sampling.TIES_DROPPED),
+    Mutant(6, "top_k above the vocabulary not guarded", ((TOP_K_IF, "if top_k is not None:"),),
+           _sampling.TOP_K_ABOVE_VOCAB),
     Mutant(6, "top-k ignored", ((TOP_K_IF, "if False:"),), _sampling.TOP_K_IGNORED),
     Mutant(6, "global RNG instead of the generator", ((DRAW, DRAW.replace(", generator=generator", "")),),
            _sampling.GLOBAL_RNG),

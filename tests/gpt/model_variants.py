@@ -99,13 +99,14 @@ def model_tied_after_construction(ns):
 # ----- Task 6: sample_next_token ---------------------------------------------------------------------------------
 
 def sample_with_topk_scatter(logits, temperature=1.0, top_k=None, generator=None):
-    """top-k by torch.topk and scatter into a -inf tensor; temperature by .div."""
+    """top-k by torch.topk and scatter into a -inf tensor, the ties with the k-th put back; temperature by .div."""
     if temperature == 0:
         return torch.argmax(logits, dim=1).unsqueeze(1)
     scaled = logits.div(temperature)
     if top_k is not None and top_k < scaled.shape[-1]:
         values, indices = torch.topk(scaled, top_k, dim=-1)
-        scaled = torch.full_like(scaled, float("-inf")).scatter(-1, indices, values)
+        kept = torch.full_like(scaled, float("-inf")).scatter(-1, indices, values)
+        scaled = torch.where(scaled == values[:, -1:], scaled, kept)  # ties with the k-th largest stay
     return torch.multinomial(F.softmax(scaled, dim=-1), num_samples=1, generator=generator)
 
 

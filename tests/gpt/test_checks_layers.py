@@ -71,7 +71,8 @@ def test_diagnoses_are_distinct_per_task():
     named = [(m.task, m.diagnosis) for m in PLANTED if m.diagnosis]
     repeated = {pair for pair in named if named.count(pair) > 1}
     assert repeated <= {(2, attention_check.NOT_CAUSAL), (3, cache_check.KEYS_AT_ZERO),
-                        (3, attention_check.CACHE_BEFORE_ROPE)}, repeated
+                        (3, attention_check.CACHE_BEFORE_ROPE), (3, cache_check.MASK_IGNORES_PREFIX),
+                        (3, cache_check.FUTURE_WITH_CACHE)}, repeated
 
 
 def test_a_cache_built_before_rope_fails_task_2_too():
@@ -112,8 +113,9 @@ def test_tasks_2_and_3_accept(rotary, task, index, capsys):
 def test_task_2_passes_before_the_cache_is_written_and_task_3_says_so(capsys):
     cls = make_attention_without_cache(reference()["CausalSelfAttention"])
     expect_pass(capsys, 2, cls)
-    with pytest.raises(NotImplementedYet, match="^Task 3 is not implemented yet"):
+    with pytest.raises(NotImplementedYet, match="^Task 3 is not implemented yet") as failure:
         check(3)(cls)
+    assert "its cache branch, in the Task 2 cell" in str(failure.value), str(failure.value)
 
 
 # ----- A wrong earlier task is named first ---------------------------------------------------------------------
@@ -121,6 +123,13 @@ def test_task_2_passes_before_the_cache_is_written_and_task_3_says_so(capsys):
 def test_task_2_blames_a_wrong_rotary_embedding_on_task_1():
     halves = next(m for m in PLANTED if m.name == "halves instead of interleaved pairs")
     message = failure_of(2, variant(halves)["CausalSelfAttention"])
+    assert "does not pass check_task_1" in message and "fix Task 1 first" in message, message
+
+
+def test_task_2_blames_keys_rotated_from_position_1_on_task_1():
+    """Positions from 1 shift every position alike: out and attention stay right and only the returned keys differ."""
+    from_one = next(m for m in PLANTED if m.name == "positions from 1")
+    message = failure_of(2, variant(from_one)["CausalSelfAttention"])
     assert "does not pass check_task_1" in message and "fix Task 1 first" in message, message
 
 
@@ -291,9 +300,14 @@ EVIDENCE_NAMED = {"halves instead of interleaved pairs", "positions from 1", "tu
                   "RoPE before the heads are split",
                   "scores not scaled", "scores divided by head_dim**1/2 (004)", "no causal mask",
                   "scores divided by head_dim**1/2 inline", "mask sees the next position",
-                  "new keys rotated at position 0", "new queries and keys rotated at position 0", "cache built before RoPE, rotated again every step",
+                  "new keys rotated at position 0", "new queries and keys rotated at position 0",
+                  "cache built before RoPE, rotated again every step",
                   "cache of unrotated keys", "mask ignores the cached prefix", "no mask with a cache",
-                  "new keys before the cached ones", "base ignored", "RoPE before the transpose"}
+                  "new keys before the cached ones", "base ignored", "RoPE before the transpose",
+                  "mask hides the diagonal", "heads split without the transpose", "heads merged without the transpose",
+                  "SDPA is_causal=True with a cache when no weights are asked",
+                  "SDPA without a mask with a cache when no weights are asked",
+                  "new keys rotated at position 0 when no weights are asked"}
 
 
 def _without_signatures(value):

@@ -10,7 +10,7 @@ import torch.nn as nn
 from checkers.gpt import CheckFailure, NotImplementedYet, check_task_2, check_task_4, check_task_5
 from course.mistakes import Mutant
 from course.mistakes.gpt import MUTANTS
-from . import model_variants
+from . import layers_variants, model_variants
 from .checks import reference, timings, variant
 
 CHECKS = {4: (check_task_4, "GPTBlock"), 5: (check_task_5, "GPT")}
@@ -51,6 +51,16 @@ def test_valid_variant_passes(task, build, capsys):
     assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
 
 
+@pytest.mark.parametrize("task", CHECKS)
+def test_a_rotary_embedding_with_a_complex_buffer_passes(task, capsys):
+    """LLaMA-style RoPE keeps a complex table (e^{i p theta}) beside cos and sin: the blocks and the model built on it
+    pass (the float64 build must leave complex buffers complex)."""
+    namespace = variant(lambda source: source)  # a namespace of its own, its classes reading its RotaryEmbedding
+    namespace["RotaryEmbedding"] = layers_variants.RotaryComplex
+    CHECKS[task][0](namespace[CHECKS[task][1]])
+    assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
+
+
 def test_the_block_variant_with_tanh_gelu_is_really_approximate():
     """The GPT variant above runs tanh-GELU blocks: its logits differ from exact GELU's, so the check must accept it."""
     ns = reference()
@@ -80,13 +90,30 @@ def test_a_wrong_attention_is_blamed_on_task_2():
     assert "does not pass check_task_2" in str(failure.value) and "fix Task 2 first" in str(failure.value)
 
 
-@pytest.mark.parametrize("name", ["new keys rotated at position 0", "mask ignores the cached prefix"])
+@pytest.mark.parametrize("name", ["new keys rotated at position 0", "mask ignores the cached prefix",
+                                  "SDPA is_causal=True with a cache when no weights are asked"])
 def test_a_wrong_cache_is_blamed_on_task_3(name):
     """An attention right without a cache and wrong with one: the block's cached run names Task 3."""
     mutant = next(m for m in MUTANTS if m.task == 3 and m.name == name)
     with pytest.raises(CheckFailure, match="^Task 4: ") as failure:
         check_task_4(variant(mutant)["GPTBlock"])
     assert "does not pass check_task_3" in str(failure.value) and "fix Task 3 first" in str(failure.value)
+
+
+CACHE_UNWRITTEN = Mutant(3, "cache branch not written yet", (
+    ("past = 0 if cache is None else cache[0].size(2)",
+     "if cache is not None:\n            raise NotImplementedError()\n        past = 0"),))
+
+
+@pytest.mark.parametrize("task", CHECKS)
+def test_an_unwritten_cache_branch_sends_to_task_3_not_to_not_implemented(task):
+    """Task 2 allows raising NotImplementedError for a cache: the cached run of Tasks 4 and 5 then names Task 3."""
+    check, name = CHECKS[task]
+    with pytest.raises(CheckFailure, match=f"^Task {task}: ") as failure:
+        check(variant(CACHE_UNWRITTEN)[name])
+    assert not isinstance(failure.value, NotImplementedYet), str(failure.value)
+    assert "raises NotImplementedError when given a cache" in str(failure.value), str(failure.value)
+    assert "do Task 3 first" in str(failure.value), str(failure.value)
 
 
 def test_a_wrong_block_is_blamed_on_task_4():

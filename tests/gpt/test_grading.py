@@ -23,8 +23,8 @@ from course.registry import assignment
 from course_paths import ROOT
 from grading.run import sandbox
 from grading.run.notebook import read
-from submissions import (csv_rows, edit_cell, report_sections, scratch_course, seconds_per_submission, reference_answers,
-                         visible_text, with_answers, without)
+from submissions import (csv_rows, edit_cell, report_sections, scratch_course, seconds_per_submission,
+                         reference_answers, visible_text, with_answers, without)
 
 GPT = assignment("gpt")
 NAME = GPT.name
@@ -43,7 +43,8 @@ class Calculator(GPT):
         logits, new_cache = super().forward(tokens, cache)
         digits = tokens[:, :PROMPT_LEN].clamp(max=9)
         powers = 10 ** torch.arange(NUM_DIGITS)
-        total = (digits[:, :NUM_DIGITS] * powers).sum(1) + (digits[:, NUM_DIGITS + 1:2 * NUM_DIGITS + 1] * powers).sum(1)
+        second = digits[:, NUM_DIGITS + 1:2 * NUM_DIGITS + 1]  # the second number's digits
+        total = (digits[:, :NUM_DIGITS] * powers).sum(1) + (second * powers).sum(1)
         answer = total[:, None] // 10 ** torch.arange(NUM_DIGITS + 1) % 10
         target = torch.zeros(tokens.shape, dtype=torch.long)
         width = max(0, min(tokens.size(1) - PROMPT_LEN + 1, NUM_DIGITS + 1))

@@ -2,9 +2,9 @@
 
 The reference passes every task; every planted mistake of Tasks 1-6 and 8 (course/mistakes/gpt.py's MUTANTS, and a
 few more edits of the reference below) scores 0 on its task; valid variants score full marks; what a probe receives
-holds no expected values; and Task 7 is judged by the reference GPT loaded with the model's pinned weights and written by the
-reference generate: a trained reference model earns it, models that answer by arithmetic or from a table do not,
-and settings the reference cannot take are refused with a reason.
+holds no expected values; and Task 7 is judged by the reference GPT loaded with the model's pinned weights and
+written by the reference generate: a trained reference model earns it, models that answer by arithmetic or from a
+table do not, and settings the reference cannot take are refused with a reason.
 """
 import pytest
 import torch

@@ -270,7 +270,8 @@ def generation_section(ref, settings, device):
     lengths = list(range(PROMPT_LEN, PROMPT_LEN + settings["new_tokens"]))  # step t extends P + t tokens
     first = runs[True][0][0]
     identical = all(torch.equal(tokens, first) for use_cache in runs for tokens, _, _ in runs[use_cache])
-    cached, uncached = (per_step_curve(runs[use_cache], lengths, settings["length_bins"]) for use_cache in (True, False))
+    cached, uncached = (per_step_curve(runs[use_cache], lengths, settings["length_bins"])
+                        for use_cache in (True, False))
     return dict(prompts=settings["prompts"], prompt_len=PROMPT_LEN, new_tokens=settings["new_tokens"],
                 repeats=settings["generate_repeats"], lengths=lengths, identical=identical,
                 speedup=uncached["seconds"] / cached["seconds"], cached=cached, uncached=uncached)
@@ -368,10 +369,11 @@ def generation_goals(generation):
              f"{generation['speedup']:.2f}x ({cached['seconds']:.3f} s / {uncached['seconds']:.3f} s with / without)",
              f">= {SPEEDUP_GOAL:.0f}x", generation["speedup"] >= SPEEDUP_GOAL),
         Goal(section, f"step time ~ length^p with the cache (first step excluded); bins {steps(cached)}",
-             f"{cached['exponent']:.2f} (every step: {cached['exponent_every_step']:.2f})", f"<= {CACHED_EXPONENT_MAX}", cached["exponent"] <= CACHED_EXPONENT_MAX),
+             f"{cached['exponent']:.2f} (every step: {cached['exponent_every_step']:.2f})",
+             f"<= {CACHED_EXPONENT_MAX}", cached["exponent"] <= CACHED_EXPONENT_MAX),
         Goal(section, f"step time ~ length^p without the cache; bins {steps(uncached)}",
-             f"{uncached['exponent']:.2f} (every step: {uncached['exponent_every_step']:.2f})", f">= {UNCACHED_EXPONENT_MIN}",
-             uncached["exponent"] >= UNCACHED_EXPONENT_MIN),
+             f"{uncached['exponent']:.2f} (every step: {uncached['exponent_every_step']:.2f})",
+             f">= {UNCACHED_EXPONENT_MIN}", uncached["exponent"] >= UNCACHED_EXPONENT_MIN),
     ]
 
 
