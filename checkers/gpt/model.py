@@ -182,11 +182,11 @@ def _expect_training_behaviour(task, cls, fixture):
                       ".data / .detach()?")
 
 
-def _exact_gelu(model):
-    """Compute every nn.GELU exactly: the tanh approximation is a valid choice of activation, the fixture's is exact."""
-    for module in model.modules():
-        if isinstance(module, nn.GELU) and module.approximate != "none":
-            module.approximate = "none"
+def _exact_gelu(task, model):
+    """The pinned GPT builds its blocks with GPTBlock's default activation, nn.GELU() (exact): no tanh approximation."""
+    if any(isinstance(module, nn.GELU) and module.approximate != "none" for module in model.modules()):
+        task.fail("its blocks use GELU's tanh approximation; GPT builds GPTBlock with its default activation, "
+                  "nn.GELU() (exact), as the grader's reference does: leave `activation` at its default.")
     return model
 
 
@@ -197,7 +197,7 @@ def check_task_5(task, GPT):
     fixture = load_fixture(__package__, 5)
     model = build(task, GPT, NAME, **fixture["config"])
     _structure(task, model, fixture["config"])
-    _exact_gelu(load(task, model, gpt_slots, fixture["weights"], NAME).eval())
+    _exact_gelu(task, load(task, model, gpt_slots, fixture["weights"], NAME).eval())
     _expect_logits(task, model, fixture)
     _expect_cache(task, model, fixture)
     _expect_training_behaviour(task, GPT, fixture)

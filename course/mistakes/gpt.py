@@ -218,6 +218,10 @@ BLOCK_MUTANTS = [
 ]
 
 MODEL_MUTANTS = [
+    Mutant(5, "GELU's tanh approximation in the blocks",
+           (("GPTBlock(embed_dim, num_heads, feedforward_dim, max_len, dropout=dropout)",
+             'GPTBlock(embed_dim, num_heads, feedforward_dim, max_len, lambda: nn.GELU(approximate="tanh"), dropout)'),),
+           "tanh approximation"),
     Mutant(5, "missing final norm", ((HEAD, "return self.lm_head(x), new_cache"),), _model.NO_FINAL_NORM),
     Mutant(5, "untied head (a copy)", ((TIE, "self.lm_head.weight = nn.Parameter(self.token_embedding.weight.detach()"
                                              ".clone())"),), _model.UNTIED_COPY),

@@ -57,9 +57,18 @@ def block_rebuilding_the_cache(ns):
 # ----- Task 5: GPT ------------------------------------------------------------------------------------------------
 
 def model_tied_the_other_way(ns):
-    """The embedding takes the head's Parameter; blocks zipped with the cache; GELU's tanh approximation."""
+    """The embedding takes the head's Parameter; blocks zipped with the cache; the activation passed explicitly."""
+    return tied_the_other_way(ns, nn.GELU)
+
+
+def model_with_tanh_gelu(ns):
+    """A mistake (tests/gpt/test_checks_model.py): the same model with GELU's tanh approximation in its blocks."""
+    return tied_the_other_way(ns, functools.partial(nn.GELU, approximate="tanh"))
+
+
+def tied_the_other_way(ns, activation):
+    """A GPT whose embedding takes the head's Parameter, its blocks built with activation, zipped with the cache."""
     block_class = ns["GPTBlock"]
-    tanh_gelu = functools.partial(nn.GELU, approximate="tanh")
 
     class Model(nn.Module):
         def __init__(self, vocab_size, embed_dim, num_heads, feedforward_dim, num_layers, max_len, dropout=0.0):
@@ -67,7 +76,7 @@ def model_tied_the_other_way(ns):
             self.lm_head = nn.Linear(embed_dim, vocab_size, bias=False)
             self.token_embedding = nn.Embedding(vocab_size, embed_dim)
             self.token_embedding.weight = self.lm_head.weight
-            self.blocks = nn.ModuleList(block_class(embed_dim, num_heads, feedforward_dim, max_len, tanh_gelu, dropout)
+            self.blocks = nn.ModuleList(block_class(embed_dim, num_heads, feedforward_dim, max_len, activation, dropout)
                                         for _ in range(num_layers))
             self.final_norm = nn.LayerNorm(embed_dim)
             self.max_len = max_len
