@@ -191,13 +191,20 @@ def _student_copy(task, model):
 
 
 def _fed_lengths(model):
-    """A list that fills with the number of positions of each forward call of model, and the hook to remove."""
-    fed = []
+    """Lists that fill with the number of positions of each call of model and of its token embedding (which sees
+    the tokens however the model is called, model.forward(...) included), and the hooks to remove."""
+    fed = {"model": [], "embedding": []}
 
-    def record(module, args, kwargs):
-        tokens = args[0] if args else kwargs.get("tokens")
-        fed.append(tokens.size(-1) if isinstance(tokens, torch.Tensor) else None)
-    return fed, model.register_forward_pre_hook(record, with_kwargs=True)
+    def recorder(key):
+        def record(module, args, kwargs):
+            tokens = args[0] if args else next(iter(kwargs.values()), None)
+            fed[key].append(tokens.size(-1) if isinstance(tokens, torch.Tensor) else None)
+        return record
+    embedding = getattr(model, "token_embedding", None)
+    hooks = [model.register_forward_pre_hook(recorder("model"), with_kwargs=True)]
+    if isinstance(embedding, nn.Module):
+        hooks.append(embedding.register_forward_pre_hook(recorder("embedding"), with_kwargs=True))
+    return fed, hooks
 
 
 def _expect_student_model(task, generate, twin, vocab_size):
@@ -207,17 +214,18 @@ def _expect_student_model(task, generate, twin, vocab_size):
     for temperature in (1.0, 0.0):
         runs = {}
         for use_cache in (True, False):
-            fed, hook = _fed_lengths(twin)
+            fed, hooks = _fed_lengths(twin)
             try:
                 tokens = _call(task, generate, twin, prompt, new_tokens, temperature=temperature,
                                use_cache=use_cache, generator=torch.Generator().manual_seed(1))
             finally:
-                hook.remove()
-            runs[use_cache] = _expect_tokens(task, tokens, prompt, new_tokens), fed
+                for hook in hooks:
+                    hook.remove()
+            runs[use_cache] = _expect_tokens(task, tokens, prompt, new_tokens), fed["embedding"] or fed["model"]
         cached, uncached = runs[True][1], runs[False][1]
         if not cached or not uncached:
-            task.fail(f"{NAME} never called your model as model(tokens, cache=...) (forward hooks saw no call): call "
-                      "the model itself, not model.forward, so that its hooks run.")
+            task.fail(f"{NAME} never ran your model's token embedding (forward hooks saw no call): generate must run "
+                      "the model, model(tokens, cache=...), at every step.")
         if cached[:1] != [prompt_len] or any(count != 1 for count in cached[1:]):
             task.fail(f"on your model, with use_cache=True the steps fed {cached} positions; the first step feeds "
                       f"the prompt ({prompt_len}), every later step only the newest token (1).")

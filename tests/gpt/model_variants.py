@@ -162,3 +162,27 @@ def generate_with_while_loop(ns):
             model.train(was_training)
 
     return generate
+
+
+def generate_calling_forward(ns):
+    """A for loop that calls model.forward(...) itself (no module hooks run at the model's level) under no_grad."""
+    sample = ns["sample_next_token"]
+
+    def generate(model, prompt, max_new_tokens, temperature=1.0, top_k=None, use_cache=True, generator=None):
+        if prompt.size(1) + max_new_tokens > model.max_len:
+            raise ValueError("prompt and new tokens exceed max_len")
+        mode = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                tokens, cache, feed = prompt, None, prompt
+                for _ in range(max_new_tokens):
+                    logits, cache = model.forward(feed, cache) if use_cache else model.forward(tokens)
+                    step = sample(logits[:, -1], temperature, top_k, generator)  # (B, 1)
+                    tokens = torch.cat([tokens, step], dim=1)
+                    feed = step if use_cache else tokens
+            return tokens
+        finally:
+            model.train(mode)
+
+    return generate

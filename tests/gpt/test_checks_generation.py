@@ -52,6 +52,7 @@ def test_at_least_the_mistakes_the_brief_names_are_planted():
 
 def test_valid_variant_passes(capsys):
     check_task_8(model_variants.generate_with_while_loop(reference()), untrained_model())
+    check_task_8(model_variants.generate_calling_forward(reference()), untrained_model())
     assert capsys.readouterr().out.startswith("✓ Task 8 passed")
 
 
