@@ -6,7 +6,6 @@ true prefix, is the true token, so one teacher-forced pass (course_lib.addition.
 decoding's exact verdict. The check therefore first makes sure that the model cannot see the future, and afterwards
 that the accuracy comes from the trained weights.
 """
-import copy
 import inspect
 
 import torch
@@ -15,6 +14,7 @@ import torch.nn as nn
 from course_lib.addition import SEQ_LEN, VOCAB_SIZE, addition_sequences, answer_accuracy
 
 from .._core import check_function
+from .._redraw import model_device, redrawn
 from .._compare import expect_finite, expect_tensor
 from ._weights import MissingPart, tied_gpt_slots
 
@@ -42,15 +42,10 @@ def _expect_model(task, model):
         task.fail(f"expected the trained GPT (an nn.Module), got {type(model).__name__}.")
 
 
-def _device(model):
-    parameter = next(model.parameters(), None)
-    return parameter.device if parameter is not None else torch.device("cpu")
-
-
 def _logits(task, model, tokens):
     """model(tokens)[0] without gradients, checked to be finite (N, L, VOCAB_SIZE) logits, on the CPU."""
     with torch.no_grad():
-        result = task.call(f"{NAME}(tokens)", model, tokens.to(_device(model)))
+        result = task.call(f"{NAME}(tokens)", model, tokens.to(model_device(model)))
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         task.fail(f"{NAME}(tokens) should return (logits, new_cache) as in Task 5, got {type(result).__name__}.")
     logits = expect_tensor(task, f"{NAME}(tokens) logits", result[0])
@@ -95,24 +90,6 @@ def _accuracy(task, model, sequences):
     return accuracy
 
 
-def _redrawn(model):
-    """A copy of model with every weight drawn afresh: each layer's reset_parameters, noise for any other weight."""
-    fresh = copy.deepcopy(model)
-    device = _device(model)
-    cuda = [device.index or 0] if device.type == "cuda" else []  # whose generator the re-draw uses, restored after
-    with torch.random.fork_rng(devices=cuda), torch.no_grad():
-        torch.manual_seed(CHECK_SEED + 2)
-        reset = set()
-        for module in fresh.modules():
-            if callable(getattr(module, "reset_parameters", None)):
-                module.reset_parameters()
-                reset.update(id(p) for p in module.parameters(recurse=False))
-        for parameter in fresh.parameters():
-            if id(parameter) not in reset:
-                parameter.normal_(0.0, 1.0)
-    return fresh
-
-
 @check_function(7)
 def check_task_7(task, model):
     """Check the trained GPT: pinned layout, causal, >= 95% exact answers on fresh problems, from its weights."""
@@ -128,7 +105,7 @@ def check_task_7(task, model):
             task.fail(f"training has not reached the target: the model answers {accuracy:.1%} of {CHECK_SIZE} fresh "
                       f"problems exactly and needs at least {TARGET_ACCURACY:.0%}. Train longer, or check Tasks 1-5 "
                       "if it never improves.")
-        fresh = task.call(f"re-drawing the weights of a copy of {NAME}", _redrawn, model)
+        fresh = task.call(f"re-drawing the weights of a copy of {NAME}", redrawn, model, CHECK_SEED + 2)
         chance = _accuracy(task, fresh, sequences[:RESET_SIZE])
         if chance >= RESET_CEILING:
             task.fail(NOT_FROM_WEIGHTS.format(accuracy=chance, size=RESET_SIZE))

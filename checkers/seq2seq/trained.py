@@ -5,7 +5,6 @@ and only if every position's most likely token, given the true prefix, is the tr
 pass (course_lib.reversal.decoding_accuracy) gives greedy decoding's exact match. The check therefore first makes
 sure that the decoder cannot see the future, and afterwards that the accuracy comes from the trained weights.
 """
-import copy
 import inspect
 
 import torch
@@ -16,6 +15,7 @@ from course_lib.reversal import (BOS_ID, decoding_accuracy, init_embedding, rand
 
 from .._compare import expect_finite, expect_tensor
 from .._core import check_function
+from .._redraw import model_device, redrawn
 from .._weights import MissingPart
 from ._weights import seq2seq_slots
 
@@ -46,16 +46,11 @@ def _expect_model(task, model):
 
 def _expect_layout(task, model, sources, targets):
     """The model runs (NotImplementedError: not implemented yet) and has the pinned Seq2SeqTransformer layout."""
-    _logits(task, model, sources.to(_device(model)), teacher_forcing_input(targets).to(_device(model)))
+    _logits(task, model, sources.to(model_device(model)), teacher_forcing_input(targets).to(model_device(model)))
     try:
         seq2seq_slots(model)
     except MissingPart as missing:
         task.fail(f"the model should be the Seq2SeqTransformer of Task 5: {missing}.")
-
-
-def _device(model):
-    parameter = next(model.parameters(), None)
-    return parameter.device if parameter is not None else torch.device("cpu")
 
 
 def _logits(task, model, sources, decoder_input):
@@ -72,7 +67,7 @@ def _logits(task, model, sources, decoder_input):
 
 def _expect_causal(task, model, sources, targets):
     """Fail unless changing the decoder input from some position on leaves every earlier position's logits alone."""
-    device = _device(model)
+    device = model_device(model)
     decoder_input = teacher_forcing_input(targets)  # (N, T)
     generator = torch.Generator().manual_seed(CHECK_SEED + 1)
     base = _logits(task, model, sources.to(device), decoder_input.to(device))
@@ -93,17 +88,8 @@ def _accuracy(task, model, sources, targets):
 
 
 def _reinitialised(model):
-    """A copy of model with every weight drawn afresh (each submodule's reset_parameters, then init_embedding)."""
-    fresh = copy.deepcopy(model)
-    device = _device(model)
-    cuda = [device.index or 0] if device.type == "cuda" else []  # whose generator the re-draw uses, restored after
-    with torch.random.fork_rng(devices=cuda), torch.no_grad():
-        torch.manual_seed(CHECK_SEED + 2)
-        for module in fresh.modules():
-            if callable(getattr(module, "reset_parameters", None)):
-                module.reset_parameters()
-        init_embedding(fresh)
-    return fresh
+    """A copy of model with every weight drawn afresh, its embedding as init_embedding draws it."""
+    return redrawn(model, CHECK_SEED + 2, then=init_embedding)
 
 
 @check_function(7)
