@@ -6,9 +6,14 @@ import html
 import json
 import re
 import shutil
+import subprocess
+import sys
+import time
+import zipfile
 from pathlib import Path
 
 from course_paths import DEFINITION_TASKS, POINTS, RELEASE, ROOT, SOURCE, TRANSFORMER
+from grading.run import sandbox
 from grading.run.notebook import read
 
 
@@ -87,6 +92,33 @@ def scratch_course(folder):
     assert "\ncell_seconds = 60\n" in registry
     (folder / "course.toml").write_text(registry.replace("\ncell_seconds = 60\n", "\ncell_seconds = 20\n"))
     return folder
+
+
+def collect_and_grade(course, name, submissions, timeout):
+    """Zip submissions ({student: (file name, notebook, expected)}) as an LMS download, then `grading.collect` and
+    `grading.grade --jobs 2` them in course for the assignment name; returns (seconds grading took, its output)."""
+    with zipfile.ZipFile(course / "download.zip", "w") as archive:
+        for file_name, notebook, _ in submissions.values():
+            archive.writestr(file_name, json.dumps(notebook))
+    collect_run = subprocess.run([sys.executable, "-m", "grading.collect", str(course / "download.zip"),
+                                  "--assignment", name, "--course", str(course)], cwd=ROOT, capture_output=True,
+                                 text=True)
+    assert collect_run.returncode == 0, collect_run.stdout + collect_run.stderr
+    started = time.monotonic()
+    unsandboxed = [] if sandbox.bwrap_version() else ["--sandbox", "none"]  # trusted notebooks: ours
+    grade_run = subprocess.run([sys.executable, "-m", "grading.grade", "--assignment", name, "--jobs", "2",
+                                "--course", str(course), *unsandboxed], cwd=ROOT, capture_output=True, text=True,
+                               timeout=timeout)
+    assert grade_run.returncode == 0, grade_run.stdout + grade_run.stderr
+    return time.monotonic() - started, grade_run.stdout
+
+
+def wrong_scores(course, name, submissions):
+    """{(student, task): (graded, expected)} wherever grades_by_task.csv differs from the submissions' expectations."""
+    got = {(row["student_id"], int(row["task"])): float(row["score"])
+           for row in csv_rows(course / "grades_by_task.csv") if row.get("assignment", name) == name}
+    return {(student, task): (got.get((student, task)), score) for student, (_, _, expected) in submissions.items()
+            for task, score in expected.items() if got.get((student, task)) != score}
 
 
 # ----- Reading what grading wrote: progress lines, CSVs, the report, feedback pages ------------------------------

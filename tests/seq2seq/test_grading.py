@@ -8,22 +8,16 @@ reversed by hand, and a training cell that monkeypatches the checks and whose ch
 on Task 7 alone). Select it alone with `pytest -m grading tests/seq2seq/test_grading.py`.
 """
 import copy
-import json
 import re
-import subprocess
-import sys
-import time
-import zipfile
 
 import pytest
 
 from course.mistakes.seq2seq import MUTANTS
 from course.registry import assignment
 from course_paths import ROOT
-from grading.run import sandbox
 from grading.run.notebook import read
-from submissions import (csv_rows, edit_cell, report_sections, scratch_course, seconds_per_submission, reference_answers,
-                         visible_text, with_answers, without)
+from submissions import (collect_and_grade, edit_cell, reference_answers, report_sections, scratch_course,
+                         seconds_per_submission, visible_text, with_answers, without, wrong_scores)
 
 SEQ2SEQ = assignment("seq2seq")
 NAME = SEQ2SEQ.name
@@ -101,30 +95,15 @@ def submissions():
 def graded(tmp_path_factory):
     """(course folder, seconds grading took, its output) after collect + grade --jobs 2 of the seq2seq submissions."""
     course = scratch_course(tmp_path_factory.mktemp("course"))
-    with zipfile.ZipFile(course / "download.zip", "w") as archive:
-        for name, notebook, _ in submissions().values():
-            archive.writestr(name, json.dumps(notebook))
-    collect_run = subprocess.run([sys.executable, "-m", "grading.collect", str(course / "download.zip"),
-                                  "--assignment", NAME, "--course", str(course)], cwd=ROOT, capture_output=True,
-                                 text=True)
-    assert collect_run.returncode == 0, collect_run.stdout + collect_run.stderr
-    started = time.monotonic()
-    unsandboxed = [] if sandbox.bwrap_version() else ["--sandbox", "none"]  # trusted notebooks: ours
-    grade_run = subprocess.run([sys.executable, "-m", "grading.grade", "--assignment", NAME, "--jobs", "2",
-                                "--course", str(course), *unsandboxed], cwd=ROOT, capture_output=True, text=True,
-                               timeout=600)
-    assert grade_run.returncode == 0, grade_run.stdout + grade_run.stderr
-    return course, time.monotonic() - started, grade_run.stdout
+    seconds, output = collect_and_grade(course, NAME, submissions(), timeout=600)
+    return course, seconds, output
 
 
 @pytest.mark.grading
 def test_every_task_of_every_submission_gets_its_expected_score(graded):
     course, seconds, output = graded
     print(f"\ngrade --assignment {NAME} --jobs 2: {seconds:.0f} s; each: {seconds_per_submission(output)}")
-    got = {(row["student_id"], int(row["task"])): float(row["score"])
-           for row in csv_rows(course / "grades_by_task.csv") if row.get("assignment", NAME) == NAME}
-    wrong = {(student, task): (got.get((student, task)), score) for student, (_, _, expected) in submissions().items()
-             for task, score in expected.items() if got.get((student, task)) != score}
+    wrong = wrong_scores(course, NAME, submissions())
     assert not wrong, f"(student, task): (graded, expected) = {wrong}"
 
 
