@@ -6,17 +6,15 @@ true prefix, is the true token, so one teacher-forced pass (course_lib.addition.
 decoding's exact verdict. The check therefore first makes sure that the model cannot see the future, and afterwards
 that the accuracy comes from the trained weights.
 """
-import inspect
 
 import torch
-import torch.nn as nn
 
 from course_lib.addition import SEQ_LEN, VOCAB_SIZE, addition_sequences, answer_accuracy
 
 from .._core import check_function
-from .._redraw import model_device, redrawn
+from .._trained import expect_trained_model, model_device, redrawn
 from .._compare import expect_finite, expect_tensor
-from ._weights import MissingPart, tied_gpt_slots
+from ._roles import MissingPart, tied_gpt_slots
 
 CHECK_SEED = 5151  # never a seed of the notebook's data (1 and 2)
 CHECK_SIZE = 2000
@@ -31,15 +29,6 @@ READS_FUTURE = ("the logits at position {position} change when only later tokens
 NOT_FROM_WEIGHTS = ("with every weight re-drawn the model still answers {accuracy:.0%} of {size} fresh problems "
                     "exactly, so its answers do not come from what it learned: forward must compute the logits "
                     "from the tokens with the model's layers.")
-
-
-def _expect_model(task, model):
-    if model is None:
-        task.fail("got None instead of the trained model: build and train it in the cells above.")
-    if inspect.isclass(model):
-        task.fail(f"got the class {model.__name__}, not a trained model: pass the model object you trained.")
-    if not isinstance(model, nn.Module):
-        task.fail(f"expected the trained GPT (an nn.Module), got {type(model).__name__}.")
 
 
 def _logits(task, model, tokens):
@@ -93,7 +82,7 @@ def _accuracy(task, model, sequences):
 @check_function(7)
 def check_task_7(task, model):
     """Check the trained GPT: pinned layout, causal, >= 95% exact answers on fresh problems, from its weights."""
-    _expect_model(task, model)
+    expect_trained_model(task, model, "GPT")
     sequences = addition_sequences(CHECK_SIZE, torch.Generator().manual_seed(CHECK_SEED))  # (N, SEQ_LEN)
     caller_mode = model.training
     model.eval()

@@ -5,17 +5,15 @@ and only if every position's most likely token, given the true prefix, is the tr
 pass (course_lib.reversal.decoding_accuracy) gives greedy decoding's exact match. The check therefore first makes
 sure that the decoder cannot see the future, and afterwards that the accuracy comes from the trained weights.
 """
-import inspect
 
 import torch
-import torch.nn as nn
 
 from course_lib.reversal import (BOS_ID, decoding_accuracy, init_embedding, random_sources, reversal_targets,
                                  teacher_forcing_input)
 
 from .._compare import expect_finite, expect_tensor
 from .._core import check_function
-from .._redraw import model_device, redrawn
+from .._trained import expect_trained_model, model_device, redrawn
 from .._weights import MissingPart
 from ._weights import seq2seq_slots
 
@@ -33,15 +31,6 @@ NOT_FROM_WEIGHTS = ("with every weight re-initialised the model still reverses {
                     "sequences, so its answers do not come from what it learned: decode must compute the logits "
                     "from the decoder input and the memory with the model's layers (source serves only for the "
                     "padding mask).")
-
-
-def _expect_model(task, model):
-    if model is None:
-        task.fail("got None instead of the trained model: build and train it in the cells above.")
-    if inspect.isclass(model):
-        task.fail(f"got the class {model.__name__}, not a trained model: pass the model object you trained.")
-    if not isinstance(model, nn.Module):
-        task.fail(f"expected the trained Seq2SeqTransformer (an nn.Module), got {type(model).__name__}.")
 
 
 def _expect_layout(task, model, sources, targets):
@@ -95,7 +84,7 @@ def _reinitialised(model):
 @check_function(7)
 def check_task_7(task, model):
     """Check the trained model: causal, >= 99% exact match on fresh sequences, and the accuracy is its weights'."""
-    _expect_model(task, model)
+    expect_trained_model(task, model, "Seq2SeqTransformer")
     generator = torch.Generator().manual_seed(CHECK_SEED)
     sources = random_sources(CHECK_SIZE, generator)  # (N, S)
     targets = reversal_targets(sources)  # (N, S + 1)

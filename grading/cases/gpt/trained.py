@@ -1,6 +1,6 @@
 """Task 7: what the probe records of the trained GPT, how the grader rebuilds and evaluates it, and its data.
 
-The probe receives no data for this task: it records the model's weights by role (checkers.gpt._weights:tied_gpt_slots:
+The probe receives no data for this task: it records the model's weights by role (checkers.gpt._roles:tied_gpt_slots:
 the embedding, every block, the final norm; the tied head has no role of its own, and an untied one is refused) and
 the settings the weights cannot tell (the heads of every attention module, from its `num_heads` or its rotary
 table's width; the activation of every block). The grader loads them into the reference GPT and has the reference
@@ -26,7 +26,7 @@ SIZE = 2000
 COLLAPSE_SIZE = 500  # problems the re-drawn model answers
 COLLAPSE_SEED = 1729
 BATCH = 500
-SLOTS = "checkers.gpt._weights:tied_gpt_slots"
+SLOTS = "checkers.gpt._roles:tied_gpt_slots"
 STACKS = {"blocks": ["attention"]}
 
 

@@ -1,7 +1,20 @@
-"""A trained model's weights drawn afresh, for the checks that ask whether its accuracy lives in its weights."""
+"""What the checks of a trained model share: bad input refused, its device, and its weights drawn afresh (to ask
+whether its accuracy lives in its weights)."""
 import copy
+import inspect
 
 import torch
+import torch.nn as nn
+
+
+def expect_trained_model(task, model, kind):
+    """Fail, naming the task, unless model is a model object (an nn.Module instance); kind names the class expected."""
+    if model is None:
+        task.fail("got None instead of the trained model: build and train it in the cells above.")
+    if inspect.isclass(model):
+        task.fail(f"got the class {model.__name__}, not a trained model: pass the model object you trained.")
+    if not isinstance(model, nn.Module):
+        task.fail(f"expected the trained {kind} (an nn.Module), got {type(model).__name__}.")
 
 
 def model_device(model):
