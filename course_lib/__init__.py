@@ -1,5 +1,5 @@
 """Shared utilities of the Transformer workbook: data, training, schedules, plots and measurement."""
-from . import defaults, gpt_defaults, seq2seq_defaults
+from . import defaults, gpt_defaults, seq2seq_defaults, vit_defaults
 from .attention_stats import explained_variance, head_statistics
 from .data import ALPHABET, VOCAB_SIZE, PalindromeDataset
 from .device import get_device, seed_everything
@@ -12,7 +12,7 @@ from .schedule import WarmupCosineSchedule, warmup_cosine_factor
 from .training import History, evaluate, stop_at_accuracy, train
 
 __all__ = [
-    "defaults", "gpt_defaults", "seq2seq_defaults", "ALPHABET", "VOCAB_SIZE", "PalindromeDataset", "get_device", "seed_everything", "Measurement", "measure",
+    "defaults", "gpt_defaults", "seq2seq_defaults", "vit_defaults", "ALPHABET", "VOCAB_SIZE", "PalindromeDataset", "get_device", "seed_everything", "Measurement", "measure",
     "accuracy", "classification_loss", "explained_variance", "head_statistics", "LiveCurves", "plot_attention_maps", "plot_explained_variance",
     "plot_history", "plot_lr_schedule", "plot_positional_encoding", "plot_scaling", "measure_attention_scaling",
     "WarmupCosineSchedule", "warmup_cosine_factor", "History", "evaluate", "stop_at_accuracy", "train",
