@@ -12,15 +12,16 @@ import torch.nn as nn
 
 from checkers.gpt import trained as gpt_trained
 from course.reference import reference_of
-from course_lib import gpt_defaults, seq2seq_defaults
+from course_lib import gpt_defaults, seq2seq_defaults, vit_defaults
 from tools.bench import goals as bench_goals, gpt as bench_gpt, runner, scaling as bench_scaling
-from tools.bench import seq2seq as bench_seq2seq
-from tools.bench import timing as bench_timing, training as bench_training
+from tools.bench import seq2seq as bench_seq2seq, vit as bench_vit
+from tools.bench import native as bench_native, timing as bench_timing, training as bench_training
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ("meta", "layers", "training_step", "training", "scaling", "goals")
 SEQ2SEQ_SECTIONS = ("meta", "layers", "training", "decoding", "goals")
 GPT_SECTIONS = ("meta", "training", "attention", "generation", "goals")
+VIT_SECTIONS = ("meta", "training", "layers", "goals")
 
 
 def run_quick_bench(assignment, out):
@@ -233,7 +234,7 @@ def test_a_bench_module_without_the_interface_is_refused(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("name, sections", [("transformer", SECTIONS[1:5]), ("seq2seq", SEQ2SEQ_SECTIONS[1:4]),
-                                            ("gpt", GPT_SECTIONS[1:4])])
+                                            ("gpt", GPT_SECTIONS[1:4]), ("vit", VIT_SECTIONS[1:3])])
 def test_each_bench_module_defines_the_interface(name, sections):
     module = runner.load_bench(name)
     assert set(module.SETTINGS) == {"full", "quick"} and list(module.SECTIONS) == list(sections)
@@ -304,6 +305,9 @@ def test_first_reaching_finds_the_first_evaluation_at_the_target():
     assert bench_training.first_reaching(history, 0.99) == (2.0, 100)
     assert bench_training.first_reaching(history, 0.995) == (6.0, 300)
     assert bench_training.first_reaching(history, 1.0) == (None, None)
+    test_accuracy = [0.1, 0.5, 0.96, 0.97]  # measured on other data than the validation split
+    assert bench_training.first_reaching(history, 0.95, test_accuracy) == (4.0, 200)
+    assert bench_training.first_reaching(history, 0.99, test_accuracy) == (None, None)
 
 
 def test_the_native_decoder_layer_differs_when_a_weight_is_not_copied(seq2seq_reference):
@@ -434,3 +438,74 @@ def test_length_bins_take_medians_of_consecutive_steps():
     """Edges 1, 3, 9 (geometric from the first length to one past the last): lengths 1-2, then 3-8."""
     lengths, seconds = [1, 2, 3, 4, 5, 6, 7, 8], [1.0, 9.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
     assert bench_gpt.length_bins(lengths, seconds, bins=2) == ([1.5, 5.5], [5.0, 4.5])
+
+
+# ----------------------------------------------------------------------------- the vit assignment's bench
+
+
+@pytest.fixture(scope="module")
+def quick_vit_report(tmp_path_factory):
+    """The vit assignment's quick bench: (report, out, stdout)."""
+    return run_quick_bench("vit", tmp_path_factory.mktemp("bench_vit"))
+
+
+def test_quick_vit_bench_writes_every_section(quick_vit_report):
+    report, out, stdout = quick_vit_report
+    assert all(section in report for section in VIT_SECTIONS)
+    assert report["meta"]["assignment"] == "vit" and report["meta"]["quick"] is True
+    assert stdout.count("Measured performance of vit") == 1 and "QUICK smoke run" in stdout
+    assert all(math.isfinite(n) for n in numbers(report))
+    assert [Path(path).name for path in report["meta"]["plots"]] == ["test_accuracy.png"]
+    assert (out / "test_accuracy.png").stat().st_size > 0
+    assert stdout.count("| PASS") + stdout.count("| MISS") == sum(g["passed"] is not None for g in report["goals"])
+
+
+def test_quick_vit_bench_trains_as_the_notebook_and_scores_the_test_split(quick_vit_report):
+    training = quick_vit_report[0]["training"]
+    assert training["training"] == vit_defaults.TRAINING and training["model"] == vit_defaults.MODEL
+    assert training["target"] == vit_defaults.TARGET_ACCURACY
+    train_images = len(bench_vit.digit_splits()["train"][1])
+    assert training["total_steps"] == vit_defaults.TRAINING["num_epochs"] * math.ceil(train_images / 64)
+    run = training["runs"][0]
+    assert 0 < run["steps"] < training["total_steps"] and not run["completed"]  # the quick run's 0.5 s cut it short
+    assert len(run["curve_seconds"]) == len(run["curve_accuracy"]) >= 2 and run["curve_seconds"][0] == 0
+    # the last evaluation scored the finished model: the bench's own test accuracy, measured again afterwards
+    assert run["curve_accuracy"][-1] == pytest.approx(run["test_accuracy"], abs=1e-6)  # float32 mean, exact ratio
+    assert 0 <= run["shifted_accuracy"] <= 1 and 0 <= run["val_accuracy"] <= 1
+
+
+def test_quick_vit_bench_checks_the_native_model_before_timing(quick_vit_report):
+    layers = quick_vit_report[0]["layers"]
+    assert layers["match"] is True and layers["batch_size"] == vit_defaults.BATCH_SIZE
+    assert max(layers["max_abs_diff"], layers["grad_max_abs_diff"], layers["eval_max_abs_diff"]) < 1e-5
+    for name in ("training_step", "forward"):
+        assert layers[name]["reference_seconds"] > 0 and layers[name]["other_seconds"] > 0
+    assert layers["profile"]["reference"]["ops"] > 0 and layers["profile"]["native"]["ops"] > 0
+    ratio_goals = [g for g in quick_vit_report[0]["goals"] if "ref / native" in g["name"] and g["goal"]]
+    assert [g["name"].split(" ref")[0] for g in ratio_goals] == ["AdamW training step"]  # the one time held to a goal
+
+
+@pytest.fixture(scope="module")
+def vit_reference():
+    return reference_of("vit")
+
+
+def test_the_native_vit_differs_when_a_weight_is_not_copied(vit_reference):
+    """The equality checks can fail: the native model with one norm of its last block left fresh computes otherwise,
+    in training mode and on torch's eval fast path alike."""
+    model, native, images, _ = bench_vit.model_pair(vit_reference, "cpu", batch_size=8)
+    assert bench_timing.output_difference(model, native, images)["match"] is True
+    assert bench_vit.eval_difference(model, native, images) < 1e-5
+    with torch.no_grad():
+        model.blocks[-1].norm2.weight.mul_(1.5)  # the reference's norm moves away from the native copy's
+    assert bench_timing.output_difference(model, native, images)["match"] is False
+    assert bench_vit.eval_difference(model, native, images) > 1e-3
+
+
+def test_the_native_vit_is_pre_norm_like_the_reference(vit_reference):
+    """Built post-norm from the same weights, the native model computes another function: norm_first matters."""
+    model, _, images, _ = bench_vit.model_pair(vit_reference, "cpu", batch_size=8)
+    post_norm = bench_vit.NativeVisionTransformer(model)
+    post_norm.blocks = nn.ModuleList([bench_native.encoder_layer(block, 4, 128, "gelu", norm_first=False)
+                                      for block in model.blocks])
+    assert bench_timing.output_difference(model, post_norm, images)["match"] is False

@@ -159,14 +159,6 @@ def attention_pair(ref, size, device):
     return Output(layer), SDPAAttention(layer), x
 
 
-def no_grad_forward(module, x):
-    """Callable running module(x) without autograd (inference, as generate runs it)."""
-    def call():
-        with torch.no_grad():
-            module(x)
-    return call
-
-
 def attention_section(ref, settings, device):
     """Outputs and input gradients checked equal, then fwd + bwd and no-grad forward timed in alternation.
 
@@ -177,10 +169,10 @@ def attention_section(ref, settings, device):
     """
     ours, sdpa, x = attention_pair(ref, settings["attention_size"], device)
     check = bench_timing.output_difference(ours, sdpa, x)
-    passes = {"forward_backward": bench_timing.forward_backward, "forward": no_grad_forward}
+    passes = {"forward_backward": bench_timing.forward_backward, "forward": bench_timing.no_grad_forward}
     speeds = {name: bench_timing.compare_speed(make(ours, x), make(sdpa, x), device, settings["rounds"])
               for name, make in passes.items()}
-    ops = {route: bench_timing.profile_ops(no_grad_forward(module, x))["ops"]
+    ops = {route: bench_timing.profile_ops(bench_timing.no_grad_forward(module, x))["ops"]
            for route, module in (("reference", ours), ("sdpa", sdpa))}  # warmed up by the timing above
     return dict(size=settings["attention_size"], **check, **speeds, forward_ops=ops)
 

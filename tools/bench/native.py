@@ -16,6 +16,30 @@ def load_attention(native, reference):
         native.out_proj.load_state_dict(reference.o_proj.state_dict())
 
 
+def encoder_layer(reference, num_heads, feedforward_dim, activation, norm_first=False):
+    """nn.TransformerEncoderLayer (batch first, no dropout) with a reference encoder block's weights.
+
+    Args:
+        reference: the reference block (attention, feedforward with two Linears, norm1, norm2): the transformer's
+            post-norm EncoderBlock or the vit's PreNormBlock.
+        num_heads, feedforward_dim: what the reference block was built with.
+        activation: nn.TransformerEncoderLayer's activation, as it takes it: "gelu", "relu" or a module instance.
+        norm_first: True for a pre-norm block (x + attention(norm1(x))), False for a post-norm one.
+
+    Returns:
+        The nn.TransformerEncoderLayer, mapping (B, L, D) to (B, L, D).
+    """
+    embed_dim = reference.norm1.normalized_shape[0]
+    layer = nn.TransformerEncoderLayer(embed_dim, num_heads, feedforward_dim, dropout=0.0, activation=activation,
+                                       batch_first=True, norm_first=norm_first)
+    load_attention(layer.self_attn, reference.attention)
+    first, last = [m for m in reference.feedforward.modules() if isinstance(m, nn.Linear)]
+    for native, ours in ((layer.linear1, first), (layer.linear2, last), (layer.norm1, reference.norm1),
+                         (layer.norm2, reference.norm2)):
+        native.load_state_dict(ours.state_dict())
+    return layer
+
+
 class Bound(nn.Module):
     """A layer called on one input x, its other arguments fixed (tensors kept as buffers, so .to() moves them).
 

@@ -113,6 +113,23 @@ def forward_backward(module, inputs):
     return step
 
 
+def no_grad_forward(module, inputs):
+    """Callable running module(inputs) without autograd (inference: generate, an accuracy), in the module's mode.
+
+    Args:
+        module: nn.Module mapping inputs to its output.
+        inputs: its input tensor.
+
+    Returns:
+        Callable taking no arguments.
+    """
+    def call():
+        with torch.no_grad():
+            module(inputs)
+
+    return call
+
+
 def optimizer_step(model, inputs, labels, lr=1e-3, loss_fn=classification_loss):
     """Callable running one full training step (forward, loss, backward, AdamW update) of model.
 

@@ -95,14 +95,17 @@ def quiet_train(model, train_loader, val_loader, device, **train_arguments):
     return history, time.perf_counter() - start
 
 
-def first_reaching(history, target):
-    """(seconds, steps) of the first evaluation whose validation accuracy reached target; (None, None) if none did.
+def first_reaching(history, target, accuracies=None):
+    """(seconds, steps) of the first evaluation whose accuracy reached target; (None, None) if none did.
 
     Args:
         history: course_lib.training.History of a run (seconds, step, val_accuracy, one entry per evaluation).
         target: the accuracy to reach.
+        accuracies: one accuracy per evaluation measured on other data (e.g. an AccuracyStop's, on the test split);
+            default the history's validation accuracies.
     """
-    for seconds, step, accuracy in zip(history.seconds, history.step, history.val_accuracy):
+    accuracies = history.val_accuracy if accuracies is None else accuracies
+    for seconds, step, accuracy in zip(history.seconds, history.step, accuracies):
         if accuracy >= target:
             return seconds, step
     return None, None

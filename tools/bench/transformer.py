@@ -26,7 +26,7 @@ from course_lib import defaults  # noqa: E402
 from course_lib.data import PalindromeDataset, VOCAB_SIZE  # noqa: E402
 from course_lib.plotting import plot_scaling  # noqa: E402
 from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training  # noqa: E402
-from tools.bench.native import load_attention  # noqa: E402
+from tools.bench.native import encoder_layer, load_attention  # noqa: E402
 from tools.bench.goals import Goal  # noqa: E402
 
 STEP_RATIO_GOAL = 1.3  # reference training step / torch-native step
@@ -93,27 +93,6 @@ class SDPASelfAttention(nn.Module):
         return ref.o_proj(merged.transpose(1, 2).reshape(batch_size, seq_len, embed_dim))
 
 
-def native_block(reference, num_heads, feedforward_dim, activation):
-    """nn.TransformerEncoderLayer (post-norm, batch first, no dropout) with a reference EncoderBlock's weights.
-
-    Args:
-        reference: the reference EncoderBlock (attention, feedforward with two Linears, norm1, norm2).
-        num_heads, feedforward_dim, activation: what the reference block was built with.
-
-    Returns:
-        The nn.TransformerEncoderLayer, mapping (B, L, D) to (B, L, D).
-    """
-    embed_dim = reference.norm1.normalized_shape[0]
-    layer = nn.TransformerEncoderLayer(embed_dim, num_heads, feedforward_dim, dropout=0.0, activation=activation(),
-                                       batch_first=True, norm_first=False)
-    load_attention(layer.self_attn, reference.attention)
-    first, last = [m for m in reference.feedforward.modules() if isinstance(m, nn.Linear)]
-    for native, ours in ((layer.linear1, first), (layer.linear2, last), (layer.norm1, reference.norm1),
-                         (layer.norm2, reference.norm2)):
-        native.load_state_dict(ours.state_dict())
-    return layer
-
-
 class NativeClassifier(nn.Module):
     """The [CLS] classifier assembled from nn.TransformerEncoderLayer, with a reference model's weights.
 
@@ -128,7 +107,7 @@ class NativeClassifier(nn.Module):
         self.input_embedding = copy.deepcopy(reference.input_embedding)
         self.register_buffer("pe", reference.positional_encoding.pe.detach().clone(), persistent=False)
         self.encoder = nn.ModuleList(
-            [native_block(block, num_heads, feedforward_dim, activation) for block in reference.encoder])
+            [encoder_layer(block, num_heads, feedforward_dim, activation()) for block in reference.encoder])
         self.classifier = copy.deepcopy(reference.classifier)
 
     def forward(self, x):
@@ -177,7 +156,8 @@ def layer_pairs(ref, size, device):
     tokens = random_one_hot(size["batch_size"], size["seq_len"] - 1)  # [CLS] makes it seq_len positions
     pairs = [("MultiheadAttention", "nn.MultiheadAttention", attention, NativeSelfAttention(attention), x),
              ("MultiheadAttention", "F.scaled_dot_product_attention", attention, SDPASelfAttention(attention), x),
-             ("EncoderBlock", "nn.TransformerEncoderLayer", block, native_block(block, heads, hidden, ACTIVATION), x),
+             ("EncoderBlock", "nn.TransformerEncoderLayer", block,
+              encoder_layer(block, heads, hidden, ACTIVATION()), x),
              ("classifier", "nn.TransformerEncoderLayer", model, NativeClassifier(model, heads, hidden, ACTIVATION),
               tokens)]
     return [(name, other, ours.to(device), theirs.to(device), inputs.to(device))
