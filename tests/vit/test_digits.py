@@ -62,3 +62,16 @@ def test_classification_accuracy_batches_and_restores_the_mode():
     model.train()
     assert abs(classification_accuracy(model, images, labels, batch_size=512) - expected) < 1e-12
     assert model.training
+
+
+def test_grid_distances_and_position_similarity_skip_cls():
+    from course_lib.patch_grid import grid_distances, position_similarity
+
+    side = 3
+    expected = torch.tensor([[abs(a // side - b // side) + abs(a % side - b % side) for b in range(9)] for a in range(9)])
+    assert torch.equal(grid_distances(side), expected)
+    table = torch.randn(1, 10, 5)
+    table[0, 0] = 100.0  # [CLS]'s row must not enter
+    similarity = position_similarity(table)
+    assert similarity.shape == (9, 9)
+    assert torch.allclose(similarity[2, 7], torch.nn.functional.cosine_similarity(table[0, 3], table[0, 8], dim=0))
