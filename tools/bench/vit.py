@@ -55,6 +55,15 @@ def notebook_loaders():
             DataLoader(val_dataset, batch_size=len(val_dataset)))
 
 
+def notebook_model(ref, seed, device):
+    """Task 4's training cell up to its train() call, with seed in place of its 0: the seeded default model.
+
+    The loaders of notebook_loaders() draw their shuffling from the same seed once train() iterates them.
+    """
+    seed_everything(seed)
+    return ref["VisionTransformer"](**defaults.MODEL).to(device)
+
+
 def notebook_run(ref, seed, loaders, test, device, max_seconds):
     """Task 4's training cell with seed in place of its 0, the test split scored at every evaluation.
 
@@ -72,8 +81,7 @@ def notebook_run(ref, seed, loaders, test, device, max_seconds):
         evaluation at >= TARGET_ACCURACY; None if none), test_accuracy, shifted_accuracy, val_accuracy (last),
         step_ms and wall_seconds.
     """
-    seed_everything(seed)
-    model = ref["VisionTransformer"](**defaults.MODEL).to(device)
+    model = notebook_model(ref, seed, device)
     watch = bench_training.AccuracyStop(model, *test, target=math.inf)  # records every evaluation, never stops
     history, wall_seconds = bench_training.quiet_train(model, *loaders, device=device, max_seconds=max_seconds,
                                                        callbacks=[watch], **defaults.TRAINING)
