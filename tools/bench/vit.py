@@ -220,7 +220,8 @@ def training_goals(training):
              f"{_seconds(median)} ({training['target_median_steps'] or '-'} steps); {each}",
              f"<= {TRAINING_SECONDS_GOAL:.0f} s", training["target_all_reached"] and median <= TRAINING_SECONDS_GOAL),
         Goal("training", f"the notebook's whole run ({training['total_steps']} steps): worst seed",
-             f"{worst['seconds']:.1f} s (seed {worst['seed']}, {worst['steps']} steps)",
+             f"{worst['seconds']:.1f} s of training (seed {worst['seed']}, {worst['steps']} steps; "
+             f"{worst['wall_seconds']:.1f} s wall with the evaluations)",
              f"<= {WORST_SECONDS_GOAL:.0f} s", all(r["completed"] for r in runs) and worst["seconds"]
              <= WORST_SECONDS_GOAL),
         Goal("training", "training step time, per seed", ", ".join(f"{run['step_ms']:.1f} ms" for run in runs)),
