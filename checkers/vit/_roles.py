@@ -1,14 +1,13 @@
-"""Name the weights of a student's PatchEmbedding and VisionTransformer by their role, so fixed test weights can be
-loaded into them (and a trained model's weights read out by role).
+"""Name the weights of a student's PatchEmbedding by their role, so fixed test weights can be loaded into it.
 
 Roles follow the pinned API (projection, cls_token, position_embedding), not parameter registration order.
 """
 import torch
 import torch.nn as nn
 
-from .._weights import MissingPart, _child, _linear, block_slots, encoder_blocks
+from .._weights import MissingPart, _child, _linear
 
-__all__ = ["MissingPart", "patch_embedding_slots", "vision_transformer_slots"]
+__all__ = ["MissingPart", "patch_embedding_slots"]
 
 
 def _parameter(module, name, path):
@@ -24,17 +23,4 @@ def patch_embedding_slots(embedding, path=""):
     slots = _linear(_child(embedding, "projection", nn.Linear, path), f"{path}projection")
     for name in ("cls_token", "position_embedding"):
         slots[f"{path}{name}"] = _parameter(embedding, name, path)
-    return slots
-
-
-def vision_transformer_slots(model):
-    """Role name -> parameter for a VisionTransformer: patch_embedding.*, blocks.<i>.* (attention.q_proj ...,
-    feedforward.in/.out, norm1, norm2), final_norm.weight and .bias, head.weight and .bias."""
-    slots = patch_embedding_slots(_child(model, "patch_embedding", nn.Module, ""), "patch_embedding.")
-    for index, block in enumerate(encoder_blocks(model, "blocks")):
-        slots.update(block_slots(block, f"blocks.{index}."))
-    norm = _child(model, "final_norm", nn.LayerNorm, "")
-    slots.update({f"final_norm.{key}": value for key, value in (("weight", norm.weight), ("bias", norm.bias))
-                  if value is not None})
-    slots.update(_linear(_child(model, "head", nn.Linear, ""), "head"))
     return slots

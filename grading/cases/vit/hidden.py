@@ -12,12 +12,12 @@ from ..parts import called, module, randn, random_weights, recipe
 SEED = 424242  # never a seed of the notebook, the checkers or make_fixtures
 TOLERANCE = dict(atol=1e-6, rtol=1e-6)
 EMBEDDING_SLOTS = "checkers.vit._roles:patch_embedding_slots"
-VIT_SLOTS = "checkers.vit._roles:vision_transformer_slots"
+VIT_SLOTS = "checkers.vit._model_roles:vit_slots"
 
 
 def patch_cases(reference, generator):
     """Task 1: 1 to 4 channels, square and oblong images, patches of 1 to 5 and the whole image, gradients, float32,
-    and the ValueError of a side that is not a multiple of the patch."""
+    and the ValueError of a side that is not a multiple of the patch, its message naming that side and the patch."""
     cases = []
     for shape, patch_size in (((3, 1, 6, 6), 3), ((2, 4, 10, 5), 5), ((1, 2, 4, 8), 4), ((2, 3, 9, 6), 3),
                               ((4, 1, 2, 2), 1), ((1, 3, 12, 12), 12), ((2, 2, 8, 4), 2)):
@@ -29,10 +29,10 @@ def patch_cases(reference, generator):
         recipe(1, "hidden: patch_size by keyword", False, call=called(images, patch_size=3), **TOLERANCE),
         recipe(1, "hidden: gradients", False, grad=True, call=called(images, 3), **TOLERANCE),
         recipe(1, "hidden: float32 images", False, call=called(images.float(), 3), atol=1e-6, rtol=1e-6),
-        recipe(1, "hidden: height not a multiple of the patch", False, call=called(randn(generator, 1, 2, 7, 6), 3,
-                                                                                   raises=True)),
-        recipe(1, "hidden: width not a multiple of the patch", False, call=called(randn(generator, 2, 1, 6, 10), 4,
-                                                                                  raises=True))]
+        recipe(1, "hidden: height not a multiple of the patch", False,
+               call=called(randn(generator, 1, 2, 7, 6), 3, raises=True, names=(7, 3))),
+        recipe(1, "hidden: width not a multiple of the patch", False,
+               call=called(randn(generator, 2, 1, 6, 10), 4, raises=True, names=(10, 4)))]
 
 
 def embedding_cases(reference, generator):
@@ -99,7 +99,7 @@ def attention_maps(generator, layers, batch, heads, tokens, scale=2.0):
 
 
 def rollout_cases(reference, generator):
-    """Task 5: 1 to 4 layers, 1 to 5 heads, 2 to 17 tokens, sharp, flat and one-hot attention, float32."""
+    """Task 5: 1 to 4 layers, 1 to 5 heads, 2 to 17 tokens, sharp, flat and one-hot attention, float32, gradients."""
     cases = []
     for layers, batch, heads, tokens, scale in ((1, 2, 3, 5, 2.0), (2, 1, 1, 2, 1.0), (3, 3, 2, 10, 4.0),
                                                 (4, 2, 5, 17, 2.0), (2, 2, 4, 7, 0.1)):
@@ -109,7 +109,8 @@ def rollout_cases(reference, generator):
     one_hot = [torch.eye(6, dtype=torch.float64)[torch.randint(6, (2, 2, 6), generator=generator)] for _ in range(3)]
     return cases + [
         recipe(5, "hidden: hard (one-hot) attention, 3 layers", False, call=called(one_hot), **TOLERANCE),
-        recipe(5, "hidden: float32 maps", False, call=called([m.float() for m in maps]), atol=1e-6, rtol=1e-5)]
+        recipe(5, "hidden: float32 maps", False, call=called([m.float() for m in maps]), atol=1e-6, rtol=1e-5),
+        recipe(5, "hidden: gradients to every map", False, grad=True, call=called(maps), **TOLERANCE)]
 
 
 HIDDEN = {1: patch_cases, 2: embedding_cases, 3: model_cases, 5: rollout_cases}

@@ -1,20 +1,21 @@
 """Task 4: what the probe records of the trained ViT, how the grader rebuilds and evaluates it, and its data.
 
-The probe receives no data for this task: it records the model's weights by role (checkers.vit._roles:
-vision_transformer_slots: the patch embedding, every block, the final norm, the head) and the settings the weights
+The probe receives no data for this task: it records the model's weights by role (checkers.vit._model_roles:vit_slots:
+the patch embedding, every block, the final norm, the head) and the settings the weights
 cannot tell (the heads of every attention module, the activation of every block). The grader loads them into the
 reference VisionTransformer and classifies the course's 360 test digits (course_lib.digits' split) with the
 reference forward, so the student's own forward plays no part: extra weights, a forward that looks the images up or
 reads the labels from a global, score what the reference architecture does with the pinned weights alone. As in
 check_task_4 (and with its thresholds, measured by tools/measure_vit_memorisers.py: see checkers/vit/trained.py),
-the same weights re-drawn must fall to chance, and the one-pixel-shifted test images must keep SHIFT_FLOOR.
+the same weights re-drawn must fall to chance, the training digits keep TRAIN_FLOOR and the one-pixel-shifted test
+digits SHIFT_FLOOR.
 """
 import math
 
 import torch
 
 from checkers._trained import redrawn
-from checkers.vit.trained import RESET_CEILING, SHIFT_FLOOR
+from checkers.vit.trained import RESET_CEILING, SHIFT_FLOOR, TRAIN_FLOOR
 from course_lib.device import cpu_threads
 from course_lib.digits import IMAGE_SIZE, IN_CHANNELS, NUM_CLASSES, digit_splits, shifted_copies
 from course_lib.vit_defaults import TARGET_ACCURACY  # one bar for the notebook, the check and the grade
@@ -24,14 +25,16 @@ from ..parts import recipe
 
 LIMITS = {"embed_dim": 1024, "feedforward_dim": 8192, "num_layers": 16}
 COLLAPSE_SEED = 1729
-SLOTS = "checkers.vit._roles:vision_transformer_slots"
+SLOTS = "checkers.vit._model_roles:vit_slots"
 STACKS = {"blocks": ["attention"]}
 
 
 def evaluation_data(spec):
-    """The grader's data: the course's test digits {"images" (360, 1, 8, 8), "labels" (360,)}."""
-    images, labels = digit_splits()["test"]
-    return {"images": images, "labels": labels}
+    """The grader's data: the course's test digits {"images" (360, 1, 8, 8), "labels" (360,)} and its training
+    digits {"train_images" (1257, 1, 8, 8), "train_labels" (1257,)}."""
+    splits = digit_splits()
+    (images, labels), (train_images, train_labels) = splits["test"], splits["train"]
+    return {"images": images, "labels": labels, "train_images": train_images, "train_labels": train_labels}
 
 
 def trained_case(task):
@@ -87,17 +90,22 @@ def accuracy(model, images, labels):
 
 def trained_accuracy(task, model, data, reference):
     """Accuracy of the loaded reference ViT on the test digits; raises InvalidModel when the same architecture with
-    re-drawn weights scores RESET_CEILING or more, or the one-pixel-shifted test digits less than SHIFT_FLOOR."""
+    re-drawn weights scores RESET_CEILING or more, the training digits less than TRAIN_FLOOR, or the one-pixel-shifted
+    test digits less than SHIFT_FLOOR."""
     images, labels = data["images"], data["labels"]
     with cpu_threads(1):  # small matrices: one thread is faster, and graders run side by side
         clean = accuracy(model, images, labels)
         if clean < data["target"]:
             return clean
         chance = accuracy(redrawn(model, COLLAPSE_SEED), images, labels)
+        fit = accuracy(model, data["train_images"], data["train_labels"])
         moved = accuracy(model, *shifted_copies(images, labels))
     if chance >= RESET_CEILING:
         raise InvalidModel(f"the same architecture with re-drawn weights still scores {chance:.0%}, so the "
                            "accuracy does not come from the trained weights")
+    if fit < TRAIN_FLOOR:
+        raise InvalidModel(f"it classifies {clean:.0%} of the test digits but {fit:.0%} of the training digits "
+                           f"(honest models at least {TRAIN_FLOOR:.0%}): it was fitted to the test images")
     if moved < SHIFT_FLOOR:
         raise InvalidModel(f"it classifies {clean:.0%} of the test digits but {moved:.0%} once they move by one "
                            f"pixel (honest models keep at least {SHIFT_FLOOR:.0%}): it was fitted to the test images")
