@@ -165,6 +165,20 @@ def patchify_no_numbers(images, patch_size):
     return reference()["patchify"](images, patch_size)
 
 
+def patchify_one_channel(images, patch_size):
+    """Written for one channel: fails on the first 3-channel images, which are also the first non-square ones."""
+    reference()["patchify"](images, patch_size)  # its ValueError
+    batch_size, _, height, width = images.shape
+    blocks = images.reshape(batch_size, 1, height // patch_size, patch_size, width // patch_size, patch_size)
+    return blocks.permute(0, 2, 4, 1, 3, 5).reshape(batch_size, -1, patch_size * patch_size)  # (B, N, p·p)
+
+
+def test_only_a_square_only_answer_is_told_about_square_images():
+    message = failure_of(1, patchify_one_channel)
+    assert "(2, 3, 4, 6)" in message and "raised RuntimeError" in message, message
+    assert checkers.patches.SQUARE not in message, message
+
+
 def embedding_with_activation():
     base = reference()["PatchEmbedding"]
 
