@@ -16,6 +16,8 @@ SIZES_UNNAMED = ("the ValueError's message should name the sizes: the image's he
                  "e.g. f\"{height} x {width} images do not split into {patch_size} x {patch_size} patches\".")
 SQUARE = ("the images need not be square: read the height and the width separately from images.shape, H / p "
           "patch rows and W / p patch columns.")
+AXES_SWAPPED = ("the patch axis and the pixel axis are swapped, (B, C·p·p, N), the layout F.unfold returns: "
+                "transpose(1, 2) to (B, N, C·p·p).")
 IN_PLACE = "patchify modified its input `images` in place; build a new tensor instead (reshape, permute, unfold)."
 NOT_CONTIGUOUS = ("`view` needs memory laid out in the tensor's own order, which a permuted, transposed or sliced "
                   "tensor lacks: use reshape (or call .contiguous() first).")
@@ -25,7 +27,8 @@ NO_GRADIENT = ("no gradient reaches the images: build the patches with torch ope
 
 def describe(images, patch_size):
     """'patchify(images of shape (2, 3, 4, 6), patch_size=2)', as the student would call it."""
-    return f"patchify(images of shape {tuple(images.shape)}, patch_size={patch_size})"
+    stored = "" if images.is_contiguous() else " on non-contiguous images (a transposed (B, C, W, H) tensor)"
+    return f"patchify(images of shape {tuple(images.shape)}, patch_size={patch_size}){stored}"
 
 
 def patches_of(task, patchify, images, patch_size):
@@ -42,6 +45,9 @@ def patches_of(task, patchify, images, patch_size):
         task.fail(IN_PLACE)
     num_patches = (height // patch_size) * (width // patch_size)
     shape = (batch_size, num_patches, channels * patch_size * patch_size)
+    swapped = (batch_size, shape[2], num_patches)  # (B, C·p·p, N)
+    if isinstance(result, torch.Tensor) and swapped != shape and tuple(result.shape) == swapped:
+        task.fail(f"{what} has shape {tuple(result.shape)}, expected {shape}: {AXES_SWAPPED}")
     return expect_tensor(task, what, result, shape, images.dtype)
 
 
@@ -95,8 +101,7 @@ def _expect_non_contiguous(task, patchify, case):
     images, patch_size = case["images"], case["patch_size"]
     strided = images.transpose(-2, -1).contiguous().transpose(-2, -1)  # (B, C, H, W), not contiguous
     got = patches_of(task, patchify, strided, patch_size)
-    expect_close(task, f"{describe(images, patch_size)} on non-contiguous images (a transposed (B, C, W, H) tensor)",
-                 got, case["patches"], ATOL, RTOL)
+    expect_close(task, describe(strided, patch_size), got, case["patches"], ATOL, RTOL)
 
 
 def _expect_gradients(task, patchify, case):

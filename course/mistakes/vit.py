@@ -27,6 +27,8 @@ PATCHES_MUTANTS = [
     Mutant(1, "channel between the rows and columns of a patch", ((PERMUTE, "patches.permute(0, 2, 4, 3, 1, 5)"),),
            _order.INNER_ORDER),
     Mutant(1, "square images assumed", ((GRID, "rows = cols = height // patch_size"),), _patches.SQUARE),
+    Mutant(1, "F.unfold without the transpose", ((SPLIT, "return F.unfold(images, patch_size, stride=patch_size)"),),
+           _patches.AXES_SWAPPED),
     Mutant(1, "no ValueError", ((DIVISIBLE, "if False:"),), _patches.NO_VALUE_ERROR),
     Mutant(1, "only the height checked", ((DIVISIBLE, "if height % patch_size:"),), _patches.NO_VALUE_ERROR),
     Mutant(1, "ValueError without the sizes", ((RAISE, 'raise ValueError("the images do not split into patches")'),),

@@ -194,7 +194,14 @@ def embedding_without_cls():
     return type("NoCls", (base,), {"forward": lambda self, images: base.forward(self, images)[:, 1:]})
 
 
+def patchify_flat_view(images, patch_size):
+    """Flattens each image with view first: fine on contiguous images only."""
+    return reference()["patchify"](images.view(images.size(0), -1).view(images.shape), patch_size)
+
+
 UNNAMED = [
+    (1, patchify_flat_view, "on non-contiguous images (a transposed (B, C, W, H) tensor) raised RuntimeError from "
+                            "`view`: " + checkers.patches.NOT_CONTIGUOUS),
     (1, patchify_doubled, "differs from the expected values"),
     (1, patchify_overlapping, "has shape (2, 49, 4), expected (2, 16, 4)"),
     (1, patchify_batch_swapped, _order.BATCH_MIXED),
