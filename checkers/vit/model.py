@@ -13,8 +13,8 @@ from ._model_probes import explain_block, explain_flow, explain_readout, recorde
 ATOL, RTOL = 1e-6, 1e-6
 NAME = "VisionTransformer"
 # Sentences the known mistakes' diagnoses quote (course/mistakes/vit.py).
-SHARED_BLOCKS = ("every layer shares one block's weights: create a new PreNormBlock per layer, "
-                 "nn.ModuleList([PreNormBlock(...) for _ in range(num_layers)]), not [block] * num_layers.")
+SHARED_BLOCKS = ("every layer shares one block's weights: create a new PreNormBlock for every layer (in a loop or "
+                 "a list comprehension) rather than repeating one block, [block] * num_layers.")
 HEAD_EVERY_TOKEN = ("it returns logits for every token: apply the head to the [CLS] token only, "
                     "head(final_norm(x[:, 0])) -> (B, num_classes).")
 REVERSED = "forward_attention returns the maps last block first: append each block's map as it runs, first block first."

@@ -176,3 +176,11 @@ def test_check_takes_under_a_second(name):
         except CheckFailure:
             pass
     assert max(timings(run)) <= 1.0
+
+
+def test_blocks_called_through_forward_are_not_said_to_be_skipped():
+    """block.forward(x) runs no hooks: a wrong readout then is still reported, never as blocks not run."""
+    mutant = next(m for m in PLANTED if m.name == "mean of the patches")
+    direct = Mutant(3, "blocks called through .forward", mutant.edits + (("x = block(x)", "x = block.forward(x)"),))
+    message = failure_of(variant(direct)["VisionTransformer"])
+    assert "it ran blocks" not in message and mutant.diagnosis in message, message
