@@ -80,6 +80,52 @@ def model_with_hooks(ns):
     return Model
 
 
+def model_norming_every_token(ns):
+    """final_norm and head applied to every token, then the [CLS] row kept (LayerNorm and Linear act per token, so
+    the [CLS] logits are the same); blocks of the student's own pre-norm class built on the provided attention."""
+    embedding_class, attention_class = ns["PatchEmbedding"], ns["MultiheadAttention"]
+
+    class OwnPreNormBlock(nn.Module):
+        def __init__(self, embed_dim, num_heads, feedforward_dim, dropout):
+            super().__init__()
+            self.norm1, self.norm2 = nn.LayerNorm(embed_dim), nn.LayerNorm(embed_dim)
+            self.attention = attention_class(embed_dim, num_heads)
+            self.feedforward = nn.Sequential(nn.Linear(embed_dim, feedforward_dim), nn.GELU(), nn.Dropout(0.0),
+                                             nn.Linear(feedforward_dim, embed_dim))
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, x, return_attention=False):
+            attended, attention = self.attention(self.norm1(x), return_attention=True)
+            x = x + self.dropout(attended)
+            x = x + self.dropout(self.feedforward(self.norm2(x)))
+            return (x, attention) if return_attention else x
+
+    class Model(nn.Module):
+        def __init__(self, image_size, patch_size, in_channels, num_classes, embed_dim, num_heads, feedforward_dim,
+                     num_layers, dropout=0.0):
+            super().__init__()
+            self.patch_embedding = embedding_class(image_size, patch_size, in_channels, embed_dim)
+            self.blocks = nn.ModuleList([OwnPreNormBlock(embed_dim, num_heads, feedforward_dim, dropout)
+                                         for _ in range(num_layers)])
+            self.final_norm = nn.LayerNorm(embed_dim)
+            self.head = nn.Linear(embed_dim, num_classes)
+
+        def forward(self, images):
+            x = self.patch_embedding(images)
+            for block in self.blocks:
+                x = block(x)
+            return self.head(self.final_norm(x))[:, 0]
+
+        def forward_attention(self, images):
+            x, maps = self.patch_embedding(images), []
+            for block in self.blocks:
+                x, attention = block(x, return_attention=True)
+                maps += [attention]
+            return tuple(maps)
+
+    return Model
+
+
 # ----- Task 5: attention_rollout ----------------------------------------------------------------------------------
 
 def rollout_half_and_half(attention_maps):

@@ -58,7 +58,8 @@ def test_mistakes_are_named_without_stored_outputs(name):
     assert mutant.diagnosis in message, message
 
 
-@pytest.mark.parametrize("build", [model_variants.model_with_a_shared_helper, model_variants.model_with_hooks],
+@pytest.mark.parametrize("build", [model_variants.model_with_a_shared_helper, model_variants.model_with_hooks,
+                                   model_variants.model_norming_every_token],
                          ids=lambda f: f.__name__)
 def test_valid_variant_passes(build, capsys):
     check_task_3(build(reference()))
