@@ -130,6 +130,10 @@ def _explain_attention(task, what, model, got, fixture):
     """Fail naming maps in reverse order, a known mistake, or maps that are not those forward computes."""
     if len(got) > 1 and matches(got.flip(0), fixture["attention"], ATOL, RTOL):
         task.fail(f"{what}: {REVERSED}")
+    sums = got.sum(dim=-1)  # (L, B, H, N + 1)
+    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-6):
+        task.fail(f"{what}: each map's rows should sum to 1 (attention weights, after the softmax), but sum to values "
+                  f"from {sums.min().item():.4g} to {sums.max().item():.4g}.")
     diagnose(task, what, got, signatures(fixture, "attention"), ATOL, RTOL)
     seen = recorded(model, fixture["images"])["attention"]
     if len(seen) == len(got) and all(isinstance(a, torch.Tensor) and a.shape == got.shape[1:] for a in seen) \

@@ -122,6 +122,8 @@ BAD = {
     "forward returns None": (lambda ns: _with(ns, forward=lambda self, images: None), "is None"),
     "maps a tensor": (lambda ns: _with(ns, forward_attention=lambda self, images: torch.stack(
         ns["VisionTransformer"].forward_attention(self, images))), "should return a list of num_layers"),
+    "maps scaled": (lambda ns: _with(ns, forward_attention=lambda self, images: [
+        2 * attention for attention in ns["VisionTransformer"].forward_attention(self, images)]), "rows should sum to 1"),
     "blocks a plain list": (_after_init(_plain_list), "should be an nn.ModuleList"),
     "head of the wrong size": (_after_init(lambda self: setattr(self, "head", nn.Linear(8, 8))),
                                "should be nn.Linear(embed_dim, num_classes)"),
