@@ -8,6 +8,7 @@ from course.mistakes import Mutant
 # ---- Task 1: the reference lines the mistakes edit ----
 DIVISIBLE = "if height % patch_size or width % patch_size:"
 RAISE = 'raise ValueError(f"images of {height} x {width} pixels do not split into {patch_size} x {patch_size} patches")'
+GRID = "rows, cols = height // patch_size, width // patch_size"
 SPLIT = "patches = images.reshape(batch_size, channels, rows, patch_size, cols, patch_size)  # (B, C, h, p, w, p)"
 PERMUTE = "patches.permute(0, 2, 4, 1, 3, 5)"
 FLATTEN = "return patches.reshape(batch_size, rows * cols, channels * patch_size * patch_size)"
@@ -26,6 +27,7 @@ PATCHES_MUTANTS = [
             (PERMUTE, "patches")), _order.MIXED),
     Mutant(1, "channel between the rows and columns of a patch", ((PERMUTE, "patches.permute(0, 2, 4, 3, 1, 5)"),),
            _order.INNER_ORDER),
+    Mutant(1, "square images assumed", ((GRID, "rows = cols = height // patch_size"),), _patches.SQUARE),
     Mutant(1, "no ValueError", ((DIVISIBLE, "if False:"),), _patches.NO_VALUE_ERROR),
     Mutant(1, "only the height checked", ((DIVISIBLE, "if height % patch_size:"),), _patches.NO_VALUE_ERROR),
     Mutant(1, "ValueError without the sizes", ((RAISE, 'raise ValueError("the images do not split into patches")'),),
