@@ -5,7 +5,7 @@ import torch.nn as nn
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
 from .._core import check_function, expect_module_class, load_fixture
 from .._dependencies import explain_parts, part_class
-from .._modules import build, load
+from .._modules import build, expect_gradients_everywhere, load
 from .._weights import MissingPart
 from ._model_roles import vit_blocks, vit_slots
 from ._model_probes import explain_block, explain_flow, explain_readout, recorded
@@ -158,14 +158,14 @@ def _expect_dropout(task, cls, fixture):
     return first
 
 
-def _expect_gradients(task, model, logits):
-    """A finite gradient for every parameter, [CLS] token and position embedding included."""
-    model.zero_grad(set_to_none=True)
-    task.call(f"backward through {NAME}", logits.pow(2).sum().backward)
-    for name, parameter in model.named_parameters():
-        if parameter.requires_grad and (parameter.grad is None or not torch.isfinite(parameter.grad).all()):
-            task.fail(f"no gradient reaches `{name}`: is it created but never used in forward, or used through "
-                      ".data / .detach()?")
+def _expect_gradients(task, model, fixture):
+    """In train mode, a finite gradient for every parameter ([CLS] token and positions included) and the images."""
+    images = fixture["images"].clone().requires_grad_(True)
+    logits = task.call(f"{NAME}(images)", model.train(), images)
+    if not logits.requires_grad:
+        task.fail(f"{NAME}(images) gives logits that do not require grad, so training cannot change the model: is "
+                  "forward run under torch.no_grad(), or its result detached?")
+    expect_gradients_everywhere(task, model, logits.pow(2).sum(), images, NAME)
 
 
 @check_function(3)
@@ -180,8 +180,7 @@ def check_task_3(task, VisionTransformer):
     _expect_blocks(task, model, fixture)
     _expect_logits(task, model, fixture)
     _expect_attention(task, model, fixture)
-    model.train()
-    _expect_gradients(task, model, task.call(f"{NAME}(images)", model, fixture["images"]))
+    _expect_gradients(task, model, fixture)
     _expect_dropout(task, VisionTransformer, fixture)
     task.passed("patch embedding, pre-norm blocks in order, final norm and head on the [CLS] token, one attention "
                 "map per block from forward_attention, dropout off in eval mode, and gradients are right.")

@@ -12,19 +12,9 @@ from checkers.vit import _model_probes, model as model_check
 from course.mistakes import Mutant
 from course.mistakes.vit import MUTANTS
 from . import model_variants
-from .checks import reference, timings, variant
+from .checks import failure_of, reference, timings, variant
 
 PLANTED = [mutant for mutant in MUTANTS if mutant.task == 3]
-
-
-def failure_of(cls):
-    """The one-line message of the CheckFailure that check_task_3(cls) must raise."""
-    with pytest.raises(CheckFailure) as failure:
-        check_task_3(cls)
-    message = str(failure.value)
-    assert message.startswith("Task 3") and "\n" not in message, message
-    assert "the check itself could not run" not in message, message
-    return message
 
 
 def test_reference_passes(capsys):
@@ -34,7 +24,7 @@ def test_reference_passes(capsys):
 
 @pytest.mark.parametrize("mutant", PLANTED, ids=lambda m: m.name)
 def test_planted_mistake_fails_with_its_name(mutant):
-    message = failure_of(variant(mutant)["VisionTransformer"])
+    message = failure_of(3, variant(mutant)["VisionTransformer"])
     assert mutant.diagnosis and mutant.diagnosis in message, message
 
 
@@ -54,7 +44,7 @@ def test_mistakes_are_named_without_stored_outputs(name):
     """The readout, flow and block probes name these from the student's own states, not from a stored signature."""
     mutant = next(m for m in PLANTED if m.name == name)
     with mock.patch.object(model_check, "signatures", lambda case, key: None):
-        message = failure_of(variant(mutant)["VisionTransformer"])
+        message = failure_of(3, variant(mutant)["VisionTransformer"])
     assert mutant.diagnosis in message, message
 
 
@@ -76,7 +66,7 @@ COLUMN_MAJOR = Mutant(1, "patches in column-major order", (
 
 @pytest.mark.parametrize("mutant", [NO_POSITIONS, COLUMN_MAJOR], ids=lambda m: m.name)
 def test_a_wrong_embedding_or_patchify_is_blamed_on_task_2(mutant):
-    message = failure_of(variant(mutant)["VisionTransformer"])
+    message = failure_of(3, variant(mutant)["VisionTransformer"])
     assert "does not pass check_task_2" in message and "fix Task 2 first" in message, message
 
 
@@ -131,6 +121,10 @@ BAD = {
                       "final_norm should be nn.LayerNorm(embed_dim)"),
     "torch's encoder layers": (_after_init(lambda self: setattr(self, "blocks", nn.ModuleList(
         nn.TransformerEncoderLayer(8, 2, 16, batch_first=True) for _ in range(3)))), "build every block with the provided PreNormBlock"),
+    "logits detached": (lambda ns: _with(ns, forward=lambda self, images: ns["VisionTransformer"].forward(
+        self, images).detach()), "do not require grad"),
+    "an unused parameter": (_after_init(lambda self: setattr(self, "spare", nn.Parameter(torch.zeros(3)))),
+                            "no gradient reaches `spare`"),
     "forward raises": (lambda ns: _with(ns, forward=lambda self, images: 1 / 0), "raised ZeroDivisionError"),
 }
 
@@ -138,7 +132,7 @@ BAD = {
 @pytest.mark.parametrize("key", BAD)
 def test_bad_input_fails_cleanly(key):
     make, words = BAD[key]
-    message = failure_of(make(reference()))
+    message = failure_of(3, make(reference()))
     assert words in message, message
 
 
@@ -185,5 +179,5 @@ def test_blocks_called_through_forward_are_not_said_to_be_skipped():
     """block.forward(x) runs no hooks: a wrong readout then is still reported, never as blocks not run."""
     mutant = next(m for m in PLANTED if m.name == "mean of the patches")
     direct = Mutant(3, "blocks called through .forward", mutant.edits + (("x = block(x)", "x = block.forward(x)"),))
-    message = failure_of(variant(direct)["VisionTransformer"])
+    message = failure_of(3, variant(direct)["VisionTransformer"])
     assert "it ran blocks" not in message and mutant.diagnosis in message, message

@@ -10,19 +10,9 @@ from checkers.vit import CheckFailure, NotImplementedYet, check_task_5
 from course.fixtures.vit import hand_built_stacks
 from course.mistakes.vit import MUTANTS
 from . import model_variants
-from .checks import reference, timings, variant
+from .checks import failure_of, reference, timings, variant
 
 PLANTED = [mutant for mutant in MUTANTS if mutant.task == 5]
-
-
-def failure_of(obj):
-    """The one-line message of the CheckFailure that check_task_5(obj) must raise."""
-    with pytest.raises(CheckFailure) as failure:
-        check_task_5(obj)
-    message = str(failure.value)
-    assert message.startswith("Task 5") and "\n" not in message, message
-    assert "the check itself could not run" not in message, message
-    return message
 
 
 # ----- the hand-built stacks' rollouts, by an independent route ---------------------------------------------------
@@ -74,7 +64,7 @@ def test_reference_passes(capsys):
 
 @pytest.mark.parametrize("mutant", PLANTED, ids=lambda m: m.name)
 def test_planted_mistake_fails_with_its_name(mutant):
-    message = failure_of(variant(mutant)["attention_rollout"])
+    message = failure_of(5, variant(mutant)["attention_rollout"])
     assert mutant.diagnosis and mutant.diagnosis in message, message
 
 
@@ -128,7 +118,7 @@ BAD = {"None": (None, "got None instead of `attention_rollout`"),
 @pytest.mark.parametrize("key", BAD)
 def test_bad_input_fails_cleanly(key):
     obj, words = BAD[key]
-    message = failure_of(obj)
+    message = failure_of(5, obj)
     assert words in message, message
 
 
