@@ -170,7 +170,7 @@ def _expect_gradients(task, model, fixture):
 
 @check_function(3)
 def check_task_3(task, VisionTransformer):
-    """Check VisionTransformer: structure, embedding, blocks, logits from [CLS], forward_attention, dropout, gradients."""
+    """Check VisionTransformer: structure, embedding, blocks, [CLS] logits, forward_attention, gradients, dropout."""
     expect_module_class(task, VisionTransformer, NAME)
     fixture = load_fixture(__package__, 3)
     model = build(task, VisionTransformer, NAME, **fixture["config"])

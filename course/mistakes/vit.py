@@ -130,8 +130,8 @@ MODEL_MUTANTS = [
     Mutant(3, "only the last block's map", (("return maps\n", "return [maps[-1]]\n"),), _model.ONLY_LAST),
     Mutant(3, "maps averaged over heads", ((COLLECTED, "maps.append(attention.mean(dim=1))"),),
            _model.HEADS_AVERAGED),
-    Mutant(3, "forward_attention does not chain the blocks", ((CHAINED, CHAINED.replace("x, attention", "_, attention")),),
-           _model.DISAGREES),
+    Mutant(3, "forward_attention does not chain the blocks",
+           ((CHAINED, CHAINED.replace("x, attention", "_, attention")),), _model.DISAGREES),
 ]
 
 # ---- Task 5: attention_rollout (the vit-model helper's block) ----

@@ -113,14 +113,16 @@ BAD = {
     "maps a tensor": (lambda ns: _with(ns, forward_attention=lambda self, images: torch.stack(
         ns["VisionTransformer"].forward_attention(self, images))), "should return a list of num_layers"),
     "maps scaled": (lambda ns: _with(ns, forward_attention=lambda self, images: [
-        2 * attention for attention in ns["VisionTransformer"].forward_attention(self, images)]), "rows should sum to 1"),
+        2 * attention for attention in ns["VisionTransformer"].forward_attention(self, images)]),
+        "rows should sum to 1"),
     "blocks a plain list": (_after_init(_plain_list), "should be an nn.ModuleList"),
     "head of the wrong size": (_after_init(lambda self: setattr(self, "head", nn.Linear(8, 8))),
                                "should be nn.Linear(embed_dim, num_classes)"),
     "no final norm": (_after_init(lambda self: setattr(self, "final_norm", nn.Identity())),
                       "final_norm should be nn.LayerNorm(embed_dim)"),
     "torch's encoder layers": (_after_init(lambda self: setattr(self, "blocks", nn.ModuleList(
-        nn.TransformerEncoderLayer(8, 2, 16, batch_first=True) for _ in range(3)))), "build every block with the provided PreNormBlock"),
+        nn.TransformerEncoderLayer(8, 2, 16, batch_first=True) for _ in range(3)))),
+        "build every block with the provided PreNormBlock"),
     "logits detached": (lambda ns: _with(ns, forward=lambda self, images: ns["VisionTransformer"].forward(
         self, images).detach()), "do not require grad"),
     "an unused parameter": (_after_init(lambda self: setattr(self, "spare", nn.Parameter(torch.zeros(3)))),
