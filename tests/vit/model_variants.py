@@ -83,6 +83,11 @@ def model_with_hooks(ns):
 def model_norming_every_token(ns):
     """final_norm and head applied to every token, then the [CLS] row kept (LayerNorm and Linear act per token, so
     the [CLS] logits are the same); blocks of the student's own pre-norm class built on the provided attention."""
+    return model_with_its_own_blocks(ns, post_norm=False)
+
+
+def model_with_its_own_blocks(ns, post_norm):
+    """model_norming_every_token's model; with post_norm, a mistake: its own block normalises after each residual."""
     embedding_class, attention_class = ns["PatchEmbedding"], ns["MultiheadAttention"]
 
     class OwnPreNormBlock(nn.Module):
@@ -95,6 +100,11 @@ def model_norming_every_token(ns):
             self.dropout = nn.Dropout(dropout)
 
         def forward(self, x, return_attention=False):
+            if post_norm:
+                attended, attention = self.attention(x, return_attention=True)
+                x = self.norm1(x + self.dropout(attended))
+                x = self.norm2(x + self.dropout(self.feedforward(x)))
+                return (x, attention) if return_attention else x
             attended, attention = self.attention(self.norm1(x), return_attention=True)
             x = x + self.dropout(attended)
             x = x + self.dropout(self.feedforward(self.norm2(x)))

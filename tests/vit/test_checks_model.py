@@ -56,6 +56,11 @@ def test_valid_variant_passes(build, capsys):
     assert capsys.readouterr().out.startswith("✓ Task 3 passed")
 
 
+def test_a_post_norm_block_of_the_students_own_class_is_named():
+    message = failure_of(3, model_variants.model_with_its_own_blocks(reference(), post_norm=True))
+    assert _model_probes.POST_NORM in message and "blocks[0]" in message, message
+
+
 # ----- a wrong part of an earlier task is blamed on Task 2 ------------------------------------------------------
 
 NO_POSITIONS = Mutant(2, "no position embedding added", (
