@@ -83,14 +83,17 @@ def loaded(task, PatchEmbedding, case, dtype=torch.float64):
 def tokens_of(task, embedding, images, config):
     """embedding(images), checked to leave images alone and to be a (B, N + 1, D) tensor of their dtype; a failure
     is first blamed on the student's patchify when that fails its own check."""
-    before = images.detach().clone()
     try:
-        result = task.call(f"{NAME}.forward", embedding, images)
+        return _checked_tokens(task, embedding, images, config)
     except CheckFailure:
         _blame_patchify(task, type(embedding), describe(config))
         raise
+
+
+def _checked_tokens(task, embedding, images, config):
+    before = images.detach().clone()
+    result = task.call(f"{NAME}.forward", embedding, images)
     if not torch.equal(before, images.detach()):
-        _blame_patchify(task, type(embedding), describe(config))
         task.fail(IN_PLACE)
     num_patches = (config["image_size"] // config["patch_size"]) ** 2
     shape = (images.size(0), num_patches + 1, config["embed_dim"])

@@ -10,8 +10,8 @@ from ._order import explain_order
 # patchify moves numbers and computes none: float64 values must come out as they went in (1e-12 leaves room for an
 # answer that multiplies by one)
 ATOL, RTOL = 1e-12, 0.0
-NO_VALUE_ERROR = ("raise a ValueError naming the sizes when H or W is not a multiple of patch_size, before reshaping "
-                  "(`if height % patch_size or width % patch_size: raise ValueError(...)`).")
+NO_VALUE_ERROR = ("raise a ValueError naming the sizes when H or W is not a multiple of patch_size: test H % "
+                  "patch_size and W % patch_size before reshaping.")
 SIZES_UNNAMED = ("the ValueError's message should name the sizes: the image's height and width and the patch size, "
                  "e.g. f\"{height} x {width} images do not split into {patch_size} x {patch_size} patches\".")
 SQUARE = ("the images need not be square: read the height and the width separately from images.shape, H / p "
@@ -30,7 +30,7 @@ def describe(images, patch_size):
 
 def patches_of(task, patchify, images, patch_size):
     """patchify(images, patch_size), checked to leave images alone and to be a (B, N, C·p·p) tensor of their dtype."""
-    batch_size, channels, height, width = images.shape
+    (batch_size, channels), (height, width) = images.shape[:2], images.shape[2:]
     before, what = images.detach().clone(), describe(images, patch_size)
     try:
         result = task.call(what, patchify, images, patch_size)
