@@ -1,7 +1,8 @@
 """Known student mistakes of the vit assignment, each a few edits of the reference source (the solutions notebook).
 See course/mistakes/transformer.py for how they are used. Instructor-side only: never shipped.
 """
-from checkers.vit import _order, _tokens, embedding as _embedding, patches as _patches
+from checkers.vit import _model_probes as _probes, _order, _tokens, embedding as _embedding, model as _model
+from checkers.vit import patches as _patches, rollout as _rollout
 from course.mistakes import Mutant
 
 # ---- Task 1: the reference lines the mistakes edit ----
@@ -88,10 +89,79 @@ EMBEDDING_MUTANTS = [
     Mutant(2, "patch size 2 written in", ((PROJECTED, PROJECTED.replace("self.patch_size", "2")),)),
 ]
 
-MUTANTS = [
-    # ---- Tasks 1-2 ----
-    *PATCHES_MUTANTS,
-    *EMBEDDING_MUTANTS,
+# ---- Task 3: VisionTransformer (the vit-model helper's block) ----
+READOUT = "return self.head(self.final_norm(x[:, 0]))  # (B, K), from the [CLS] token only"
+EMBED_THEN_BLOCKS = ("x = self.patch_embedding(images)  # (B, N + 1, D)\n        for block in self.blocks:\n"
+                     "            x = block(x)  # (B, N + 1, D)")
+BLOCKS = ("nn.ModuleList([PreNormBlock(embed_dim, num_heads, feedforward_dim, dropout=dropout)\n"
+          "                                     for _ in range(num_layers)])")
+HEAD_INIT = "self.head = nn.Linear(embed_dim, num_classes)"
+PRE_ATTENTION = "attended, attention = self.attention(self.norm1(x), return_attention=True)"
+ATTENDED = "x = x + self.dropout(attended)"
+FED_FORWARD = "x = x + self.dropout(self.feedforward(self.norm2(x)))"
+COLLECTED = "maps.append(attention)"
+CHAINED = "x, attention = block(x, return_attention=True)"
 
-    # ---- Tasks 3, 5 (the vit-model helper appends theirs) ----
+MODEL_MUTANTS = [
+    Mutant(3, "mean of the patches", ((READOUT, "return self.head(self.final_norm(x[:, 1:].mean(dim=1)))"),),
+           _probes.MEAN_PATCHES),
+    Mutant(3, "mean of all tokens", ((READOUT, "return self.head(self.final_norm(x.mean(dim=1)))"),),
+           _probes.MEAN_TOKENS),
+    Mutant(3, "last token", ((READOUT, "return self.head(self.final_norm(x[:, -1]))"),), _probes.LAST_TOKEN),
+    Mutant(3, "missing final norm", ((READOUT, "return self.head(x[:, 0])"),), _probes.NO_FINAL_NORM),
+    Mutant(3, "final norm before the blocks",
+           ((EMBED_THEN_BLOCKS, EMBED_THEN_BLOCKS.replace("x = self.patch_embedding(images)",
+                                                          "x = self.final_norm(self.patch_embedding(images))")),
+            (READOUT, "return self.head(x[:, 0])")), _probes.FINAL_NORM_FIRST),
+    Mutant(3, "head on every token", ((READOUT, "return self.head(self.final_norm(x))"),), _model.HEAD_EVERY_TOKEN),
+    Mutant(3, "post-norm blocks", ((PRE_ATTENTION, PRE_ATTENTION.replace("self.norm1(x)", "x")),
+                                   (ATTENDED, "x = self.norm1(x + self.dropout(attended))"),
+                                   (FED_FORWARD, "x = self.norm2(x + self.dropout(self.feedforward(x)))")),
+           _probes.POST_NORM),
+    Mutant(3, "blocks sharing one module",
+           ((BLOCKS, "nn.ModuleList([PreNormBlock(embed_dim, num_heads, feedforward_dim, dropout=dropout)] * "
+                     "num_layers)"),), _model.SHARED_BLOCKS),
+    Mutant(3, "dropout applied at eval",
+           ((HEAD_INIT, HEAD_INIT + "\n        self.dropout = dropout"),
+            (EMBED_THEN_BLOCKS, EMBED_THEN_BLOCKS.replace(
+                "x = self.patch_embedding(images)", "x = nn.functional.dropout(self.patch_embedding(images), "
+                                                    "self.dropout)"))), _model.DROPOUT_AT_EVAL),
+    Mutant(3, "dropout not passed to the blocks", ((BLOCKS, BLOCKS.replace(", dropout=dropout)", ")")),),
+           _model.DROPOUT_NOT_PASSED),
+    Mutant(3, "maps in reverse order", (("return maps\n", "return maps[::-1]\n"),), _model.REVERSED),
+    Mutant(3, "only the last block's map", (("return maps\n", "return [maps[-1]]\n"),), _model.ONLY_LAST),
+    Mutant(3, "maps averaged over heads", ((COLLECTED, "maps.append(attention.mean(dim=1))"),),
+           _model.HEADS_AVERAGED),
+    Mutant(3, "forward_attention does not chain the blocks",
+           ((CHAINED, CHAINED.replace("x, attention", "_, attention")),), _model.DISAGREES),
 ]
+
+# ---- Task 5: attention_rollout (the vit-model helper's block) ----
+HEADS_MEAN = "mixed = attention.mean(dim=1)  # (B, T, T), the heads averaged"
+IDENTITY = ("        mixed = mixed + torch.eye(mixed.size(-1), dtype=mixed.dtype, device=mixed.device)  "
+            "# the residual path\n")
+RENORMALISED = "        mixed = mixed / mixed.sum(dim=-1, keepdim=True)  # (B, T, T), rows sum to 1 again\n"
+ROLLED = "rollout = mixed if rollout is None else mixed @ rollout  # (B, T, T)"
+
+ROLLOUT_MUTANTS = [
+    Mutant(5, "no identity for the residual", ((IDENTITY, ""),), _rollout.NO_IDENTITY),
+    Mutant(5, "rows not renormalised", ((RENORMALISED, ""),), _rollout.NOT_RENORMALISED),
+    Mutant(5, "identity added after renormalising", ((IDENTITY + RENORMALISED, RENORMALISED + IDENTITY),),
+           _rollout.NOT_RENORMALISED),
+    Mutant(5, "columns renormalised", ((RENORMALISED, RENORMALISED.replace("dim=-1", "dim=-2")),), _rollout.COLUMNS),
+    Mutant(5, "layers multiplied in the wrong order", ((ROLLED, ROLLED.replace("mixed @ rollout", "rollout @ mixed")),),
+           _rollout.WRONG_ORDER),
+    Mutant(5, "max over heads", ((HEADS_MEAN, HEADS_MEAN.replace(".mean(dim=1)", ".amax(dim=1)")),),
+           _rollout.MAX_HEADS),
+    Mutant(5, "heads summed", ((HEADS_MEAN, HEADS_MEAN.replace(".mean(dim=1)", ".sum(dim=1)")),), _rollout.SUM_HEADS),
+    Mutant(5, "last layer only", ((ROLLED, "rollout = mixed"),), _rollout.LAST_LAYER),
+    Mutant(5, "first layer only", ((ROLLED, "rollout = mixed if rollout is None else rollout"),),
+           _rollout.FIRST_LAYER),
+    Mutant(5, "only the [CLS] row", (("    return rollout\n", "    return rollout[:, 0]\n"),), _rollout.CLS_ROW),
+    Mutant(5, "identity of a fixed dtype", ((IDENTITY, IDENTITY.replace("dtype=mixed.dtype", "dtype=torch.float64")),),
+           "the dtype should follow the input"),
+    Mutant(5, "maps detached", ((HEADS_MEAN, HEADS_MEAN.replace("attention.mean", "attention.detach().mean")),),
+           _rollout.DETACHED),
+]
+
+MUTANTS = [*PATCHES_MUTANTS, *EMBEDDING_MUTANTS, *MODEL_MUTANTS, *ROLLOUT_MUTANTS]
