@@ -1,5 +1,8 @@
 """Set-up files agree with each other: the repository URLs, one pinned dependency list."""
+import ast
+import importlib.metadata
 import re
+import sys
 import tomllib
 from pathlib import Path
 
@@ -30,6 +33,30 @@ def test_package_keeps_a_loose_torch_range_for_colab():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     torch_requirement = next(d for d in project["dependencies"] if d.startswith("torch"))
     assert "==" not in torch_requirement
+
+
+def third_party_imports(folders):
+    """Top-level modules imported by the student package's source that are neither its own nor the standard library."""
+    names = set()
+    for folder in folders:
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    names |= {alias.name.split(".")[0] for alias in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names.add(node.module.split(".")[0])
+    return names - set(sys.stdlib_module_names) - {"course_lib", "checkers", "IPython"}
+
+
+def test_the_student_package_declares_and_pins_what_it_imports():
+    # IPython is Jupyter's own (every notebook runs in it); the others must install with the package in Colab
+    distributions = importlib.metadata.packages_distributions()
+    imported = {distributions[name][0].lower() for name in third_party_imports(("course_lib", "checkers"))}
+    declared = {re.split(r"[<>=! ]", d)[0].lower() for d in
+                tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]}
+    pinned = {pin.split("==")[0].lower() for pin in pins((ROOT / "requirements.txt").read_text())}
+    assert imported <= declared, f"imported but not in pyproject's dependencies: {sorted(imported - declared)}"
+    assert declared <= pinned, f"declared but not pinned in requirements.txt: {sorted(declared - pinned)}"
 
 
 def test_every_notebook_installs_from_the_student_repository():

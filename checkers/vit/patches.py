@@ -4,16 +4,20 @@ import re
 import torch
 
 from .._compare import expect_close, expect_finite, expect_tensor, matches
-from .._core import CheckFailure, check_function, expect_callable, load_fixture, one_line
+from .._core import CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture, one_line
 from ._order import explain_order
 
 # patchify moves numbers and computes none: float64 values must come out as they went in (1e-12 leaves room for an
 # answer that multiplies by one)
 ATOL, RTOL = 1e-12, 0.0
-NO_VALUE_ERROR = ("raise a ValueError naming the sizes when H or W is not a multiple of patch_size, before reshaping "
-                  "(`if height % patch_size or width % patch_size: raise ValueError(...)`).")
+NO_VALUE_ERROR = ("raise a ValueError naming the sizes when H or W is not a multiple of patch_size: test H % "
+                  "patch_size and W % patch_size before reshaping.")
 SIZES_UNNAMED = ("the ValueError's message should name the sizes: the image's height and width and the patch size, "
                  "e.g. f\"{height} x {width} images do not split into {patch_size} x {patch_size} patches\".")
+SQUARE = ("the images need not be square: read the height and the width separately from images.shape, H / p "
+          "patch rows and W / p patch columns.")
+AXES_SWAPPED = ("the patch axis and the pixel axis are swapped, (B, C·p·p, N), the layout F.unfold returns: "
+                "transpose(1, 2) to (B, N, C·p·p).")
 IN_PLACE = "patchify modified its input `images` in place; build a new tensor instead (reshape, permute, unfold)."
 NOT_CONTIGUOUS = ("`view` needs memory laid out in the tensor's own order, which a permuted, transposed or sliced "
                   "tensor lacks: use reshape (or call .contiguous() first).")
@@ -23,12 +27,13 @@ NO_GRADIENT = ("no gradient reaches the images: build the patches with torch ope
 
 def describe(images, patch_size):
     """'patchify(images of shape (2, 3, 4, 6), patch_size=2)', as the student would call it."""
-    return f"patchify(images of shape {tuple(images.shape)}, patch_size={patch_size})"
+    stored = "" if images.is_contiguous() else " on non-contiguous images (a transposed (B, C, W, H) tensor)"
+    return f"patchify(images of shape {tuple(images.shape)}, patch_size={patch_size}){stored}"
 
 
 def patches_of(task, patchify, images, patch_size):
     """patchify(images, patch_size), checked to leave images alone and to be a (B, N, C·p·p) tensor of their dtype."""
-    batch_size, channels, height, width = images.shape
+    (batch_size, channels), (height, width) = images.shape[:2], images.shape[2:]
     before, what = images.detach().clone(), describe(images, patch_size)
     try:
         result = task.call(what, patchify, images, patch_size)
@@ -40,12 +45,33 @@ def patches_of(task, patchify, images, patch_size):
         task.fail(IN_PLACE)
     num_patches = (height // patch_size) * (width // patch_size)
     shape = (batch_size, num_patches, channels * patch_size * patch_size)
+    swapped = (batch_size, shape[2], num_patches)  # (B, C·p·p, N)
+    if isinstance(result, torch.Tensor) and swapped != shape and tuple(result.shape) == swapped:
+        task.fail(f"{what} has shape {tuple(result.shape)}, expected {shape}: {AXES_SWAPPED}")
     return expect_tensor(task, what, result, shape, images.dtype)
+
+
+def _square_only(patchify, images, patch_size):
+    """Whether non-square images make patchify raise where their largest square corner does not (a probe)."""
+    side = min(images.shape[-2:])
+    if images.size(-2) == images.size(-1):
+        return False
+    try:
+        return isinstance(patchify(images[..., :side, :side], patch_size), torch.Tensor)
+    except Exception:  # noqa: BLE001 -- only a probe
+        return False
 
 
 def _expect_case(task, patchify, case):
     images, patch_size = case["images"], case["patch_size"]
-    got = patches_of(task, patchify, images, patch_size)
+    try:
+        got = patches_of(task, patchify, images, patch_size)
+    except NotImplementedYet:
+        raise
+    except CheckFailure as failure:
+        if " raised " in str(failure) and _square_only(patchify, images, patch_size):
+            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {SQUARE}")
+        raise
     what = describe(images, patch_size)
     if not matches(got, case["patches"], ATOL, RTOL):
         expect_finite(task, what, got)
@@ -75,8 +101,7 @@ def _expect_non_contiguous(task, patchify, case):
     images, patch_size = case["images"], case["patch_size"]
     strided = images.transpose(-2, -1).contiguous().transpose(-2, -1)  # (B, C, H, W), not contiguous
     got = patches_of(task, patchify, strided, patch_size)
-    expect_close(task, f"{describe(images, patch_size)} on non-contiguous images (a transposed (B, C, W, H) tensor)",
-                 got, case["patches"], ATOL, RTOL)
+    expect_close(task, describe(strided, patch_size), got, case["patches"], ATOL, RTOL)
 
 
 def _expect_gradients(task, patchify, case):

@@ -1,12 +1,14 @@
 """Known student mistakes of the vit assignment, each a few edits of the reference source (the solutions notebook).
 See course/mistakes/transformer.py for how they are used. Instructor-side only: never shipped.
 """
-from checkers.vit import _order, patches as _patches
+from checkers.vit import _model_probes as _probes, _order, _tokens, embedding as _embedding, model as _model
+from checkers.vit import patches as _patches, rollout as _rollout
 from course.mistakes import Mutant
 
 # ---- Task 1: the reference lines the mistakes edit ----
 DIVISIBLE = "if height % patch_size or width % patch_size:"
 RAISE = 'raise ValueError(f"images of {height} x {width} pixels do not split into {patch_size} x {patch_size} patches")'
+GRID = "rows, cols = height // patch_size, width // patch_size"
 SPLIT = "patches = images.reshape(batch_size, channels, rows, patch_size, cols, patch_size)  # (B, C, h, p, w, p)"
 PERMUTE = "patches.permute(0, 2, 4, 1, 3, 5)"
 FLATTEN = "return patches.reshape(batch_size, rows * cols, channels * patch_size * patch_size)"
@@ -25,6 +27,9 @@ PATCHES_MUTANTS = [
             (PERMUTE, "patches")), _order.MIXED),
     Mutant(1, "channel between the rows and columns of a patch", ((PERMUTE, "patches.permute(0, 2, 4, 3, 1, 5)"),),
            _order.INNER_ORDER),
+    Mutant(1, "square images assumed", ((GRID, "rows = cols = height // patch_size"),), _patches.SQUARE),
+    Mutant(1, "F.unfold without the transpose", ((SPLIT, "return F.unfold(images, patch_size, stride=patch_size)"),),
+           _patches.AXES_SWAPPED),
     Mutant(1, "no ValueError", ((DIVISIBLE, "if False:"),), _patches.NO_VALUE_ERROR),
     Mutant(1, "only the height checked", ((DIVISIBLE, "if height % patch_size:"),), _patches.NO_VALUE_ERROR),
     Mutant(1, "ValueError without the sizes", ((RAISE, 'raise ValueError("the images do not split into patches")'),),
@@ -40,20 +45,51 @@ PATCHES_MUTANTS = [
            _order.COLUMN_MAJOR),
 ]
 
-# ---- Task 2: PatchEmbedding ----
-EMBEDDING_MUTANTS = []
+# ---- Task 2: the reference lines the mistakes edit ----
+PROJECTION = "self.projection = nn.Linear(in_channels * patch_size ** 2, embed_dim)"
+CLS_TOKEN = "self.cls_token = nn.Parameter(torch.randn(embed_dim) * 0.02)  # (D,)"
+POSITIONS = "self.position_embedding = nn.Parameter(torch.randn(1, num_patches + 1, embed_dim) * 0.02)"
+PROJECTED = "patches = self.projection(patchify(images, self.patch_size))  # (B, N, D)"
+CLS = "cls = self.cls_token.expand(patches.size(0), 1, -1)  # (B, 1, D)"
+TOKENS = "return torch.cat([cls, patches], dim=1) + self.position_embedding"
+SINUSOIDS = """position = torch.arange(num_patches + 1)[:, None]  # (N + 1, 1)
+        frequency = torch.exp(torch.arange(0, embed_dim, 2) * (-math.log(10000.0) / embed_dim))  # (ceil(D / 2),)
+        table = torch.zeros(1, num_patches + 1, embed_dim)  # (1, N + 1, D)
+        table[0, :, 0::2] = torch.sin(position * frequency)
+        table[0, :, 1::2] = torch.cos(position * frequency[:embed_dim // 2])
+        """
 
-MUTANTS = [
-    # ---- Tasks 1-2 ----
-    *PATCHES_MUTANTS,
-    *EMBEDDING_MUTANTS,
-
-    # ---- Tasks 3, 5 (the vit-model helper's, defined below) ----
+EMBEDDING_MUTANTS = [
+    Mutant(2, "[CLS] appended at the end", ((TOKENS, "return torch.cat([patches, cls], dim=1) + "
+                                                     "self.position_embedding"),), _tokens.CLS_LAST),
+    Mutant(2, "position embedding of N rows, none for [CLS]",
+           ((POSITIONS, POSITIONS.replace("num_patches + 1", "num_patches")),
+            (TOKENS, "return torch.cat([cls, patches + self.position_embedding], dim=1)")), _embedding.N_ROWS),
+    Mutant(2, "[CLS] without its position (row 0 unused)",
+           ((TOKENS, "return torch.cat([cls, patches + self.position_embedding[:, 1:]], dim=1)"),),
+           _tokens.CLS_NO_POSITION),
+    Mutant(2, "patches get position rows 0 .. N - 1",
+           ((TOKENS, "return torch.cat([cls, patches + self.position_embedding[:, :-1]], dim=1)"),), _tokens.SHIFTED),
+    Mutant(2, "no positions added", ((TOKENS, "return torch.cat([cls, patches], dim=1)"),), _tokens.NO_POSITIONS),
+    Mutant(2, "sinusoidal table as a buffer",
+           ((POSITIONS, SINUSOIDS + 'self.register_buffer("position_embedding", table)'),), _embedding.FIXED_TABLE),
+    Mutant(2, "sinusoidal table, a Parameter with requires_grad=False",
+           ((POSITIONS, SINUSOIDS + "self.position_embedding = nn.Parameter(table, requires_grad=False)"),),
+           _embedding.FIXED_TABLE),
+    Mutant(2, "cls_token a plain tensor", ((CLS_TOKEN, "self.cls_token = torch.zeros(embed_dim)"),),
+           _embedding.CLS_FIXED),
+    Mutant(2, "projection over the patch axis",
+           ((PROJECTION, "self.projection = nn.Linear(num_patches, embed_dim)"),
+            (PROJECTED, "patches = self.projection(patchify(images, self.patch_size).transpose(1, 2))")),
+           _embedding.PATCH_AXIS),
+    Mutant(2, "[CLS] plus the mean of the patches", ((CLS, CLS + "\n        cls = cls + patches.mean(dim=1, "
+                                                           "keepdim=True)"),), _tokens.CLS_NOT_SHARED),
+    Mutant(2, "projection without a bias", ((PROJECTION, PROJECTION.replace("embed_dim)", "embed_dim, bias=False)")),),
+           "created with bias=False"),
+    Mutant(2, "patch size 2 written in", ((PROJECTED, PROJECTED.replace("self.patch_size", "2")),)),
 ]
 
 # ---- Task 3: VisionTransformer (the vit-model helper's block) ----
-from checkers.vit import _model_probes as _probes, model as _model, rollout as _rollout  # noqa: E402
-
 READOUT = "return self.head(self.final_norm(x[:, 0]))  # (B, K), from the [CLS] token only"
 EMBED_THEN_BLOCKS = ("x = self.patch_embedding(images)  # (B, N + 1, D)\n        for block in self.blocks:\n"
                      "            x = block(x)  # (B, N + 1, D)")
@@ -96,8 +132,8 @@ MODEL_MUTANTS = [
     Mutant(3, "only the last block's map", (("return maps\n", "return [maps[-1]]\n"),), _model.ONLY_LAST),
     Mutant(3, "maps averaged over heads", ((COLLECTED, "maps.append(attention.mean(dim=1))"),),
            _model.HEADS_AVERAGED),
-    Mutant(3, "forward_attention does not chain the blocks", ((CHAINED, CHAINED.replace("x, attention", "_, attention")),),
-           _model.DISAGREES),
+    Mutant(3, "forward_attention does not chain the blocks",
+           ((CHAINED, CHAINED.replace("x, attention", "_, attention")),), _model.DISAGREES),
 ]
 
 # ---- Task 5: attention_rollout (the vit-model helper's block) ----
@@ -128,4 +164,4 @@ ROLLOUT_MUTANTS = [
            _rollout.DETACHED),
 ]
 
-MUTANTS += [*MODEL_MUTANTS, *ROLLOUT_MUTANTS]
+MUTANTS = [*PATCHES_MUTANTS, *EMBEDDING_MUTANTS, *MODEL_MUTANTS, *ROLLOUT_MUTANTS]
