@@ -120,9 +120,10 @@ def main():
     args = parser.parse_args()
     ref, splits = reference_of("vit"), digit_splits()
     torch.set_num_threads(1)
-    print("| model | seed | test | shifted | val | train | re-drawn | shifted s | load |\n|---|---|---|---|---|---|---|---|---|")
+    print("| model | seed | test | shifted | val | train | re-drawn | shifted s | load |\n" + "|---" * 9 + "|")
     for floor in (0.9, 0.7, 0.5):
-        row(f"test images in weights, cos > {floor}", nearest_neighbour_vit(ref, *splits["test"], floor=floor), splits, "-")
+        row(f"test images in weights, cos > {floor}", nearest_neighbour_vit(ref, *splits["test"], floor=floor),
+            splits, "-")
     every = [torch.cat(pair) for pair in zip(splits["train"], splits["test"])]
     row("train + test images in weights, cos > 0.9", nearest_neighbour_vit(ref, *every), splits, "-")
     for seed in (0,) if args.quick else range(5):

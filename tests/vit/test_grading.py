@@ -39,7 +39,8 @@ LOOKUP = '''class Lookup(VisionTransformer):
 
 model = Lookup(**model_config)
 '''
-GLOBAL_LABELS = '''LEAKED = {tuple(image.flatten().tolist()): int(label) for image, label in zip(test_images, test_labels)}
+GLOBAL_LABELS = '''LEAKED = {tuple(image.flatten().tolist()): int(label)
+          for image, label in zip(test_images, test_labels)}
 
 
 class Leaky(VisionTransformer):

@@ -67,8 +67,8 @@ def test_the_catalogue_covers_every_definition_task():
 PERMUTE = "patches = patches.permute(0, 2, 4, 1, 3, 5)  # (B, h, w, C, p, p)"
 ROLLED = "rollout = mixed if rollout is None else mixed @ rollout  # (B, T, T)"
 VALID = [
-    Mutant(1, "einops.rearrange", ((PERMUTE, "import einops; return einops.rearrange(images, 'b c (h p1) (w p2) -> b (h w) (c p1 p2)',"
-                                             " p1=patch_size, p2=patch_size)"),)),
+    Mutant(1, "einops.rearrange", ((PERMUTE, "import einops; return einops.rearrange(images, 'b c (h p1) (w p2) "
+                                             "-> b (h w) (c p1 p2)', p1=patch_size, p2=patch_size)"),)),
     Mutant(1, "unfold", ((PERMUTE, "return nn.functional.unfold(images, patch_size, stride=patch_size)"
                                    ".transpose(1, 2)"),)),
     Mutant(2, "[CLS] of shape (1, 1, D)", (("nn.Parameter(torch.randn(embed_dim) * 0.02)",
@@ -77,7 +77,7 @@ VALID = [
                                               "patches = patches + self.position_embedding[:, 1:]\n"
                                               "        cls = cls + self.position_embedding[:, :1]\n"
                                               "        return torch.cat([cls, patches], dim=1)"),)),
-    Mutant(5, "a product of every layer, first layer last, by reduce", (
+    Mutant(5, "the product by einsum", (
         (ROLLED, "rollout = mixed if rollout is None else torch.einsum('bij,bjk->bik', mixed, rollout)"),)),
 ]
 

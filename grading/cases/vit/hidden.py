@@ -81,7 +81,8 @@ def model_cases(reference, generator):
         built = module("VisionTransformer", VIT_SLOTS, weights, **config)
         images = randn(generator, batch, config["in_channels"], config["image_size"], config["image_size"])
         name = f"hidden: {config['num_layers']} blocks of {config['num_heads']} heads, {config['image_size']}^2 " \
-               f"images of {config['in_channels']} channels, patch {config['patch_size']}, {config['num_classes']} classes"
+               f"images of {config['in_channels']} channels, patch {config['patch_size']}, " \
+               f"{config['num_classes']} classes"
         cases += [recipe(3, name, False, build=built, call=called(images), **TOLERANCE),
                   recipe(3, f"{name}, forward_attention", False, build=built,
                          call=called(images, method="forward_attention"), **TOLERANCE),
