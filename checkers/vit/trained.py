@@ -40,7 +40,7 @@ public images it saw.
 """
 import torch
 
-from course_lib.digits import digit_splits, shifted_copies
+from course_lib.digits import NUM_CLASSES, digit_splits, shifted_copies
 from course_lib.vit_defaults import TARGET_ACCURACY  # one bar for the notebook, the check and the grade
 
 from .._compare import expect_finite, expect_tensor
@@ -67,13 +67,13 @@ MEMORISED = ("the model classifies {clean:.0%} of the test digits but only {move
 
 
 def _logits(task, model, images):
-    """model(images) without gradients: finite (B, 10) logits, on the CPU."""
+    """model(images) without gradients: finite (B, NUM_CLASSES) logits, on the CPU."""
     with torch.no_grad():
         logits = task.call(f"{NAME}(images)", model, images.to(model_device(model)))
     logits = expect_tensor(task, f"{NAME}(images)", logits)
-    if tuple(logits.shape) != (len(images), 10):
+    if tuple(logits.shape) != (len(images), NUM_CLASSES):
         task.fail(f"{NAME}(images) returned shape {tuple(logits.shape)}, expected (batch_size, num_classes) = "
-                  f"{(len(images), 10)}.")
+                  f"{(len(images), NUM_CLASSES)}.")
     expect_finite(task, f"{NAME}(images)", logits)
     return logits.float().cpu()
 
@@ -99,8 +99,8 @@ def _expect_layout(task, model):
 
 
 def _expect_learned(task, model, splits, accuracy):
-    """The test accuracy comes from the weights, from the training digits, and not from exact images; returns
-    (accuracy re-drawn, accuracy on the shifted test digits)."""
+    """The test accuracy comes from the weights, from the training digits, and not from exact images; returns the
+    accuracy re-drawn, on the training digits and on the shifted test digits."""
     images, labels = splits["test"]
     fresh = task.call(f"re-drawing the weights of a copy of {NAME}", redrawn, model, CHECK_SEED)
     chance = _accuracy(task, fresh.eval(), images, labels)
@@ -112,7 +112,7 @@ def _expect_learned(task, model, splits, accuracy):
     moved = _accuracy(task, model, *shifted_copies(images, labels))  # (1440, ...): the four one-pixel shifts
     if moved < SHIFT_FLOOR:
         task.fail(MEMORISED.format(clean=accuracy, moved=moved, floor=SHIFT_FLOOR))
-    return chance, moved
+    return chance, fit, moved
 
 
 @check_function(4)
@@ -131,8 +131,8 @@ def check_task_4(task, model):
             task.fail(f"training has not reached the target: the model classifies {accuracy:.1%} of the "
                       f"{len(labels)} test digits and needs at least {TARGET_ACCURACY:.0%}. Train longer, or check "
                       "Tasks 1-3 if it never improves.")
-        chance, moved = _expect_learned(task, model, splits, accuracy)
+        chance, fit, moved = _expect_learned(task, model, splits, accuracy)
     finally:
         model.train(caller_mode)
-    task.passed(f"the model classifies {accuracy:.1%} of the {len(labels)} test digits ({moved:.1%} once moved by "
-                f"one pixel, {chance:.1%} with its weights re-drawn).")
+    task.passed(f"the model classifies {accuracy:.1%} of the {len(labels)} test digits ({fit:.1%} of the training "
+                f"digits, {moved:.1%} of the test digits moved by one pixel, {chance:.1%} with its weights re-drawn).")

@@ -8,10 +8,9 @@ import torch.nn as nn
 
 from course_lib import vit_defaults
 from course_lib.digits import NUM_CLASSES, digit_splits
-from slice_reference import reference_helpers
 from tools.measure_vit_memorisers import memorised, nearest_neighbour_vit, trained
 
-_, reference, _ = reference_helpers("vit")
+from .checks import reference
 
 
 @functools.lru_cache(maxsize=None)

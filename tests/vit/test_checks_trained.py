@@ -5,12 +5,13 @@ import copy
 import pytest
 import torch
 
+from checkers._trained import redrawn
 from checkers.vit import CheckFailure, NotImplementedYet, check_task_4
 from checkers.vit.trained import RESET_CEILING, SHIFT_FLOOR, TRAIN_FLOOR
-from check_timing import timings
 from course_lib import vit_defaults
 from course_lib.digits import classification_accuracy, digit_splits, shifted_copies
 
+from .checks import timings
 from .digit_models import (images_in_weights, label_reader, lookup_table, memorised_test_split, reference,
                            trained_reference)
 
@@ -62,7 +63,6 @@ def test_the_cheats_would_pass_on_test_accuracy_alone():
 
 
 def test_a_re_drawn_reference_falls_to_chance():
-    from checkers._trained import redrawn
     images, labels = digit_splits()["test"]
     for seed in range(5):
         assert classification_accuracy(redrawn(trained_reference(), seed), images, labels) < RESET_CEILING
@@ -84,18 +84,19 @@ def nan_logits():
     return model
 
 
-@pytest.mark.parametrize("model, words", [
-    (None, "got None"),
-    (torch.nn.Module, "got the class"),
-    ("model", "an nn.Module"),
-    (torch.nn.Linear(3, 10), "raised RuntimeError"),
-    (torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10)), "expected the trained VisionTransformer of "
-                                                                       "Task 3, got a Sequential"),
+@pytest.mark.parametrize("make, words", [
+    (lambda: None, "got None"),
+    (lambda: torch.nn.Module, "got the class"),
+    (lambda: "model", "an nn.Module"),
+    (lambda: torch.nn.Linear(3, 10), "raised RuntimeError"),
+    (lambda: torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10)), "expected the trained "
+                                                                               "VisionTransformer of Task 3, got a "
+                                                                               "Sequential"),
     (nan_logits, "NaN"),
-])
-def test_bad_input_fails_cleanly(model, words):
+], ids=["None", "a class", "a string", "a layer that cannot take images", "another model", "NaN logits"])
+def test_bad_input_fails_cleanly(make, words):
     with pytest.raises(CheckFailure, match="^Task 4: ") as failure:
-        check_task_4(model() if callable(model) and not isinstance(model, (type, torch.nn.Module)) else model)
+        check_task_4(make())
     assert words in str(failure.value)
 
 
