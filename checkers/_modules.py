@@ -42,6 +42,11 @@ PINNED = {
                      activation=nn.GELU, dropout=0.0),
     "GPT": dict(vocab_size=REQUIRED, embed_dim=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED,
                 num_layers=REQUIRED, max_len=REQUIRED, dropout=0.0),
+    # vit, Tasks 2-3
+    "PatchEmbedding": dict(image_size=REQUIRED, patch_size=REQUIRED, in_channels=REQUIRED, embed_dim=REQUIRED),
+    "VisionTransformer": dict(image_size=REQUIRED, patch_size=REQUIRED, in_channels=REQUIRED, num_classes=REQUIRED,
+                              embed_dim=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED, num_layers=REQUIRED,
+                              dropout=0.0),
 }
 
 

@@ -1,5 +1,141 @@
-"""Task 2 (skeleton: a helper writes this check)."""
+"""Task 2: PatchEmbedding, images (B, C, H, W) -> tokens (B, N + 1, D): projected patches after a learned [CLS]
+token, learned positions added."""
+import torch
+import torch.nn as nn
+
+from .._compare import expect_close, expect_finite, expect_tensor, matches
+from .._core import CheckFailure, check_function, expect_module_class, load_fixture
+from .._dependencies import attention_function, explain_parts
+from .._modules import build, expect_gradients_everywhere, expect_native_output, load
+from ._roles import patch_embedding_slots
+from ._tokens import ATOL, RTOL, explain_tokens
+
+NAME = "PatchEmbedding"
+# Sentences the known mistakes' diagnoses quote (course/mistakes/vit.py).
+N_ROWS = ("position_embedding has N rows, one per patch and none for the [CLS] token: make it (1, N + 1, embed_dim) "
+          "and add it after putting the [CLS] token first.")
+FIXED_TABLE = ("a fixed table where ViT learns its positions: make position_embedding "
+               "nn.Parameter(torch.zeros(1, N + 1, embed_dim)) (any initial values), trained with the rest.")
+CLS_FIXED = ("not learned: make cls_token nn.Parameter(torch.zeros(embed_dim)) (any initial values), trained with "
+             "the rest.")
+PATCH_AXIS = ("projection maps the patch axis, nn.Linear(num_patches, ...): it should map each patch's C·p·p pixels "
+              "to embed_dim, nn.Linear(in_channels * patch_size**2, embed_dim), on the last axis of patchify's output.")
+IN_PLACE = "PatchEmbedding.forward modified its input `images` in place; build new tensors instead."
 
 
-def check_task_2(*args, **kwargs):
-    raise RuntimeError("check_task_2 of vit is not written yet")
+def describe(config):
+    return f"{NAME}({', '.join(f'{key}={value}' for key, value in config.items())})"
+
+
+def _kind(tensor, module, name):
+    """How a tensor attribute is stored, when it is not a learned Parameter; None when it is one."""
+    if isinstance(tensor, nn.Parameter):
+        return None if tensor.requires_grad else "an nn.Parameter with requires_grad=False"
+    return "a buffer (register_buffer)" if name in dict(module.named_buffers(recurse=False)) else \
+        "a plain tensor attribute"
+
+
+def _expect_projection(task, embedding, config, what):
+    sizes = config["in_channels"] * config["patch_size"] ** 2, config["embed_dim"]
+    num_patches = (config["image_size"] // config["patch_size"]) ** 2
+    projection = getattr(embedding, "projection", None)
+    if not isinstance(projection, nn.Linear):
+        task.fail(f"{what}.projection should be nn.Linear(in_channels * patch_size**2, embed_dim) = "
+                  f"nn.Linear{sizes}, found {'nothing' if projection is None else type(projection).__name__}.")
+    if projection.in_features == num_patches != sizes[0]:
+        task.fail(f"{what}: {PATCH_AXIS}")
+    if (projection.in_features, projection.out_features) != sizes:
+        task.fail(f"{what}.projection is nn.Linear({projection.in_features}, {projection.out_features}), expected "
+                  f"nn.Linear(in_channels * patch_size**2, embed_dim) = nn.Linear{sizes}.")
+
+
+def _expect_parameters(task, embedding, config, what):
+    """cls_token: a learned (D,) or (1, 1, D); position_embedding: a learned (1, N + 1, D)."""
+    embed_dim, num_patches = config["embed_dim"], (config["image_size"] // config["patch_size"]) ** 2
+    for name in ("cls_token", "position_embedding"):
+        tensor = getattr(embedding, name, None)
+        if not isinstance(tensor, torch.Tensor):
+            found = "nothing" if tensor is None else type(tensor).__name__
+            task.fail(f"{what}.{name} should be an nn.Parameter, found {found}.")
+        kind = _kind(tensor, embedding, name)
+        if kind:
+            task.fail(f"{what}.{name} is {kind}, {CLS_FIXED if name == 'cls_token' else FIXED_TABLE}")
+    cls_shape, position_shape = tuple(embedding.cls_token.shape), tuple(embedding.position_embedding.shape)
+    if embedding.cls_token.numel() != embed_dim or embedding.cls_token.squeeze().dim() != 1:
+        task.fail(f"{what}.cls_token has shape {cls_shape}, expected (embed_dim,) = ({embed_dim},) or "
+                  f"(1, 1, {embed_dim}).")
+    if position_shape in ((1, num_patches, embed_dim), (num_patches, embed_dim)):
+        task.fail(f"{what}: {N_ROWS}")
+    if position_shape != (1, num_patches + 1, embed_dim):
+        task.fail(f"{what}.position_embedding has shape {position_shape}, expected (1, N + 1, embed_dim) = "
+                  f"(1, {num_patches + 1}, {embed_dim}) for N = {num_patches} patches.")
+
+
+def loaded(task, PatchEmbedding, case, dtype=torch.float64):
+    """The student's PatchEmbedding built with the case's arguments, its parts checked, the case's weights loaded."""
+    config, what = case["config"], describe(case["config"])
+    embedding = build(task, PatchEmbedding, NAME, **config, dtype=dtype, native=dtype != torch.float64)
+    _expect_projection(task, embedding, config, what)
+    _expect_parameters(task, embedding, config, what)
+    return load(task, embedding, patch_embedding_slots, case["weights"], what)
+
+
+def tokens_of(task, embedding, images, config):
+    """embedding(images), checked to leave images alone and to be a (B, N + 1, D) tensor of their dtype; a failure
+    is first blamed on the student's patchify when that fails its own check."""
+    try:
+        return _checked_tokens(task, embedding, images, config)
+    except CheckFailure:
+        _blame_patchify(task, type(embedding), describe(config))
+        raise
+
+
+def _checked_tokens(task, embedding, images, config):
+    before = images.detach().clone()
+    result = task.call(f"{NAME}.forward", embedding, images)
+    if not torch.equal(before, images.detach()):
+        task.fail(IN_PLACE)
+    num_patches = (config["image_size"] // config["patch_size"]) ** 2
+    shape = (images.size(0), num_patches + 1, config["embed_dim"])
+    return expect_tensor(task, f"{describe(config)}'s output", result, shape, images.dtype)
+
+
+def _blame_patchify(task, PatchEmbedding, what):
+    explain_parts(task, what, [("its patchify", 1, attention_function(PatchEmbedding, "patchify"))], __package__)
+
+
+def _expect_tokens(task, PatchEmbedding, embedding, case):
+    """The tokens of the case's images, and of the first image alone (nothing may depend on the batch size)."""
+    what = describe(case["config"])
+    got = tokens_of(task, embedding, case["images"], case["config"])
+    if not matches(got, case["tokens"], ATOL, RTOL):
+        expect_finite(task, what, got)
+        _blame_patchify(task, PatchEmbedding, what)
+        explain_tokens(task, got, case, what)
+    expect_close(task, what, got, case["tokens"], ATOL, RTOL)
+    alone = tokens_of(task, embedding, case["images"][:1], case["config"])
+    expect_close(task, f"{what} on the first image alone", alone, case["tokens"][:1], ATOL, RTOL)
+
+
+@check_function(2)
+def check_task_2(task, PatchEmbedding):
+    """Check PatchEmbedding(image_size, patch_size, in_channels, embed_dim): its projection, [CLS] token and learned
+    positions, and its tokens with fixed weights in two configurations; gradients and float32."""
+    expect_module_class(task, PatchEmbedding, NAME)
+    cases = list(load_fixture(__package__, 2)["cases"].values())
+    for case in cases:
+        _expect_tokens(task, PatchEmbedding, loaded(task, PatchEmbedding, case), case)
+    case = cases[-1]
+    embedding, images = loaded(task, PatchEmbedding, case), case["images"].clone().requires_grad_(True)
+    loss = tokens_of(task, embedding, images, case["config"]).pow(2).sum()
+    try:
+        expect_gradients_everywhere(task, embedding, loss, images, NAME)
+    except CheckFailure:
+        _blame_patchify(task, PatchEmbedding, describe(case["config"]))
+        raise
+    single = loaded(task, PatchEmbedding, case, dtype=torch.float32)
+    expect_native_output(task, single, NAME, f"{describe(case['config'])} on float32 images",
+                         lambda: tokens_of(task, single, case["images"].float(), case["config"]), case["tokens"],
+                         attention_api=False)
+    task.passed("a learned [CLS] token first, learned positions for all N + 1 tokens, the patches of your patchify "
+                "projected by nn.Linear(C·p·p, embed_dim); values, gradients and float32 are right.")

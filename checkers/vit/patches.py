@@ -1,5 +1,137 @@
-"""Task 1 (skeleton: a helper writes this check)."""
+"""Task 1: patchify, images (B, C, H, W) -> patches (B, N, C·p·p) in row-major order, each flattened channel first."""
+import re
+
+import torch
+
+from .._compare import expect_close, expect_finite, expect_tensor, matches
+from .._core import CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture, one_line
+from ._order import explain_order
+
+# patchify moves numbers and computes none: float64 values must come out as they went in (1e-12 leaves room for an
+# answer that multiplies by one)
+ATOL, RTOL = 1e-12, 0.0
+NO_VALUE_ERROR = ("raise a ValueError naming the sizes when H or W is not a multiple of patch_size: test H % "
+                  "patch_size and W % patch_size before reshaping.")
+SIZES_UNNAMED = ("the ValueError's message should name the sizes: the image's height and width and the patch size, "
+                 "e.g. f\"{height} x {width} images do not split into {patch_size} x {patch_size} patches\".")
+SQUARE = ("the images need not be square: read the height and the width separately from images.shape, H / p "
+          "patch rows and W / p patch columns.")
+AXES_SWAPPED = ("the patch axis and the pixel axis are swapped, (B, C·p·p, N), the layout F.unfold returns: "
+                "transpose(1, 2) to (B, N, C·p·p).")
+IN_PLACE = "patchify modified its input `images` in place; build a new tensor instead (reshape, permute, unfold)."
+NOT_CONTIGUOUS = ("`view` needs memory laid out in the tensor's own order, which a permuted, transposed or sliced "
+                  "tensor lacks: use reshape (or call .contiguous() first).")
+NO_GRADIENT = ("no gradient reaches the images: build the patches with torch operations on `images` (no .detach(), "
+               ".numpy() or torch.tensor(...)), so that the patch embedding can be trained through them.")
 
 
-def check_task_1(*args, **kwargs):
-    raise RuntimeError("check_task_1 of vit is not written yet")
+def describe(images, patch_size):
+    """'patchify(images of shape (2, 3, 4, 6), patch_size=2)', as the student would call it."""
+    stored = "" if images.is_contiguous() else " on non-contiguous images (a transposed (B, C, W, H) tensor)"
+    return f"patchify(images of shape {tuple(images.shape)}, patch_size={patch_size}){stored}"
+
+
+def patches_of(task, patchify, images, patch_size):
+    """patchify(images, patch_size), checked to leave images alone and to be a (B, N, C·p·p) tensor of their dtype."""
+    (batch_size, channels), (height, width) = images.shape[:2], images.shape[2:]
+    before, what = images.detach().clone(), describe(images, patch_size)
+    try:
+        result = task.call(what, patchify, images, patch_size)
+    except CheckFailure as failure:
+        if "view size is not compatible" in str(failure):
+            task.fail(f"{what} raised RuntimeError from `view`: {NOT_CONTIGUOUS}")
+        raise
+    if not torch.equal(before, images.detach()):
+        task.fail(IN_PLACE)
+    num_patches = (height // patch_size) * (width // patch_size)
+    shape = (batch_size, num_patches, channels * patch_size * patch_size)
+    swapped = (batch_size, shape[2], num_patches)  # (B, C·p·p, N)
+    if isinstance(result, torch.Tensor) and swapped != shape and tuple(result.shape) == swapped:
+        task.fail(f"{what} has shape {tuple(result.shape)}, expected {shape}: {AXES_SWAPPED}")
+    return expect_tensor(task, what, result, shape, images.dtype)
+
+
+def _square_only(patchify, images, patch_size):
+    """Whether non-square images make patchify raise where their largest square corner does not (a probe)."""
+    side = min(images.shape[-2:])
+    if images.size(-2) == images.size(-1):
+        return False
+    try:
+        return isinstance(patchify(images[..., :side, :side], patch_size), torch.Tensor)
+    except Exception:  # noqa: BLE001 -- only a probe
+        return False
+
+
+def _expect_case(task, patchify, case):
+    images, patch_size = case["images"], case["patch_size"]
+    try:
+        got = patches_of(task, patchify, images, patch_size)
+    except NotImplementedYet:
+        raise
+    except CheckFailure as failure:
+        if " raised " in str(failure) and _square_only(patchify, images, patch_size):
+            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {SQUARE}")
+        raise
+    what = describe(images, patch_size)
+    if not matches(got, case["patches"], ATOL, RTOL):
+        expect_finite(task, what, got)
+        explain_order(task, patchify, tuple(images.shape), patch_size, what)
+    expect_close(task, what, got, case["patches"], ATOL, RTOL)
+
+
+def _expect_value_error(task, patchify, shape, patch_size):
+    """A ValueError whose message holds the patch size and every size it does not divide."""
+    images = torch.zeros(shape)
+    what = describe(images, patch_size)
+    try:
+        result = patchify(images, patch_size)
+    except ValueError as error:
+        numbers = set(re.findall(r"\d+", str(error)))
+        needed = {str(patch_size)} | {str(size) for size in shape[-2:] if size % patch_size}
+        if not needed <= numbers:
+            task.fail(f"{what} raised ValueError({one_line(error, 100)!r}): {SIZES_UNNAMED}")
+        return
+    except Exception as error:  # noqa: BLE001 -- the student's error, named below
+        task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 100)}): {NO_VALUE_ERROR}")
+    task.fail(f"{what} returned {type(result).__name__} instead of raising: {NO_VALUE_ERROR}")
+
+
+def _expect_non_contiguous(task, patchify, case):
+    """The same images stored column by column (a transposed view) give the same patches."""
+    images, patch_size = case["images"], case["patch_size"]
+    strided = images.transpose(-2, -1).contiguous().transpose(-2, -1)  # (B, C, H, W), not contiguous
+    got = patches_of(task, patchify, strided, patch_size)
+    expect_close(task, describe(strided, patch_size), got, case["patches"], ATOL, RTOL)
+
+
+def _expect_gradients(task, patchify, case):
+    """Gradients reach the images: each pixel sits in one patch, so d(sum of the patches)/d(pixel) is 1."""
+    images = case["images"].clone().requires_grad_(True)
+    total = patches_of(task, patchify, images, case["patch_size"]).sum()
+    if not total.requires_grad:
+        task.fail(NO_GRADIENT)
+    task.call("backward through patchify", total.backward)
+    if images.grad is None:
+        task.fail(NO_GRADIENT)
+    expect_close(task, "the gradient of the sum of the patches with respect to the images (each pixel in one patch)",
+                 images.grad, torch.ones_like(images), ATOL, RTOL)
+
+
+@check_function(1)
+def check_task_1(task, patchify):
+    """Check patchify(images, patch_size): values on 1 to 3 channels, square and non-square images, patches of 1, 2, 4
+    pixels and of the whole image, the ValueError, the input untouched, gradients, non-contiguous and float32 input."""
+    expect_callable(task, patchify, "patchify")
+    fixture = load_fixture(__package__, 1)
+    for case in fixture["cases"].values():
+        _expect_case(task, patchify, case)
+    for shape, patch_size in fixture["not_divisible"]:
+        _expect_value_error(task, patchify, shape, patch_size)
+    case = next(case for case in fixture["cases"].values() if case["images"].size(1) > 1)
+    _expect_non_contiguous(task, patchify, case)
+    _expect_gradients(task, patchify, case)
+    single = patches_of(task, patchify, case["images"].float(), case["patch_size"])
+    expect_close(task, f"{describe(case['images'], case['patch_size'])} on float32 images", single,
+                 case["patches"].float(), ATOL, RTOL)
+    task.passed("patches in row-major order, each flattened channel first (C, p, p), on every shape tried; the "
+                "ValueError naming the sizes; the images untouched; gradients, non-contiguous and float32 images.")

@@ -1,5 +1,103 @@
-"""Task 5 (skeleton: a helper writes this check)."""
+"""Task 5: attention_rollout on hand-built attention stacks and random ones: shape, values, dtype, gradients."""
+import torch
+
+from .._compare import expect_close, expect_finite, expect_tensor, matches, signatures
+from .._core import check_function, expect_callable, load_fixture
+
+NAME = "attention_rollout"
+ATOL, RTOL = 1e-9, 1e-7
+# Sentences the known mistakes' diagnoses quote (course/mistakes/vit.py).
+NO_IDENTITY = ("the identity for the residual path is missing: a token also keeps its own input, so each layer's "
+               "head-averaged map becomes A + I (rows renormalised) before it is multiplied in.")
+NOT_RENORMALISED = ("the rows of A + I sum to 2, not 1: divide each layer's A + I by its row sums "
+                    "(or write 0.5 * A + 0.5 * I) before multiplying.")
+COLUMNS = ("the columns are renormalised instead of the rows: divide A + I by its row sums, "
+           "(A + I).sum(dim=-1, keepdim=True).")
+WRONG_ORDER = ("the layers are multiplied in the wrong order: the later layer goes on the left, R_l = A_l @ R_(l-1) "
+               "(a token of layer l reads the tokens of layer l - 1).")
+MAX_HEADS = "the heads are combined with their maximum: average them, attention.mean(dim=1)."
+SUM_HEADS = ("the heads are summed, so the identity weighs 1 / (H + 1) instead of 1 / 2: average them, "
+             "attention.mean(dim=1).")
+LAST_LAYER = "only the last layer counts: multiply every layer in, R_l = A_l @ R_(l-1) from R_1 = A_1."
+FIRST_LAYER = "only the first layer counts: multiply every layer in, R_l = A_l @ R_(l-1) from R_1 = A_1."
+CLS_ROW = ("it returns only the [CLS] row (B, T); return the whole rollout (B, T, T) and let the caller take "
+           "rollout[:, 0].")
+DETACHED = ("no gradient reaches the attention maps (the rollout does not require grad): is a map detached, or "
+            "converted to NumPy? Compute with torch operations on the maps themselves.")
+MODIFIES_INPUT = ("it modified an attention map in place (e.g. `attention += eye`); build new tensors instead, "
+                  "attention.mean(dim=1) + eye.")
 
 
-def check_task_5(*args, **kwargs):
-    raise RuntimeError("check_task_5 of vit is not written yet")
+def _roll(task, attention_rollout, maps, what):
+    """attention_rollout(list of maps) checked for type and shape (B, T, T); the maps must stay unchanged."""
+    before = [attention.detach().clone() for attention in maps]
+    rollout = task.call(what, attention_rollout, list(maps))
+    if any(not torch.equal(attention.detach(), saved) for attention, saved in zip(maps, before)):
+        task.fail(MODIFIES_INPUT)
+    batch_size, _, seq_len, _ = maps[0].shape
+    if isinstance(rollout, torch.Tensor) and tuple(rollout.shape) == (batch_size, seq_len) and seq_len > 1:
+        task.fail(CLS_ROW)
+    return expect_tensor(task, what, rollout, (batch_size, seq_len, seq_len), maps[0].dtype)
+
+
+def _expect_case(task, attention_rollout, name, case):
+    """One stack of maps against its expected rollout; a known mistake named when the output is its."""
+    what = f"{NAME} on {name}"
+    rollout = _roll(task, attention_rollout, case["maps"], what)
+    expect_finite(task, what, rollout)
+    if not matches(rollout, case["rollout"], ATOL, RTOL):
+        _diagnose(task, what, rollout, signatures(case, "rollout"))
+        _explain_row_sums(task, what, rollout, len(case["maps"]))
+    expect_close(task, what, rollout, case["rollout"], ATOL, RTOL)
+
+
+def _diagnose(task, what, rollout, mistakes):
+    """Fail naming a known mistake when the rollout is its output and no other known mistake's: identical layers,
+    say, give the same output whether only the first or only the last is used, which names neither."""
+    named = {diagnosis for diagnosis, signature in (mistakes or {}).items()
+             if matches(rollout, signature, ATOL, RTOL)}
+    if len(named) == 1:
+        task.fail(f"{what} is wrong: {named.pop()}")
+
+
+def _explain_row_sums(task, what, rollout, num_layers):
+    """Fail when every row sums to 2^L (no renormalisation) or the rows do not sum to 1."""
+    sums = rollout.detach().sum(dim=-1)  # (B, T)
+    if num_layers > 0 and torch.allclose(sums, torch.full_like(sums, 2.0 ** num_layers)):
+        task.fail(f"{what} is wrong: its rows sum to 2^{num_layers}; {NOT_RENORMALISED}")
+    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-6):
+        task.fail(f"{what} is wrong: its rows should sum to 1 (each layer's A + I renormalised row by row), but "
+                  f"sum to values from {sums.min().item():.4g} to {sums.max().item():.4g}.")
+
+
+def _expect_float32(task, attention_rollout, case):
+    """float32 maps give a float32 rollout close to the float64 one (an identity built in float64 would not)."""
+    maps = [attention.float() for attention in case["maps"]]
+    rollout = _roll(task, attention_rollout, maps, f"{NAME} on float32 maps")
+    expect_close(task, f"{NAME} on float32 maps", rollout, case["rollout"], 1e-5, 1e-5)
+
+
+def _expect_gradients(task, attention_rollout, case):
+    """A gradient reaches every layer's map: nothing detached, no NumPy round trip."""
+    maps = [attention.clone().requires_grad_(True) for attention in case["maps"]]
+    rollout = _roll(task, attention_rollout, maps, f"{NAME} on maps that require gradients")
+    if not rollout.requires_grad:
+        task.fail(DETACHED)
+    task.call(f"backward through {NAME}", lambda: (rollout * case["rollout"]).sum().backward())
+    for index, attention in enumerate(maps):
+        if attention.grad is None or not torch.isfinite(attention.grad).all() or not attention.grad.abs().sum():
+            task.fail(f"no gradient reaches attention_maps[{index}]: is it detached, or converted to NumPy?")
+
+
+@check_function(5)
+def check_task_5(task, attention_rollout):
+    """Check attention_rollout: hand-built stacks with known rollouts, random batched stacks, dtype, gradients."""
+    expect_callable(task, attention_rollout, NAME)
+    fixture = load_fixture(__package__, 5)
+    for name, case in fixture["cases"].items():
+        _expect_case(task, attention_rollout, name, case)
+    random = fixture["cases"][fixture["random"]]
+    _expect_float32(task, attention_rollout, random)
+    _expect_gradients(task, attention_rollout, random)
+    task.passed("each layer's head average plus the identity, rows renormalised, multiplied later layer on the "
+                "left; dtype kept, gradients flow, the maps left unchanged.")

@@ -30,10 +30,12 @@ def module(name, slots=None, weights=None, dtype="float64", mode="eval", native=
             "native": native}
 
 
-def called(*args, method=None, repeat=1, raises=False, **kwargs):
+def called(*args, method=None, repeat=1, raises=False, names=(), **kwargs):
     """How to call the object (or one of its methods) on the inputs; raises: the call is expected to raise, and only
-    the kind of error it raises (and what its helper arguments saw) is compared."""
+    the kind of error it raises (and what its helper arguments saw) is compared, and whether its message holds each
+    of names (e.g. the sizes a pinned message names)."""
     spec = {"args": list(args), "kwargs": kwargs, "method": method, "repeat": repeat}
+    spec = dict(spec, names=[str(name) for name in names]) if names else spec
     return dict(spec, raises=True) if raises else spec
 
 

@@ -176,11 +176,14 @@ def compare_case(recipe, got, expected):
 
 
 def compare_raised(got, expected):
-    """A call that must raise: the same built-in kind of error as the reference, then what its helpers saw."""
+    """A call that must raise: the same built-in kind of error as the reference, its message naming what the
+    reference's names (the case's "names"), then what its helpers saw."""
     if got.get("raised") != expected["raised"]:
         raised = got.get("raised")
         return (f"the call should raise a {expected['raised']}, but "
                 + (f"it raised a {str(raised)[:40]}" if raised else "it raised nothing"))
+    if "named" in expected and got.get("named") != expected["named"]:
+        return "the error's message should name the sizes that do not fit, as the task asks"
     for mine, theirs in zip(got.get("observed", []), expected.get("observed", [])):
         problem = compare_observed(mine, theirs)
         if problem:

@@ -32,14 +32,15 @@ def shape(weights, role):
 
 
 def check_weights(weights):
-    """Every recorded weight: a plain, finite floating tensor of at most 2 dimensions."""
+    """Every recorded weight: a plain, finite floating tensor of at most 3 dimensions (vit's position embedding is
+    (1, N + 1, D))."""
     if not isinstance(weights, dict) or not weights:
         raise InvalidModel("no weights were recorded")
     for role, value in weights.items():
         if not isinstance(role, str) or type(value) is not torch.Tensor:
             raise InvalidModel(f"the weight `{str(role)[:60]}` is not a plain tensor")
-        if not value.is_floating_point() or value.dim() > 2 or not torch.isfinite(value).all():
-            raise InvalidModel(f"the weight `{role}` is not a finite floating tensor of at most 2 dimensions")
+        if not value.is_floating_point() or value.dim() > 3 or not torch.isfinite(value).all():
+            raise InvalidModel(f"the weight `{role}` is not a finite floating tensor of at most 3 dimensions")
 
 
 def check_record(weights, settings):

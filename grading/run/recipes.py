@@ -156,7 +156,9 @@ def call(task, target, recipe):
     args = [fresh(value) for value in spec.get("args", [])]
     kwargs = {key: fresh(value) for key, value in spec.get("kwargs", {}).items()}
     if recipe.get("grad"):
-        args = [a.requires_grad_(True) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+        for _, tensor in input_tensors(args):
+            if tensor.is_floating_point():
+                tensor.requires_grad_(True)
     function = getattr(target, spec["method"], None) if spec.get("method") else target
     if function is None:
         task.fail(f"{type(target).__name__} has no method {spec['method']}.")
@@ -182,17 +184,23 @@ def call(task, target, recipe):
 
 
 def raising(function, args, kwargs, spec):
-    """The record of a call expected to raise: the built-in kind of what it raised (None: nothing) and the reports of
-    its helper arguments (e.g. the mode a model was left in after the error)."""
+    """The record of a call expected to raise: the built-in kind of what it raised (None: nothing), the reports of
+    its helper arguments (e.g. the mode a model was left in after the error) and, when the spec lists "names" (e.g.
+    the sizes a pinned message must name), whether each appears in the error's message."""
+    message = ""
     try:
         function(*args, **kwargs)
         raised = None
     except Exception as error:  # noqa: BLE001 -- any error is data here
         raised = next(kind.__name__ for kind in type(error).__mro__ if kind.__module__ == "builtins")
+        message = str(error)
     names = sorted(kwargs)
     reports = observed(spec.get("args", []), args) + observed([spec["kwargs"][key] for key in names],
                                                               [kwargs[key] for key in names])
-    return {"raised": raised, "observed": reports}
+    record = {"raised": raised, "observed": reports}
+    if spec.get("names"):
+        record["named"] = [str(name) in message for name in spec["names"]]
+    return record
 
 
 def fresh(value):
@@ -232,14 +240,26 @@ def leaves(value):
     return []
 
 
+def input_tensors(args):
+    """(name, tensor) for each tensor argument ("input 0") and each tensor in a list or tuple argument ("input 0.1",
+    e.g. vit's attention maps, one per layer)."""
+    named = []
+    for index, value in enumerate(args):
+        if isinstance(value, torch.Tensor):
+            named.append((f"input {index}", value))
+        elif type(value) in (tuple, list):
+            named += [(f"input {index}.{item}", part) for item, part in enumerate(value)
+                      if isinstance(part, torch.Tensor)]
+    return named
+
+
 def gradients(task, target, recipe, args, outputs):
     """Backward from the sum of squares of every floating output; gradients of inputs and weights by role."""
     floating = [t for t in outputs if t.is_floating_point() and t.requires_grad]
     if not floating:
         return {}
     task.call("backward", lambda: sum((t ** 2).sum() for t in floating).backward())
-    grads = {f"input {i}": snapshot(a.grad) for i, a in enumerate(args)
-             if isinstance(a, torch.Tensor) and a.grad is not None}
+    grads = {name: snapshot(tensor.grad) for name, tensor in input_tensors(args) if tensor.grad is not None}
     slots_name = recipe.get("build", {}).get("slots")
     if slots_name:
         for role, parameter in slots_of(slots_name)(target).items():
