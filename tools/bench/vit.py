@@ -6,10 +6,10 @@ Two sections, on the device in use (CUDA if available, else CPU):
             check_task_4 scores (the notebook itself watches the validation split): seconds and steps until the test
             accuracy first reaches TARGET_ACCURACY, the whole run's seconds, and the trained model's test accuracy on
             the test images and on their one-pixel shifts;
-  layers    the reference VisionTransformer against the same model built from nn.TransformerEncoderLayer(norm_first=
-            True) with the reference's weights (outputs and input gradients checked equal first, and the no-grad
-            eval outputs, which torch computes on its fused fast path): one AdamW training step of a batch of digits
-            and one no-grad forward, timed in alternation.
+  layers    the reference VisionTransformer (default sizes, no dropout) against the same model built from
+            nn.TransformerEncoderLayer(norm_first=True) with the reference's weights (outputs and input gradients
+            checked equal first, and the no-grad eval outputs, which torch computes on its fused fast path): one AdamW
+            training step of a batch of digits and one no-grad forward, timed in alternation.
 Each goal is one row of the table; figures() plots each seed's test accuracy against its training time.
 The torch-native model lives here, not in course_lib: it restates Task 3's answer.
 """
@@ -140,11 +140,15 @@ class NativeVisionTransformer(nn.Module):
         return self.head(self.final_norm(x[:, 0]))  # (B, num_classes)
 
 
+SAME_FUNCTION_MODEL = dict(defaults.MODEL, dropout=0.0)  # the default sizes, no dropout: PreNormBlock drops after
+# attention and after the feed-forward, nn.TransformerEncoderLayer also inside both, so only at 0 are they one function
+
+
 def model_pair(ref, device, batch_size=defaults.BATCH_SIZE):
-    """(reference model, native model with its weights, images (B, 1, 8, 8), labels (B,)): the defaults, seed 0,
-    the first batch_size training digits."""
+    """(reference model, native model with its weights, images (B, 1, 8, 8), labels (B,)): the default sizes
+    without dropout (SAME_FUNCTION_MODEL), seed 0, the first batch_size training digits."""
     torch.manual_seed(0)
-    model = ref["VisionTransformer"](**defaults.MODEL).to(device)
+    model = ref["VisionTransformer"](**SAME_FUNCTION_MODEL).to(device)
     images, labels = digit_splits()["train"]
     return model, NativeVisionTransformer(model).to(device), images[:batch_size].to(device), labels[:batch_size]
 
@@ -176,7 +180,8 @@ def layers_section(ref, settings, device):
     forward = bench_timing.compare_speed(bench_timing.no_grad_forward(model, images),
                                          bench_timing.no_grad_forward(native, images), device,
                                          settings["forward_rounds"])
-    return dict(batch_size=len(images), **check, training_step=training_step, forward=forward, profile=profile)
+    return dict(batch_size=len(images), dropout=SAME_FUNCTION_MODEL["dropout"], **check, training_step=training_step,
+                forward=forward, profile=profile)
 
 
 # ----------------------------------------------------------------------------- figure, goals and table
@@ -234,7 +239,7 @@ def training_goals(training):
 
 def layer_goals(layers):
     """Same function; the training step held to STEP_RATIO_GOAL; the no-grad forward and the op counts reported."""
-    section = f"VisionTransformer B{layers['batch_size']}"
+    section = f"VisionTransformer B{layers['batch_size']} dropout {layers['dropout']}"
     step, forward = layers["training_step"], layers["forward"]
     ours, theirs = layers["profile"]["reference"], layers["profile"]["native"]
     same = layers["match"] and max(layers["max_abs_diff"], layers["eval_max_abs_diff"]) <= SAME_OUTPUTS_ATOL
