@@ -31,19 +31,6 @@ TASKS = tasks_of("vit")  # {task: trains}
 BOTH = pytest.mark.parametrize("path", [SOURCE, RELEASE], ids=["solutions", "notebooks"])
 EACH_TASK = pytest.mark.parametrize("task", list(TASKS))
 TRAINING_TASK = 4
-# The text's open problems, reported to the lead (the notebook's author) rather than edited here; strict, so a fixed
-# text fails the test until its marker goes.
-TEXT_TO_FIX = {
-    "shapes": "shape comments name L_q, L_k (provided cell), h, w (Task 1's answer) and S (the rollout example), "
-              "which the **Shapes.** glossary does not define",
-    "times": "Task 4's and the baseline's texts state times (14.5 s, 0.7 s) outside a **Measured:** sentence",
-    "measured": "Task 4's section has no **Measured:** sentence",
-}
-
-
-def text_to_fix(problem):
-    return pytest.mark.xfail(strict=True, reason=f"notebook text, reported to the lead: {TEXT_TO_FIX[problem]}")
-
 # The names the pinned API (issue 14) and the notebook's shapes use: the glossary must define them.
 PINNED_NAMES = {"B", "C", "H", "W", "D", "N", "T", "K", "head_dim", "patch_size", "num_patches"}
 
@@ -128,7 +115,6 @@ def test_the_glossary_names_the_shapes_the_notebook_uses():
     assert PINNED_NAMES <= glossary_or_fail(SOURCE)
 
 
-@text_to_fix("shapes")
 @BOTH
 def test_shape_comments_use_the_glossary_s_names(path):
     glossary_or_fail(path)
@@ -213,7 +199,6 @@ def test_student_notebook_holds_no_note_for_course_staff():
     assert staff_note_problems(RELEASE) == []
 
 
-@text_to_fix("times")
 def test_no_time_claim_outside_the_marked_sentences():
     assert time_claim_problems(SOURCE) == []
 
@@ -222,7 +207,6 @@ def test_no_placeholder_is_left_in_the_text():
     assert placeholders(SOURCE) == []
 
 
-@text_to_fix("measured")
 def test_task_4_states_its_measured_time_in_one_marked_sentence():
     (sentence,) = measured_sentences(SOURCE, f"## {TRAINING_TASK}.")
     assert re.search(r"[\d,]+ steps", sentence) and re.search(r"\d+(\.\d+)? s\b", sentence) and "load" in sentence
