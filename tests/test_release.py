@@ -11,7 +11,7 @@ import pytest
 from course.reference import solution_regions
 from course.registry import assignments
 from submissions import code
-from tools.student_leaks import distinctive, squeeze
+from tools.student_leaks import distinctive, secret_mistakes, squeeze
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = assignments()  # in release order
@@ -86,6 +86,15 @@ def test_an_attribute_a_bullet_dictates_is_no_answer_line():
                "self.feedforward = nn.Sequential(nn.Linear(embed_dim, feedforward_dim), activation(),\n"
                "self.attention_dropout = nn.Dropout(dropout)")
     assert list(distinctive(answers, text).values()) == ["self.attention_dropout = nn.Dropout(dropout)"]
+
+
+def test_a_mistake_that_another_notebook_teaches_is_no_leak():
+    """A planted mistake that is another assignment's lesson (a post-norm block) is public text; a mistake found in
+    no notebook stays a needle."""
+    mistakes = "x = self.norm1(x + self.dropout(attended))\nreturn self.head(self.final_norm(x.mean(dim=1)))"
+    course_code = "attended = self.attention(x)\n        x = self.norm1(x + self.dropout(attended))"
+    assert list(secret_mistakes(mistakes, course_code).values()) == ["return self.head(self.final_norm(x.mean(dim=1)))"]
+    assert len(secret_mistakes(mistakes, "")) == 2
 
 
 @pytest.mark.parametrize("assignment, kind", NOTEBOOKS, ids=lambda value: getattr(value, "name", value))

@@ -79,15 +79,27 @@ def needles(root, through=None):
     found = {needle: f"grading code or a hidden case: {text}" for needle, text in grading_needles(root).items()}
     names = [assignment.name for assignment in registry.assignments(root)]
     current = names.index(through) if through else len(names) - 1
+    code = {assignment.name: ["\n".join(lines) for lines in solution_regions(assignment.source_notebook)]
+            for assignment in registry.assignments(root)}
+    course_code = "\n".join(text for texts in code.values() for text in texts)
     for index, assignment in enumerate(registry.assignments(root)):
-        answers, given = ("\n".join(lines) for lines in solution_regions(assignment.source_notebook))
-        mistakes = distinctive(mistake_text(assignment), answers + "\n" + given)
+        answers, given = code[assignment.name]
         found |= {re.escape(needle): f"a known mistake of {assignment.name}: {line}"
-                  for needle, line in mistakes.items()}
+                  for needle, line in secret_mistakes(mistake_text(assignment), course_code).items()}
         if index >= current:
             found |= {re.escape(needle): f"a reference answer of {assignment.name}: {line}"
                       for needle, line in distinctive(answers, given).items()}
     return found
+
+
+def secret_mistakes(mistakes, course_code):
+    """{squeezed line: line} of an assignment's mistake text that is no line of any notebook of the course.
+
+    One assignment's planted mistake may be what another teaches: vit's post-norm block is seq2seq's given encoder
+    block, and seq2seq's "pre-norm" mistake is vit's given block. Such a line is in a notebook for good reasons and
+    says nothing of the catalogue; the mistakes no notebook holds stay secret.
+    """
+    return distinctive(mistakes, course_code)
 
 
 def readable(name, data):
