@@ -127,8 +127,8 @@ def explain_readout(task, what, model, logits, record):
         if value is not None and matches(logits, value, ATOL, RTOL):
             task.fail(f"{what} logits are wrong: {diagnosis}")
     if right is not None and not matches(logits, right, ATOL, RTOL):
-        task.fail(f"{what} logits are not head(final_norm(x[:, 0])) of the last block's output x: the logits should "
-                  "depend on the [CLS] token's final state only, through final_norm and then head.")
+        task.fail(f"{what} logits are not head(final_norm(x[:, 0])) of the last block's output x: return the [CLS] "
+                  "token's final state passed through final_norm and then head, as it is.")
 
 
 def _standardised(rows):
