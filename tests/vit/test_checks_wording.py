@@ -225,6 +225,12 @@ def test_task_3_blames_an_empty_patch_embedding_on_task_2():
     assert "does not pass check_task_2" in message and "fix Task 2 first" in message and "found nothing" not in message
 
 
+def test_task_3_blames_a_patch_embedding_forward_stub_on_task_2():
+    built = type("PatchEmbedding", (reference()["PatchEmbedding"],), {"forward": StubEmbedding.forward})
+    message = failure_of(3, with_embedding(built))
+    assert "does not pass check_task_2" in message and "fix Task 2 first" in message, message
+
+
 def test_task_3_blames_a_position_table_of_n_rows_on_task_2():
     message = failure_of(3, with_embedding(n_rows_embedding()))
     assert "does not pass check_task_2" in message and N_ROWS[:40] in message, message
