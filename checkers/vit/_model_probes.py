@@ -22,6 +22,14 @@ FINAL_NORM_FIRST = ("final_norm is applied to the embedded tokens before the blo
 POST_NORM = ("that is a post-norm block (its output rows have mean 0 and variance 1 when norm2 has weight 1 and "
              "bias 0): use the provided PreNormBlock unchanged, x + attention(norm1(x)) then "
              "x + feedforward(norm2(x)).")
+PROBABILITIES = ("it returns probabilities, softmax(logits): return the logits themselves, head(final_norm(x[:, 0])); "
+                 "cross_entropy applies the softmax itself.")
+LOG_PROBABILITIES = ("it returns log-probabilities, log_softmax(logits): return the logits themselves, "
+                     "head(final_norm(x[:, 0])).")
+RESIDUAL_TWICE = ("blocks[{index}] receives x + blocks[{previous}](x), the residual added a second time: the block "
+                  "adds its own residual connections, so write x = block(x).")
+NOT_CHAINED = ("blocks[{index}] receives the same input as blocks[{previous}], not its output: pass each block's "
+               "output on to the next, x = block(x).")
 NOT_PRE_NORM = ("blocks[{index}] does not compute the provided PreNormBlock: build every block with "
                 "PreNormBlock(embed_dim, num_heads, feedforward_dim, dropout=dropout), unchanged.")
 
@@ -75,8 +83,20 @@ def explain_flow(task, what, model, record, hidden):
         task.fail(f"{what}: the first block should receive patch_embedding(images), (B, N + 1, D), but receives "
                   "something else.")
     for index in range(1, blocks):
-        if not matches(record["inputs"][index], record["outputs"][index - 1], ATOL, RTOL):
-            task.fail(f"{what}: blocks[{index}] should receive the output of blocks[{index - 1}], x = block(x).")
+        _explain_link(task, what, record, index)
+
+
+def _explain_link(task, what, record, index):
+    """Fail when blocks[index] does not receive the output of blocks[index - 1], naming what it receives instead."""
+    received, before, after = record["inputs"][index], record["inputs"][index - 1], record["outputs"][index - 1]
+    if received is None or before is None or matches(received, after, ATOL, RTOL):
+        return
+    if received.shape == after.shape == before.shape and matches(received, before + after, ATOL, RTOL):
+        task.fail(f"{what}: {RESIDUAL_TWICE.format(index=index, previous=index - 1)}")
+    if matches(received, before, ATOL, RTOL):
+        task.fail(f"{what}: {NOT_CHAINED.format(index=index, previous=index - 1)}")
+    task.fail(f"{what}: blocks[{index}] receives something other than the output of blocks[{index - 1}]: pass each "
+              "block's output on to the next, x = block(x).")
 
 
 def _call(fn, *args):
@@ -97,14 +117,18 @@ def explain_readout(task, what, model, logits, record):
                   MEAN_TOKENS: lambda: head(norm(last.mean(dim=1))),
                   LAST_TOKEN: lambda: head(norm(last[:, -1])),
                   NO_FINAL_NORM: lambda: head(last[:, 0])}
-    for diagnosis, candidate in candidates.items():
+    # the same mistakes with final_norm applied to every token first: norm and mean commute only for a token alone
+    normed = [(MEAN_PATCHES, lambda: head(norm(last)[:, 1:].mean(dim=1))),
+              (MEAN_TOKENS, lambda: head(norm(last).mean(dim=1)))]
+    right = _call(lambda: head(norm(last[:, 0])))
+    scored = [(PROBABILITIES, lambda: right.softmax(dim=-1)), (LOG_PROBABILITIES, lambda: right.log_softmax(dim=-1))]
+    for diagnosis, candidate in [*candidates.items(), *normed, *scored]:
         value = _call(candidate)
         if value is not None and matches(logits, value, ATOL, RTOL):
             task.fail(f"{what} logits are wrong: {diagnosis}")
-    right = _call(lambda: head(norm(last[:, 0])))
     if right is not None and not matches(logits, right, ATOL, RTOL):
-        task.fail(f"{what} logits are not head(final_norm(x[:, 0])) of the last block's output x: the logits should "
-                  "depend on the [CLS] token's final state only, through final_norm and then head.")
+        task.fail(f"{what} logits are not head(final_norm(x[:, 0])) of the last block's output x: return the [CLS] "
+                  "token's final state passed through final_norm and then head, as it is.")
 
 
 def _standardised(rows):

@@ -3,12 +3,14 @@
 Roles follow the pinned API (patch_embedding.projection, .cls_token, .position_embedding, blocks.<i>, final_norm,
 head), not parameter registration order.
 """
+import re
+
 import torch.nn as nn
 
 from .._weights import MissingPart, _child, _linear, block_slots, encoder_blocks
 from ._roles import patch_embedding_slots
 
-__all__ = ["MissingPart", "vit_blocks", "vit_slots"]
+__all__ = ["MissingPart", "attribute_path", "vit_blocks", "vit_slots"]
 
 
 def vit_blocks(model):
@@ -27,3 +29,11 @@ def vit_slots(model):
                   if value is not None})
     slots.update(_linear(_child(model, "head", nn.Linear, ""), "head"))
     return slots
+
+
+def attribute_path(model, tensor, role):
+    """The student's own path to tensor in model, indices in brackets (blocks[0].feedforward[0].weight); else role."""
+    for name, candidate in [*model.named_parameters(), *model.named_buffers()]:
+        if candidate is tensor:
+            return re.sub(r"\.(\d+)", r"[\1]", name)
+    return role

@@ -3,11 +3,11 @@ import torch
 import torch.nn as nn
 
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import check_function, expect_module_class, load_fixture
-from .._dependencies import explain_parts, part_class
+from .._core import NotImplementedYet, check_function, expect_module_class, load_fixture
+from .._dependencies import attention_function, explain_parts, part_class
 from .._modules import build, expect_gradients_everywhere, load
 from .._weights import MissingPart
-from ._model_roles import vit_blocks, vit_slots
+from ._model_roles import attribute_path, vit_blocks, vit_slots
 from ._model_probes import explain_block, explain_flow, explain_readout, recorded
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -44,22 +44,66 @@ def _structure(task, model, config):
         first = next(index for index, other in enumerate(listed) if other is block)
         if first != second:
             task.fail(f"blocks[{first}] and blocks[{second}] are the same module: {SHARED_BLOCKS}")
-    norm, head = getattr(model, "final_norm", None), getattr(model, "head", None)
-    if not isinstance(norm, nn.LayerNorm) or tuple(norm.normalized_shape) != (embed_dim,):
-        task.fail(f"{NAME}.final_norm should be nn.LayerNorm(embed_dim) = nn.LayerNorm({embed_dim}).")
+    _expect_final_norm(task, model, embed_dim)
+    head = getattr(model, "head", None)
     if not isinstance(head, nn.Linear) or (head.in_features, head.out_features) != (embed_dim, num_classes):
         task.fail(f"{NAME}.head should be nn.Linear(embed_dim, num_classes) = nn.Linear({embed_dim}, {num_classes}).")
     try:
         vit_slots(model)
     except MissingPart as missing:
+        if "`patch_embedding." in str(missing):
+            _blame_earlier_tasks(task, model, f"{NAME}.patch_embedding")
         hint = "; build every block with the provided PreNormBlock" if "`blocks." in str(missing) else ""
         task.fail(f"{NAME}: {missing}{hint}.")
+
+
+def _expect_final_norm(task, model, embed_dim):
+    """final_norm is nn.LayerNorm(embed_dim); a failure says what was found (and a LayerNorm of another name)."""
+    norm = getattr(model, "final_norm", None)
+    if isinstance(norm, nn.LayerNorm) and tuple(norm.normalized_shape) == (embed_dim,):
+        return
+    if norm is None:
+        others = [name for name, child in model.named_children() if isinstance(child, nn.LayerNorm)]
+        found = f"nothing (a LayerNorm named `{others[0]}` is there: name it final_norm)" if others else "nothing"
+    elif isinstance(norm, nn.LayerNorm):
+        found = f"nn.LayerNorm({', '.join(str(size) for size in norm.normalized_shape)})"
+    else:
+        found = type(norm).__name__
+    task.fail(f"{NAME}.final_norm should be nn.LayerNorm(embed_dim) = nn.LayerNorm({embed_dim}), found {found}.")
+
+
+def _blame_earlier_tasks(task, model, what, patchify_first=False):
+    """Fail naming the student's PatchEmbedding class (Task 2) or its patchify (Task 1) when that fails its check."""
+    embedding_class = part_class(model, "patch_embedding")
+    patchify = attention_function(embedding_class, "patchify") if embedding_class else None
+    parts = [("its PatchEmbedding class", 2, embedding_class), ("its patchify", 1, patchify)]
+    explain_parts(task, what, parts[::-1] if patchify_first else parts, __package__)
+
+
+def _load(task, model, weights):
+    """load() by role, a wrong shape named by the student's own attribute path (blocks[0].feedforward[0].weight)."""
+    try:
+        slots = vit_slots(model)
+    except MissingPart:
+        slots = {}  # load() names the missing part
+    for role, value in weights.items():
+        slot = slots.get(role)
+        if slot is not None and tuple(slot.squeeze().shape) != tuple(value.squeeze().shape):
+            if role.startswith("patch_embedding."):
+                _blame_earlier_tasks(task, model, f"{NAME}.patch_embedding")
+            task.fail(f"{NAME}: `{attribute_path(model, slot, role)}` has shape {tuple(slot.shape)}, expected "
+                      f"{tuple(value.shape)}.")
+    return load(task, model, vit_slots, weights, NAME)
 
 
 def _expect_embedding(task, model, fixture):
     """model.patch_embedding(images) against the fixture's tokens; a PatchEmbedding failing Task 2 is blamed."""
     what = f"{NAME}.patch_embedding(images)"
-    tokens = task.call(what, model.patch_embedding, fixture["images"])
+    try:
+        tokens = task.call(what, model.patch_embedding, fixture["images"])
+    except NotImplementedYet:  # a stub of Task 1 or 2 is that task's, not Task 3's
+        _blame_earlier_tasks(task, model, what, patchify_first=True)
+        raise
     expected = fixture["hidden"][0]
     if isinstance(tokens, torch.Tensor) and matches(tokens, expected, ATOL, RTOL):
         return
@@ -143,8 +187,7 @@ def _explain_attention(task, what, model, got, fixture):
 
 def _expect_dropout(task, cls, fixture):
     """dropout=0.5: eval mode gives the dropout-free logits; train mode differs from call to call."""
-    model = load(task, build(task, cls, NAME, **dict(fixture["config"], dropout=0.5)), vit_slots,
-                 fixture["weights"], NAME).eval()
+    model = _load(task, build(task, cls, NAME, **dict(fixture["config"], dropout=0.5)), fixture["weights"]).eval()
     with torch.random.fork_rng(devices=[]):  # dropout draws from the global generator: leave the student's alone
         torch.manual_seed(0)
         first, second = (task.call(f"{NAME}(images)", model, fixture["images"]) for _ in range(2))
@@ -175,7 +218,7 @@ def check_task_3(task, VisionTransformer):
     fixture = load_fixture(__package__, 3)
     model = build(task, VisionTransformer, NAME, **fixture["config"])
     _structure(task, model, fixture["config"])
-    load(task, model, vit_slots, fixture["weights"], NAME).eval()
+    _load(task, model, fixture["weights"]).eval()
     _expect_embedding(task, model, fixture)
     _expect_blocks(task, model, fixture)
     _expect_logits(task, model, fixture)
