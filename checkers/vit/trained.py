@@ -1,11 +1,13 @@
 """Task 4: the trained VisionTransformer, judged on the course's held-out test digits (course_lib.digits' split,
 never the student's variables).
 
-The 1,797 digits are public, so accuracy on the test images alone cannot tell learning from memorising. After the
-target, the check asks three more things: that the accuracy lives in the weights (re-drawn at random they fall to
-chance); that the model also classifies the course's training digits, which a model trained on them does and one
-fitted to the 360 test images does not; and that it survives moving every test image by one pixel
-(course_lib.digits.shifted_copies), which a table of exact images does not.
+The 1,797 digits are public, so accuracy on the test images alone cannot tell learning from memorising. Before the
+target, the check asks that the answers live in the weights (re-drawn at random they fall to chance) and that the
+model's class passes check_task_3 (the grade loads the weights into the pinned VisionTransformer, so a class that
+computes something else was trained for another function). After the target, it asks that the model also classifies
+the course's training digits, which a model trained on them does and one fitted to the 360 test images does not; and
+that it survives moving every test image by one pixel (course_lib.digits.shifted_copies), which a table of exact
+images does not. Accuracies are counted in integers: 342 of 360 is exactly the 95% bar.
 
 Measured with `python -m tools.measure_vit_memorisers` (the reference ViT, torch on 1 thread, a 2-core CPU shared
 with other jobs at the load shown; "shifted s": seconds to classify the 1,440 shifted images), under the first
@@ -40,15 +42,19 @@ every honest run and catches a table of every digit (15.3%), which the training 
 train + test passes everything, as it must: it is a ViT that learned digits, and nothing offline can tell which
 public images it saw.
 """
+import contextlib
+import io
+
 import torch
 
 from course_lib.digits import NUM_CLASSES, digit_splits, shifted_copies
 from course_lib.vit_defaults import TARGET_ACCURACY  # one bar for the notebook, the check and the grade
 
 from .._compare import expect_finite, expect_tensor
-from .._core import check_function
+from .._core import CheckFailure, check_function, one_line
 from .._trained import expect_trained_model, model_device, redrawn
 from ._model_roles import MissingPart, vit_slots
+from .model import check_task_3
 
 CLASS_NAME = "VisionTransformer"
 TRAIN_FLOOR = 0.95  # of the 1,257 training digits: honest 98.2-100%, test-split memorisers at most 93.5%
@@ -63,6 +69,7 @@ NOT_FROM_WEIGHTS = ("with every weight re-drawn the model still classifies {accu
 NOT_FROM_TRAINING = ("the model classifies {clean:.0%} of the test digits but only {fit:.0%} of the training digits "
                      "(a ViT trained on them classifies at least {floor:.0%}): it looks fitted to the test images "
                      "rather than learned from the training split. Train it on digit_datasets()'s training split.")
+NOT_TASK_3 = "the model's class does not pass check_task_3: fix Task 3 first, then train again"
 MEMORISED = ("the model classifies {clean:.0%} of the test digits but only {moved:.0%} once they move by one pixel "
              "(a ViT trained on the training digits keeps at least {floor:.0%}): it looks fitted to the test images "
              "themselves. Train it on the training split only (digit_datasets()).")
@@ -81,8 +88,10 @@ def _logits(task, model, images):
 
 
 def _accuracy(task, model, images, labels):
-    """Fraction of images whose largest logit is their label."""
-    return (_logits(task, model, images).argmax(dim=-1) == labels).float().mean().item()
+    """Fraction of images whose largest logit is their label, counted in integers (342 / 360 is exactly 0.95; a
+    float32 mean gives 0.94999999, below the bar)."""
+    correct = int((_logits(task, model, images).argmax(dim=-1) == labels).sum())
+    return correct / len(labels)
 
 
 def _expect_layout(task, model):
@@ -100,26 +109,42 @@ def _expect_layout(task, model):
                   "only the pinned weights into the course's VisionTransformer, so the model must learn with those.")
 
 
-def _expect_learned(task, model, splits, accuracy):
-    """The test accuracy comes from the weights, from the training digits, and not from exact images; returns the
-    accuracy re-drawn, on the training digits and on the shifted test digits."""
-    images, labels = splits["test"]
+def _expect_task_3(task, model):
+    """The model's class passes check_task_3 (run quietly): the grade loads the weights into the pinned
+    VisionTransformer, so a class that computes something else (post-norm blocks, say) would be graded on another
+    function than the one trained."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # a passing check prints its ✓ line
+            check_task_3(type(model))
+    except CheckFailure as failure:
+        task.fail(f"{NOT_TASK_3} (check_task_3: {one_line(str(failure).split(': ', 1)[-1], 160)}).")
+
+
+def _expect_from_weights(task, model, images, labels):
+    """The weights re-drawn fall to chance; returns their accuracy."""
     fresh = task.call(f"re-drawing the weights of a copy of {NAME}", redrawn, model, CHECK_SEED)
     chance = _accuracy(task, fresh.eval(), images, labels)
     if chance >= RESET_CEILING:
         task.fail(NOT_FROM_WEIGHTS.format(accuracy=chance))
+    return chance
+
+
+def _expect_learned(task, model, splits, accuracy):
+    """The test accuracy comes from the training digits, not from exact images; returns the accuracy on the
+    training digits and on the shifted test digits."""
     fit = _accuracy(task, model, *splits["train"])
     if fit < TRAIN_FLOOR:
         task.fail(NOT_FROM_TRAINING.format(clean=accuracy, fit=fit, floor=TRAIN_FLOOR))
-    moved = _accuracy(task, model, *shifted_copies(images, labels))  # (1440, ...): the four one-pixel shifts
+    moved = _accuracy(task, model, *shifted_copies(*splits["test"]))  # (1440, ...): the four one-pixel shifts
     if moved < SHIFT_FLOOR:
         task.fail(MEMORISED.format(clean=accuracy, moved=moved, floor=SHIFT_FLOOR))
-    return chance, fit, moved
+    return fit, moved
 
 
 @check_function(4)
 def check_task_4(task, model):
-    """Check the trained ViT: pinned layout, >= 95% on the test digits, learned (weights, training digits, shifts)."""
+    """Check the trained ViT: pinned layout, answers from the weights, a class that passes Task 3, >= 95% on the test
+    digits, learned from the training digits (not the exact test images)."""
     expect_trained_model(task, model, CLASS_NAME)
     splits = digit_splits()
     images, labels = splits["test"]  # (360, 1, 8, 8), (360,)
@@ -128,12 +153,14 @@ def check_task_4(task, model):
     try:
         _logits(task, model, images[:4])  # runs (else: not implemented yet), (4, 10) finite logits
         _expect_layout(task, model)
+        chance = _expect_from_weights(task, model, images, labels)
+        _expect_task_3(task, model)
         accuracy = _accuracy(task, model, images, labels)
         if accuracy < TARGET_ACCURACY:
             task.fail(f"training has not reached the target: the model classifies {accuracy:.1%} of the "
                       f"{len(labels)} test digits and needs at least {TARGET_ACCURACY:.0%}. Train longer, or check "
                       "Tasks 1-3 if it never improves.")
-        chance, fit, moved = _expect_learned(task, model, splits, accuracy)
+        fit, moved = _expect_learned(task, model, splits, accuracy)
     finally:
         model.train(caller_mode)
     task.passed(f"the model classifies {accuracy:.1%} of the {len(labels)} test digits ({fit:.1%} of the training "

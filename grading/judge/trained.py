@@ -67,7 +67,8 @@ def one_setting(values, name, valid):
 
 
 def load_strictly(model, roles_of, weights):
-    """Copy every weight into the reference model's role; every role must be given, none extra, same shape."""
+    """Copy every weight into the reference model's role; every role must be given, none extra, same shape up to
+    dimensions of size 1 (a [CLS] token kept as (1, D) loads into the reference's (D,))."""
     slots = roles_of(model)
     missing, extra = sorted(set(slots) - set(weights)), sorted(set(weights) - set(slots))
     if missing or extra:

@@ -93,6 +93,41 @@ def test_identical_layers_name_neither_first_nor_last_layer_only():
         list(fixture["cases"]).index("three layers of uniform attention")
 
 
+def identity_added_once(attention_maps):
+    """A mistake no fixture names: the head-averaged maps multiplied, the identity added once to the product."""
+    rollout = None
+    for attention in attention_maps:
+        mixed = attention.mean(dim=1)  # (B, T, T)
+        rollout = mixed if rollout is None else mixed @ rollout
+    rollout = rollout + torch.eye(rollout.shape[-1], dtype=rollout.dtype)
+    return rollout / rollout.sum(dim=-1, keepdim=True)
+
+
+def test_the_identity_added_once_is_not_told_only_the_first_layer_counts():
+    """On the two one-hot layers it gives the first-layer-only output, but not on the random stacks: the evidence
+    names no mistake, so the failure says only that the output differs."""
+    fixture = load_fixture("checkers.vit", 5)
+    first = next(m for m in PLANTED if m.name == "first layer only").diagnosis
+    ordered = fixture["cases"]["two layers attending to token 1, then to token 3 (the order matters)"]
+    assert torch.allclose(identity_added_once(ordered["maps"]), ordered["mistakes"]["rollout"][first])
+    message = failure_of(5, identity_added_once)
+    assert "only the first layer counts" not in message and "is wrong:" not in message, message
+    assert message.startswith("Task 5: attention_rollout on two layers attending to token 1") and "differs" in message
+
+
+@pytest.mark.parametrize("detach", ["no_grad", "detach"])
+def test_a_rollout_without_gradients_is_told_it_must_stay_differentiable(detach):
+    def rollout(attention_maps):
+        if detach == "detach":
+            return reference()["attention_rollout"]([attention.detach() for attention in attention_maps])
+        with torch.no_grad():
+            return reference()["attention_rollout"](attention_maps)
+
+    message = failure_of(5, rollout)
+    assert "attention_rollout must stay differentiable: no torch.no_grad() or .detach() inside (the notebook's " \
+           "cls_rollout turns gradients off around it)" in message, message
+
+
 # ----- bad input -------------------------------------------------------------------------------------------------
 
 def _not_implemented(attention_maps):

@@ -19,7 +19,8 @@ from grading.judge.trained import judge_trained
 from grading.run.recipes import run
 from in_process_grading import graded_cases_of, verdict_of
 
-from .digit_models import images_in_weights, label_reader, lookup_table, memorised_test_split, trained_reference
+from .digit_models import (images_in_weights, label_reader, lookup_table, memorised_test_split, scoring_exactly,
+                           trained_reference, with_row_cls_token)
 
 VIT = assignment("vit")
 REFERENCE = reference_namespace(VIT)
@@ -152,3 +153,22 @@ def test_a_model_of_other_sizes_is_rebuilt_with_them(graded_cases):
     record = run(cases[4][0], [model], {"VisionTransformer": type(model)})
     problem = judge_trained(4, record, expected[4][0], reference)
     assert problem.startswith("accuracy ") and "at least 95%" in problem, problem  # judged, untrained: below target
+
+
+def test_exactly_342_of_360_earns_task_4_and_341_does_not(graded_cases):
+    """The grade counts in integers as check_task_4 does: 342 / 360 reaches the 95% bar (a float32 mean would not)."""
+    exact, _ = scoring_exactly(trained_reference(), 342)
+    below, _ = scoring_exactly(trained_reference(), 341)
+    assert judged(exact, graded_cases) is None
+    problem = judged(below, graded_cases)
+    assert problem and problem.startswith("accuracy 94.7%") and "at least 95%" in problem, problem
+
+
+def test_a_row_cls_token_is_loaded_into_the_reference_s_vector(graded_cases):
+    """[CLS] of shape (1, D), accepted by Tasks 2-4, is recorded as it is and reshaped to the reference's (D,) when
+    the grader loads it: the trained model earns Task 4."""
+    model = with_row_cls_token(graded_cases[4], trained_reference())
+    cases = graded_cases[0]
+    record = run(cases[4][0], [model], {"VisionTransformer": type(model)})
+    assert tuple(record["weights"]["patch_embedding.cls_token"].shape) == (1, model.patch_embedding.cls_token.numel())
+    assert judged(model, graded_cases) is None

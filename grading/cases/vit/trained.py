@@ -84,8 +84,9 @@ def trained_config(weights, settings, spec):
 
 @torch.no_grad()
 def accuracy(model, images, labels):
-    """Fraction of images the reference forward classifies right (eval mode)."""
-    return (model.eval()(images).argmax(dim=-1) == labels).float().mean().item()
+    """Fraction of images the reference forward classifies right (eval mode), counted in integers as check_task_4
+    counts (342 / 360 is exactly the 0.95 bar)."""
+    return int((model.eval()(images).argmax(dim=-1) == labels).sum()) / len(labels)
 
 
 def trained_accuracy(task, model, data, reference):
