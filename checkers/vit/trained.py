@@ -11,8 +11,8 @@ images does not. Accuracies are counted in integers: 342 of 360 is exactly the 9
 
 Measured with `python -m tools.measure_vit_memorisers` (the reference ViT, torch on 1 thread, a 2-core CPU shared
 with other jobs at the load shown; "shifted s": seconds to classify the 1,440 shifted images), under the first
-defaults (no dropout, 40 passes); the current ones (dropout 0.1, 60 passes) ended at 96.1-98.9% test and 44.2-49.8%
-shifted over 8 seeds (the lead's runs, load 0.1-1.3):
+defaults (no dropout, 40 passes, lr 3e-3); the current ones (dropout 0.1, 60 passes, lr 2e-3) ended at 97.2-98.9%
+test and 44.6-50.4% shifted over 8 seeds (the lead's runs), and at 39.7% shifted for seed 2 of `make bench`:
 
     model                                    seed  test    shifted  val     train   re-drawn  shifted s  load
     honest, no dropout, 40 passes            0     96.4%   47.5%    97.8%   100.0%  9.2%      0.10       2.6
@@ -58,7 +58,7 @@ from .model import check_task_3
 
 CLASS_NAME = "VisionTransformer"
 TRAIN_FLOOR = 0.95  # of the 1,257 training digits: honest 98.2-100%, test-split memorisers at most 93.5%
-SHIFT_FLOOR = 0.30  # of the 1,440 one-pixel-shifted test digits: honest 40.5-94.6%, a table of every digit 15.3%
+SHIFT_FLOOR = 0.30  # of the 1,440 one-pixel-shifted test digits: honest 39.7-94.6%, a table of every digit 15.3%
 RESET_CEILING = 0.50  # re-drawn weights score about 1 image in 10
 CHECK_SEED = 4848
 NAME = "model"
