@@ -2,9 +2,10 @@
 shapes in the glossary's names, short cells, titled plots whose axes name their units, seeded models, math that
 renders everywhere, supported claims.
 
-The rules live in tests/notebook_text.py (shared with the other assignments' notebook tests). Whether the student
-notebook is released from the current reference, and holds no solution, is tested for every registered assignment in
-tests/test_release.py; that it runs untouched and fails only with "not implemented yet", in
+The rules live in tests/notebook_text.py; the ones every notebook follows (the import cell, short cells, titled
+plots, no staff notes, no stray times) are tested for every assignment in tests/test_notebook_rules.py. Whether the
+student notebook is released from the current reference, and holds no solution, is tested for every registered
+assignment in tests/test_release.py; that it runs untouched and fails only with "not implemented yet", in
 tests/test_student_notebook.py.
 """
 import ast
@@ -19,11 +20,9 @@ import pytest  # noqa: E402
 from course.registry import assignment  # noqa: E402
 from course_lib import gpt_defaults, plot_history  # noqa: E402
 from course_lib.training import History  # noqa: E402
-from notebook_text import (broken_copy, cell_length_problems, cells, check_cell_problems,  # noqa: E402
-                           checker_seeds, code_cell, glossary, grade_id, import_cell, import_problems, index_of,
-                           is_answer, measured_sentences, notebook_seeds, placeholders, plot_problems,
-                           seeded_model_problems, shape_name_problems, staff_note_problems, task_cell_order_problems,
-                           task_cells, task_text_problems, tasks_of, text_macro_problems, time_claim_problems,
+from notebook_text import (broken_copy, cells, check_cell_problems, checker_seeds, code_cell, glossary,  # noqa: E402
+                           grade_id, index_of, is_answer, measured_sentences, notebook_seeds, seeded_model_problems,
+                           shape_name_problems, task_cell_order_problems, task_cells, task_text_problems, tasks_of,
                            training_seed_problems)
 
 GPT = assignment("gpt")
@@ -120,24 +119,6 @@ def test_each_check_cell_calls_one_registered_check(path):
 # ----------------------------------------------------------------------------- the import cell and names
 
 
-@BOTH
-def test_the_import_cell_imports_every_check(path):
-    problems = import_problems(path, "gpt", TASKS)
-    assert [problem for problem in problems if "checkers.gpt" in problem] == []
-
-
-@BOTH
-def test_the_import_cell_imports_nothing_unused(path):
-    assert import_problems(path, "gpt", TASKS) == []
-
-
-def test_the_import_cell_runs():
-    """Every name the student's import cell asks for exists in checkers and course_lib."""
-    namespace = {}
-    exec(compile(import_cell(RELEASE)[1]["source"], "<import cell>", "exec"), namespace)
-    assert all(f"check_task_{task}" in namespace for task in TASKS) and "gpt_defaults" in namespace
-
-
 def test_the_glossary_names_the_shapes_the_notebook_uses():
     assert PINNED_NAMES <= glossary_or_fail(SOURCE)
 
@@ -149,16 +130,6 @@ def test_shape_comments_use_the_glossary_s_names(path):
 
 
 # ----------------------------------------------------------------------------- cells, plots, seeds
-
-
-@BOTH
-def test_given_code_cells_are_short(path):
-    assert cell_length_problems(path) == []
-
-
-@BOTH
-def test_plots_have_titles_and_labelled_axes(path):
-    assert plot_problems(path) == []
 
 
 # Axis labels that measure nothing with a unit: a category on the axis, or a fraction.
@@ -219,23 +190,6 @@ def test_the_notebook_never_draws_the_checker_s_data():
 
 
 # ----------------------------------------------------------------------------- text: math, staff notes, claims
-
-
-@BOTH
-def test_no_underscore_inside_text_macros(path):
-    assert text_macro_problems(path) == []
-
-
-def test_student_notebook_holds_no_note_for_course_staff():
-    assert staff_note_problems(RELEASE) == []
-
-
-def test_no_time_claim_outside_the_marked_sentences():
-    assert time_claim_problems(SOURCE) == []
-
-
-def test_no_placeholder_is_left_in_the_text():
-    assert placeholders(SOURCE) == []
 
 
 def test_task_7_states_its_measured_time_in_one_marked_sentence():

@@ -1,7 +1,8 @@
 """What the seq2seq notebooks say and show: each task's rhythm, the import cell, shapes in the glossary's names,
 short cells, titled and labelled plots, seeded models, math that renders everywhere, supported claims.
 
-The rules live in tests/notebook_text.py (shared with the transformer's notebook tests).
+The rules live in tests/notebook_text.py; the ones every notebook follows (the import cell, short cells, titled
+plots, no staff notes, no stray times) are tested for every assignment in tests/test_notebook_rules.py.
 """
 import re
 
@@ -15,11 +16,9 @@ import torch  # noqa: E402
 from course.registry import assignment  # noqa: E402
 from course_lib import plot_attention_maps, plot_history, seq2seq_defaults  # noqa: E402
 from course_lib.training import History  # noqa: E402
-from notebook_text import (broken_copy, cell_length_problems, check_cell_problems, checker_seeds,  # noqa: E402
-                           code_cell, glossary, import_cell, import_problems, index_of, measured_sentences, notebook_seeds,
-                           placeholders, plot_problems, seeded_model_problems, shape_name_problems,
-                           staff_note_problems, task_cell_order_problems, task_text_problems, tasks_of,
-                           text_macro_problems, time_claim_problems, training_seed_problems)
+from notebook_text import (broken_copy, check_cell_problems, checker_seeds, code_cell, glossary, index_of,  # noqa: E402
+                           measured_sentences, notebook_seeds, seeded_model_problems, shape_name_problems,
+                           task_cell_order_problems, task_text_problems, tasks_of, training_seed_problems)
 
 SEQ2SEQ = assignment("seq2seq")
 SOURCE, RELEASE = SEQ2SEQ.source_notebook, SEQ2SEQ.release_notebook
@@ -72,24 +71,6 @@ def test_the_rhythm_rules_catch_a_task_that_breaks_them(tmp_path):
 # ----------------------------------------------------------------------------- the import cell and names
 
 
-@BOTH
-def test_the_import_cell_imports_every_check(path):
-    problems = import_problems(path, "seq2seq", TASKS)
-    assert [problem for problem in problems if "checkers.seq2seq" in problem] == []
-
-
-@BOTH
-def test_the_import_cell_imports_nothing_unused(path):
-    assert import_problems(path, "seq2seq", TASKS) == []
-
-
-def test_the_import_cell_runs():
-    """Every name the student's import cell asks for exists in checkers and course_lib."""
-    namespace = {}
-    exec(compile(import_cell(RELEASE)[1]["source"], "<import cell>", "exec"), namespace)
-    assert all(f"check_task_{task}" in namespace for task in TASKS) and "seq2seq_defaults" in namespace
-
-
 def test_the_glossary_names_the_shapes_of_both_sides():
     assert {"B", "D", "H", "head_dim", "S", "T", "L_q", "L_k"} <= glossary(SOURCE)
 
@@ -100,16 +81,6 @@ def test_shape_comments_use_the_glossary_s_names(path):
 
 
 # ----------------------------------------------------------------------------- cells, plots, seeds
-
-
-@BOTH
-def test_given_code_cells_are_short(path):
-    assert cell_length_problems(path) == []
-
-
-@BOTH
-def test_plots_have_titles_and_labelled_axes(path):
-    assert plot_problems(path) == []
 
 
 def test_the_attention_map_helper_labels_both_axes_and_shows_the_title():
@@ -140,23 +111,6 @@ def test_the_notebook_never_draws_the_checker_s_data():
 
 
 # ----------------------------------------------------------------------------- text: math, staff notes, claims
-
-
-@BOTH
-def test_no_underscore_inside_text_macros(path):
-    assert text_macro_problems(path) == []
-
-
-def test_student_notebook_holds_no_note_for_course_staff():
-    assert staff_note_problems(RELEASE) == []
-
-
-def test_no_time_claim_outside_the_marked_sentences():
-    assert time_claim_problems(SOURCE) == []
-
-
-def test_no_placeholder_is_left_in_the_text():
-    assert placeholders(SOURCE) == []
 
 
 def test_task_7_states_its_measured_time_in_one_marked_sentence():

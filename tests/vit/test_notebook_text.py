@@ -1,11 +1,13 @@
 """What the vit notebooks say and show: each task's rhythm, the check cells, the import cell, shapes in the glossary's
 names, short cells, titled plots with labelled axes, seeded models, math that renders everywhere, supported claims.
 
-The rules live in tests/notebook_text.py (shared with the other assignments' notebook tests). That every check cell is
-locked with the registry's points, and that both notebooks are stored without outputs, is tested for every registered
-assignment, vit included, in tests/test_release.py (test_every_task_has_one_locked_check_cell_with_its_points,
-test_notebooks_are_stored_without_outputs) and tests/test_registry.py; whether the student notebook is released from
-the current reference, in tests/test_release.py; that it runs untouched and fails only with "not implemented yet", in
+The rules live in tests/notebook_text.py; the ones every notebook follows (the import cell, short cells, titled
+plots, no staff notes, no stray times) are tested for every assignment in tests/test_notebook_rules.py. That every
+check cell is locked with the registry's points, and that both notebooks are stored without outputs, is tested for
+every registered assignment, vit included, in tests/test_release.py
+(test_every_task_has_one_locked_check_cell_with_its_points, test_notebooks_are_stored_without_outputs) and
+tests/test_registry.py; whether the student notebook is released from the current reference, in
+tests/test_release.py; that it runs untouched and fails only with "not implemented yet", in
 tests/test_student_notebook.py.
 """
 import re
@@ -18,11 +20,9 @@ import pytest  # noqa: E402
 
 from course.registry import assignment  # noqa: E402
 from course_lib import vit_defaults  # noqa: E402
-from notebook_text import (broken_copy, cell_length_problems, cells, check_cell_problems,  # noqa: E402
-                           checker_seeds, code_cell, glossary, import_cell, import_problems, index_of,
-                           measured_sentences, notebook_seeds, placeholders, plot_problems, plotters,
-                           seeded_model_problems, shape_name_problems, staff_note_problems, task_cell_order_problems,
-                           task_text_problems, tasks_of, text_macro_problems, time_claim_problems,
+from notebook_text import (broken_copy, cells, check_cell_problems, checker_seeds, code_cell, glossary,  # noqa: E402
+                           index_of, measured_sentences, notebook_seeds, plot_problems, plotters, seeded_model_problems,
+                           shape_name_problems, task_cell_order_problems, task_text_problems, tasks_of,
                            titled_by_its_plotter)
 
 VIT = assignment("vit")
@@ -93,24 +93,6 @@ def test_the_rhythm_rules_catch_a_task_that_breaks_them(tmp_path):
 # ----------------------------------------------------------------------------- the import cell and names
 
 
-@BOTH
-def test_the_import_cell_imports_every_check(path):
-    problems = import_problems(path, "vit", TASKS)
-    assert [problem for problem in problems if "checkers.vit" in problem] == []
-
-
-@BOTH
-def test_the_import_cell_imports_nothing_unused(path):
-    assert import_problems(path, "vit", TASKS) == []
-
-
-def test_the_import_cell_runs():
-    """Every name the student's import cell asks for exists in checkers and course_lib."""
-    namespace = {}
-    exec(compile(import_cell(RELEASE)[1]["source"], "<import cell>", "exec"), namespace)
-    assert all(f"check_task_{task}" in namespace for task in TASKS) and "vit_defaults" in namespace
-
-
 def test_the_glossary_names_the_shapes_the_notebook_uses():
     assert PINNED_NAMES <= glossary_or_fail(SOURCE)
 
@@ -122,16 +104,6 @@ def test_shape_comments_use_the_glossary_s_names(path):
 
 
 # ----------------------------------------------------------------------------- cells, plots, seeds
-
-
-@BOTH
-def test_given_code_cells_are_short(path):
-    assert cell_length_problems(path) == []
-
-
-@BOTH
-def test_plots_have_titles_and_labelled_axes(path):
-    assert plot_problems(path) == []
 
 
 def test_the_plot_rule_catches_an_untitled_picture_and_unlabelled_values(tmp_path):
@@ -188,23 +160,6 @@ def test_the_notebook_never_draws_the_checker_s_data():
 
 
 # ----------------------------------------------------------------------------- text: math, staff notes, claims
-
-
-@BOTH
-def test_no_underscore_inside_text_macros(path):
-    assert text_macro_problems(path) == []
-
-
-def test_student_notebook_holds_no_note_for_course_staff():
-    assert staff_note_problems(RELEASE) == []
-
-
-def test_no_time_claim_outside_the_marked_sentences():
-    assert time_claim_problems(SOURCE) == []
-
-
-def test_no_placeholder_is_left_in_the_text():
-    assert placeholders(SOURCE) == []
 
 
 def test_task_4_states_its_measured_time_in_one_marked_sentence():
