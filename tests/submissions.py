@@ -145,3 +145,23 @@ def report_sections(text):
 def visible_text(path):
     """The text a reader of an HTML file sees (tags dropped, entities decoded), whitespace-normalised."""
     return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", path.read_text(errors="replace"))))
+
+
+def hidden_case_lines(name):
+    """The code lines of grading/cases/<name>/ long enough to be telling (comments, docstrings and imports left out),
+    whitespace squeezed: what must never reach a student's feedback page."""
+    return [re.sub(r"\s+", " ", line.strip()) for path in (ROOT / "grading" / "cases" / name).glob("*.py")
+            for line in path.read_text().splitlines()
+            if len(line.strip()) > 25 and not line.strip().startswith(("#", '"""', "from ", "import "))]
+
+
+def hidden_lines_in_feedback(course, name, students):
+    """{student: the hidden-case lines their feedback page shows}, for those whose page shows any."""
+    secret = hidden_case_lines(name)
+    assert len(secret) > 40, "too few hidden-case lines to look for: the search would prove nothing"
+    found = {}
+    for student in students:
+        (page,) = (course / "feedback" / student / name).glob("*.html")
+        text = visible_text(page)
+        found |= {student: shown} if (shown := [line for line in secret if line in text]) else {}
+    return found
