@@ -48,3 +48,19 @@ def format_table(goals, title="Measured performance"):
     lines = [" | ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
     rule = "-+-".join("-" * width for width in widths)
     return "\n".join([title, lines[0], rule, *lines[1:]])
+
+
+def ms(seconds):
+    """A duration in seconds, shown in ms to 3 significant digits."""
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def seconds_or_not_reached(value):
+    """Seconds to a target, or "not reached" for None."""
+    return "not reached" if value is None else f"{value:.1f} s"
+
+
+def seeds_to_target(runs):
+    """"seed 0: 2.7 s (220 steps), ..." for training runs with seed, target_seconds and target_steps."""
+    return ", ".join(f"seed {run['seed']}: {seconds_or_not_reached(run['target_seconds'])} "
+                     f"({run['target_steps']} steps)" for run in runs)

@@ -34,7 +34,7 @@ from course_lib.addition import PROMPT_LEN, SEQ_LEN, AdditionDataset, answer_acc
 from course_lib.device import seed_everything  # noqa: E402
 from course_lib.training import stop_at_accuracy  # noqa: E402
 from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training  # noqa: E402
-from tools.bench.goals import Goal  # noqa: E402
+from tools.bench.goals import Goal, ms, seconds_or_not_reached, seeds_to_target  # noqa: E402
 
 TRAINING_SECONDS_GOAL = 30.0  # median seconds of training to check_task_7's mark (issue 13)
 WORST_SECONDS_GOAL = 60.0  # no seed's whole notebook run over DEVELOPERS.md's ceiling for a training task
@@ -296,25 +296,17 @@ def figures(report, out):
 # ----------------------------------------------------------------------------- goals and table
 
 
-def _ms(seconds):
-    return f"{seconds * 1e3:.3g} ms"
-
-
-def _seconds(value):
-    return "not reached" if value is None else f"{value:.1f} s"
-
-
 def training_goals(training):
     """The notebook's run: median seconds to 95%, the worst seed's whole run, and the stopped models on fresh data."""
     runs, target = training["runs"], training["target"]
     label = f"Task 7 as in the notebook, first validation accuracy >= {target:.0%}"
-    each = ", ".join(f"seed {r['seed']}: {_seconds(r['target_seconds'])} ({r['target_steps']} steps)" for r in runs)
+    each = seeds_to_target(runs)
     median = training["target_median_seconds"]
     worst = max(runs, key=lambda run: run["seconds"])
     fresh = min(run["fresh_accuracy"] for run in runs)
     return [
         Goal("training", f"{label}: median of {len(runs)} seeds",
-             f"{_seconds(median)} ({training['target_median_steps']} steps); {each}",
+             f"{seconds_or_not_reached(median)} ({training['target_median_steps']} steps); {each}",
              f"<= {TRAINING_SECONDS_GOAL:.0f} s",
              training["target_all_reached"] and median <= TRAINING_SECONDS_GOAL),
         Goal("training", f"the notebook's stop at {training['stop_at']:.0%}: median, worst seed",
@@ -341,10 +333,10 @@ def attention_goals(attention):
              f"max|diff| {attention['max_abs_diff']:.0e}, grad {attention['grad_max_abs_diff']:.0e}", "allclose",
              attention["match"]),
         Goal(section, f"training step (fwd+bwd) ref / SDPA, medians of {step['rounds']} alternating rounds",
-             f"{step['ratio']:.2f} ({_ms(step['reference_seconds'])} / {_ms(step['other_seconds'])})",
+             f"{step['ratio']:.2f} ({ms(step['reference_seconds'])} / {ms(step['other_seconds'])})",
              f"<= {ATTENTION_RATIO_GOAL}", step["ratio"] <= ATTENTION_RATIO_GOAL),
         Goal(section, "forward only, no grad: ref / SDPA (tensor ops of one call)",
-             f"{forward['ratio']:.2f} ({_ms(forward['reference_seconds'])} / {_ms(forward['other_seconds'])}; "
+             f"{forward['ratio']:.2f} ({ms(forward['reference_seconds'])} / {ms(forward['other_seconds'])}; "
              f"{attention['forward_ops']['reference']} / {attention['forward_ops']['sdpa']} ops)"),
     ]
 
@@ -353,7 +345,7 @@ def generation_goals(generation):
     """Identical tokens, the cache's speed-up, and the per-step exponents with and without the cache."""
     section = f"generate B{generation['prompts']} P{generation['prompt_len']} +{generation['new_tokens']} tokens"
     cached, uncached = generation["cached"], generation["uncached"]
-    steps = lambda curve: f"{_ms(curve['bin_seconds'][0])} -> {_ms(curve['bin_seconds'][-1])}"  # noqa: E731
+    steps = lambda curve: f"{ms(curve['bin_seconds'][0])} -> {ms(curve['bin_seconds'][-1])}"  # noqa: E731
     return [
         Goal(section, f"tokens with and without the cache, {generation['repeats']} run(s) each",
              "identical" if generation["identical"] else "DIFFERENT", "identical", generation["identical"]),

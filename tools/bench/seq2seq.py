@@ -31,7 +31,7 @@ from course_lib.reversal import (BOS_ID, EOS_ID, MAX_LEN, PAD_ID, ReversalDatase
                                  exact_match, init_embedding, teacher_forcing_loss)
 from course_lib.training import stop_at_accuracy  # noqa: E402
 from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training  # noqa: E402
-from tools.bench.goals import Goal  # noqa: E402
+from tools.bench.goals import Goal, ms  # noqa: E402
 from tools.bench.native import Bound, load_attention  # noqa: E402
 
 BLOCK_RATIO_GOAL = 1.3  # reference DecoderBlock forward + backward / nn.TransformerDecoderLayer's (issue 12)
@@ -298,10 +298,6 @@ def figures(report, out):
 # ----------------------------------------------------------------------------- goals and table
 
 
-def _ms(seconds):
-    return f"{seconds * 1e3:.3g} ms"
-
-
 def layer_goals(layers):
     """Per pair: outputs and input gradients allclose; the decoder block's time ratio held to BLOCK_RATIO_GOAL."""
     size, rounds = layers["size"], layers["comparisons"][0]["rounds"]
@@ -316,7 +312,7 @@ def layer_goals(layers):
                          row["match"]))
         timed = row["layer"] == "DecoderBlock"
         rows.append(Goal(section, f"{pair}: fwd+bwd ref / native",
-                         f"{row['ratio']:.2f} ({_ms(row['reference_seconds'])} / {_ms(row['other_seconds'])})",
+                         f"{row['ratio']:.2f} ({ms(row['reference_seconds'])} / {ms(row['other_seconds'])})",
                          f"<= {BLOCK_RATIO_GOAL}" if timed else "",
                          row["ratio"] <= BLOCK_RATIO_GOAL if timed else None))
     return rows
@@ -359,7 +355,7 @@ def decoding_goals(decoding):
              f"T >= {decoding['fit_from']} (all T: {decoding['time_slope_all']:.2f})", f"{decoding['time_slope']:.2f}",
              "reported (2: the notebook's T^2 / 2 position-passes)"),
         Goal("decoding", f"time per token generated, T = {lengths[0]} .. {lengths[-1]}",
-             " / ".join(_ms(s) for s in per_token)),
+             " / ".join(ms(s) for s in per_token)),
         Goal("decoding", f"time per position-pass (T (T + 1) / 2 of them), T = {lengths[0]} .. {lengths[-1]}",
              " / ".join(f"{s * 1e6:.3g} us" for s in per_pass)),
     ]

@@ -27,7 +27,7 @@ from course_lib.data import PalindromeDataset, VOCAB_SIZE  # noqa: E402
 from course_lib.plotting import plot_scaling  # noqa: E402
 from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training  # noqa: E402
 from tools.bench.native import encoder_layer, load_attention  # noqa: E402
-from tools.bench.goals import Goal  # noqa: E402
+from tools.bench.goals import Goal, ms  # noqa: E402
 
 STEP_RATIO_GOAL = 1.3  # reference training step / torch-native step
 TRAINING_SECONDS_GOAL = 60.0  # training seconds to 95% on the checker's data, per task
@@ -334,10 +334,6 @@ def figures(report, out):
 PASS_LABELS = {"forward": "fwd", "forward_backward": "fwd+bwd"}
 
 
-def _ms(seconds):
-    return f"{seconds * 1e3:.3g} ms"
-
-
 def layer_goals(layers):
     """One row per pair: outputs and input gradients allclose (the goal); the time ratio is reported beside it."""
     rounds = next(iter(layers.values()))["comparisons"][0]["rounds"]
@@ -348,8 +344,8 @@ def layer_goals(layers):
         section = (f"layers {size_name} B{size['batch_size']} L{size['seq_len']} D{size['embed_dim']} "
                    f"H{size['num_heads']}")
         for row in result["comparisons"]:
-            measured = (f"fwd+bwd ref/native {row['ratio']:.2f} ({_ms(row['reference_seconds'])} / "
-                        f"{_ms(row['other_seconds'])}); max|diff| {row['max_abs_diff']:.0e}, "
+            measured = (f"fwd+bwd ref/native {row['ratio']:.2f} ({ms(row['reference_seconds'])} / "
+                        f"{ms(row['other_seconds'])}); max|diff| {row['max_abs_diff']:.0e}, "
                         f"grad {row['grad_max_abs_diff']:.0e}")
             rows.append(Goal(section, f"{row['layer']} vs {row['native']}", measured,
                              "allclose (time: reported)", row["match"]))
@@ -364,7 +360,7 @@ def training_step_goals(step):
              f"max|diff| {step['max_abs_diff']:.0e}, grad {step['grad_max_abs_diff']:.0e}", "allclose",
              step["match"]),
         Goal("training step", "AdamW step of the course classifier, ref / native",
-             f"{step['ratio']:.2f} ({_ms(step['reference_seconds'])} / {_ms(step['other_seconds'])})",
+             f"{step['ratio']:.2f} ({ms(step['reference_seconds'])} / {ms(step['other_seconds'])})",
              f"<= {STEP_RATIO_GOAL}", step["ratio"] <= STEP_RATIO_GOAL),
         Goal("training step", "tensor ops per step, ref / native (step time per op)",
              f"{ours['ops']} / {theirs['ops']} ({step['reference_seconds'] / ours['ops'] * 1e6:.1f} / "

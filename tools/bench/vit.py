@@ -30,7 +30,7 @@ from course_lib import vit_defaults as defaults  # noqa: E402
 from course_lib.device import seed_everything  # noqa: E402
 from course_lib.digits import classification_accuracy, digit_datasets, digit_splits, shifted_copies  # noqa: E402
 from tools.bench import timing as bench_timing, training as bench_training  # noqa: E402
-from tools.bench.goals import Goal  # noqa: E402
+from tools.bench.goals import Goal, ms, seconds_or_not_reached, seeds_to_target  # noqa: E402
 from tools.bench.native import encoder_layer  # noqa: E402
 
 TARGET_ACCURACY = defaults.TARGET_ACCURACY  # check_task_4's pass mark on the test split
@@ -204,25 +204,17 @@ def figures(report, out):
     return [path]
 
 
-def _ms(seconds):
-    return f"{seconds * 1e3:.3g} ms"
-
-
-def _seconds(value):
-    return "not reached" if value is None else f"{value:.1f} s"
-
-
 def training_goals(training):
     """Median seconds to the target, the worst seed's whole run, and the trained models' test accuracies."""
     runs, target = training["runs"], training["target"]
-    each = ", ".join(f"seed {r['seed']}: {_seconds(r['target_seconds'])} ({r['target_steps']} steps)" for r in runs)
+    each = seeds_to_target(runs)
     median, worst = training["target_median_seconds"], max(runs, key=lambda run: run["seconds"])
     lowest = min(run["test_accuracy"] for run in runs)
     accuracies = lambda key: ", ".join(format(run[key], ".1%") for run in runs)  # noqa: E731
     return [
         Goal("training", f"Task 4 as in the notebook, first test accuracy >= {target:.0%} (scored every "
              f"{training['training']['eval_every']} steps): median of {len(runs)} seeds",
-             f"{_seconds(median)} ({training['target_median_steps'] or '-'} steps); {each}",
+             f"{seconds_or_not_reached(median)} ({training['target_median_steps'] or '-'} steps); {each}",
              f"<= {TRAINING_SECONDS_GOAL:.0f} s", training["target_all_reached"] and median <= TRAINING_SECONDS_GOAL),
         Goal("training", f"the notebook's whole run ({training['total_steps']} steps): worst seed",
              f"{worst['seconds']:.1f} s of training (seed {worst['seed']}, {worst['steps']} steps; "
@@ -249,13 +241,13 @@ def layer_goals(layers):
              f"max|diff| {layers['max_abs_diff']:.0e}; {layers['eval_max_abs_diff']:.0e}, grad "
              f"{layers['grad_max_abs_diff']:.0e}", f"<= {SAME_OUTPUTS_ATOL:.0e}", same),
         Goal(section, f"AdamW training step ref / native, medians of {step['rounds']} alternating rounds",
-             f"{step['ratio']:.2f} ({_ms(step['reference_seconds'])} / {_ms(step['other_seconds'])})",
+             f"{step['ratio']:.2f} ({ms(step['reference_seconds'])} / {ms(step['other_seconds'])})",
              f"<= {STEP_RATIO_GOAL}", step["ratio"] <= STEP_RATIO_GOAL),
         Goal(section, "tensor ops per training step, ref / native (step time per op)",
              f"{ours['ops']} / {theirs['ops']} ({step['reference_seconds'] / ours['ops'] * 1e6:.1f} / "
              f"{step['other_seconds'] / theirs['ops'] * 1e6:.1f} us)"),
         Goal(section, "forward only, eval, no grad: ref / native (torch's fused encoder fast path)",
-             f"{forward['ratio']:.2f} ({_ms(forward['reference_seconds'])} / {_ms(forward['other_seconds'])})"),
+             f"{forward['ratio']:.2f} ({ms(forward['reference_seconds'])} / {ms(forward['other_seconds'])})"),
     ]
 
 
