@@ -7,7 +7,7 @@ from .._core import NotImplementedYet, check_function, expect_module_class, load
 from .._dependencies import attention_function, explain_parts, part_class
 from .._modules import build, expect_gradients_everywhere, load
 from .._weights import MissingPart
-from ._model_roles import attribute_path, vit_blocks, vit_slots
+from ._roles import attribute_path, vit_blocks, vit_slots
 from ._model_probes import explain_block, explain_flow, explain_readout, recorded
 
 ATOL, RTOL = 1e-6, 1e-6

@@ -53,7 +53,7 @@ from course_lib.vit_defaults import TARGET_ACCURACY  # one bar for the notebook,
 from .._compare import expect_finite, expect_tensor
 from .._core import CheckFailure, check_function, one_line
 from .._trained import expect_trained_model, model_device, redrawn
-from ._model_roles import MissingPart, vit_slots
+from ._roles import MissingPart, vit_slots
 from .model import check_task_3
 
 CLASS_NAME = "VisionTransformer"

@@ -12,7 +12,7 @@ from ..parts import called, module, randn, random_weights, recipe
 SEED = 424242  # never a seed of the notebook, the checkers or make_fixtures
 TOLERANCE = dict(atol=1e-6, rtol=1e-6)
 EMBEDDING_SLOTS = "checkers.vit._roles:patch_embedding_slots"
-VIT_SLOTS = "checkers.vit._model_roles:vit_slots"
+VIT_SLOTS = "checkers.vit._roles:vit_slots"
 
 
 def patch_cases(reference, generator):

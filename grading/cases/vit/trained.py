@@ -1,6 +1,6 @@
 """Task 4: what the probe records of the trained ViT, how the grader rebuilds and evaluates it, and its data.
 
-The probe receives no data for this task: it records the model's weights by role (checkers.vit._model_roles:vit_slots:
+The probe receives no data for this task: it records the model's weights by role (checkers.vit._roles:vit_slots:
 the patch embedding, every block, the final norm, the head) and the settings the weights
 cannot tell (the heads of every attention module, the activation of every block). The grader loads them into the
 reference VisionTransformer and classifies the course's 360 test digits (course_lib.digits' split) with the
@@ -12,12 +12,11 @@ digits SHIFT_FLOOR.
 """
 import math
 
-import torch
-
 from checkers._trained import redrawn
 from checkers.vit.trained import RESET_CEILING, SHIFT_FLOOR, TRAIN_FLOOR
 from course_lib.device import cpu_threads
-from course_lib.digits import IMAGE_SIZE, IN_CHANNELS, NUM_CLASSES, digit_splits, shifted_copies
+from course_lib.digits import (IMAGE_SIZE, IN_CHANNELS, NUM_CLASSES, classification_accuracy, digit_splits,
+                               shifted_copies)  # counts in integers: 342 / 360 is exactly the 0.95 bar
 from course_lib.vit_defaults import TARGET_ACCURACY  # one bar for the notebook, the check and the grade
 
 from ...judge.trained import InvalidModel, check_record, one_setting, shape
@@ -25,7 +24,7 @@ from ..parts import recipe
 
 LIMITS = {"embed_dim": 1024, "feedforward_dim": 8192, "num_layers": 16}
 COLLAPSE_SEED = 1729
-SLOTS = "checkers.vit._model_roles:vit_slots"
+SLOTS = "checkers.vit._roles:vit_slots"
 STACKS = {"blocks": ["attention"]}
 
 
@@ -82,25 +81,18 @@ def trained_config(weights, settings, spec):
     return config
 
 
-@torch.no_grad()
-def accuracy(model, images, labels):
-    """Fraction of images the reference forward classifies right (eval mode), counted in integers as check_task_4
-    counts (342 / 360 is exactly the 0.95 bar)."""
-    return int((model.eval()(images).argmax(dim=-1) == labels).sum()) / len(labels)
-
-
 def trained_accuracy(task, model, data, reference):
     """Accuracy of the loaded reference ViT on the test digits; raises InvalidModel when the same architecture with
     re-drawn weights scores RESET_CEILING or more, the training digits less than TRAIN_FLOOR, or the one-pixel-shifted
     test digits less than SHIFT_FLOOR."""
     images, labels = data["images"], data["labels"]
     with cpu_threads(1):  # small matrices: one thread is faster, and graders run side by side
-        clean = accuracy(model, images, labels)
+        clean = classification_accuracy(model, images, labels)
         if clean < data["target"]:
             return clean
-        chance = accuracy(redrawn(model, COLLAPSE_SEED), images, labels)
-        fit = accuracy(model, data["train_images"], data["train_labels"])
-        moved = accuracy(model, *shifted_copies(images, labels))
+        chance = classification_accuracy(redrawn(model, COLLAPSE_SEED), images, labels)
+        fit = classification_accuracy(model, data["train_images"], data["train_labels"])
+        moved = classification_accuracy(model, *shifted_copies(images, labels))
     if chance >= RESET_CEILING:
         raise InvalidModel(f"the same architecture with re-drawn weights still scores {chance:.0%}, so the "
                            "accuracy does not come from the trained weights")
