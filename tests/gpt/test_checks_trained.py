@@ -28,17 +28,33 @@ def perturbed(model, scale):
     return noisy
 
 
-@pytest.mark.parametrize("scale", [0.0, 0.6], ids=["trained", "trained, final norm perturbed"])
-def test_teacher_forced_accuracy_is_greedy_generation_s_verdict(scale):
-    """The premise of check_task_7: one teacher-forced pass scores what the reference generate (greedy) writes."""
-    model = perturbed(trained_reference(), scale)
-    sequences = check_data()
+def greedy_and_teacher_forced(model, sequences):
+    """(exact answers of the reference generate at temperature 0, exact answers of one teacher-forced pass)."""
     written = reference()["generate"](model, sequences[:, :PROMPT_LEN], SEQ_LEN - PROMPT_LEN, temperature=0)
-    greedy = (written == sequences).all(dim=1).float().mean().item()
-    assert answer_accuracy(model, sequences)[1] == greedy
-    print(f"exact answers {greedy:.1%}")
-    if scale:
-        assert 0.05 < greedy < 0.95  # some answers wrong, so the equality says something about the wrong ones
+    return (written == sequences).all(dim=1).float().mean().item(), answer_accuracy(model, sequences)[1]
+
+
+def test_teacher_forced_accuracy_is_greedy_generation_s_verdict():
+    """The premise of check_task_7: one teacher-forced pass scores what the reference generate (greedy) writes."""
+    sequences = check_data()
+    greedy, teacher_forced = greedy_and_teacher_forced(trained_reference(), sequences)
+    assert teacher_forced == greedy
+
+
+def test_the_premise_holds_when_some_answers_are_wrong():
+    """The same equality on a perturbed model that gets some answers wrong, so it says something about wrong ones.
+
+    How far the trained weights must be perturbed depends on the run (threads change the training's float sums),
+    so the noise grows until some answers are wrong; the equality is asserted at that noise.
+    """
+    sequences = check_data()
+    for scale in (0.6, 1.0, 1.5, 2.5, 4.0):
+        greedy, teacher_forced = greedy_and_teacher_forced(perturbed(trained_reference(), scale), sequences)
+        if 0.05 < greedy < 0.95:
+            break
+    print(f"noise {scale}: exact answers {greedy:.1%}")
+    assert 0.05 < greedy < 0.95, f"no noise scale left between 5% and 95% of the answers right ({greedy:.1%})"
+    assert teacher_forced == greedy
 
 
 def test_trained_reference_passes_and_is_left_as_it_was(capsys):
