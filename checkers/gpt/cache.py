@@ -16,6 +16,9 @@ MASK_IGNORES_PREFIX = ("the causal mask ignores the cached prefix: new query i s
                        "is_causal=True aligns its mask to the top-left corner, wrong whenever there is a cache).")
 FUTURE_WITH_CACHE = ("with a cache, a new query attends new keys after it: new query i may attend keys "
                      "0 .. L_past + i only, a mask of shape (L, L_past + L) from tril(diagonal=L_past).")
+ROTATED_TWICE = ("the cached keys are rotated again: the returned keys at the cached positions 0 .. L_past - 1 are "
+                 "turned twice by their angle; the cache holds keys already rotated, so rotate only the new keys "
+                 "(offset=L_past) and concatenate them after the cached ones.")
 KEY_TENSOR, VALUE_TENSOR = "the key tensor of the new cache", "the value tensor of the new cache"
 PLAIN = "with return_attention=False"
 CACHE_ORDER = ("the new keys and values come before the cached ones: concatenate [cached, new] along the position "
@@ -45,12 +48,26 @@ def _explain_keys(task, layer, x, run, keys, last_past, what, num_heads):
     except Exception:  # noqa: BLE001 -- only a probe
         at_zero = None
     expected = run["new_keys"]
+    if last_past > 1 and _turned_twice(layer, unrotated[:, :, :last_past], keys[:, :, :last_past]):
+        task.fail(f"{what}: {ROTATED_TWICE}")
     if at_zero is not None and matches(keys[:, :, last_past:], at_zero, ATOL, RTOL) and \
             not matches(at_zero, expected[:, :, last_past:], ATOL, RTOL):
         task.fail(f"{what}: {KEYS_AT_ZERO}")
     swapped = torch.cat([expected[:, :, last_past:], expected[:, :, :last_past]], dim=2)
     if matches(keys, swapped, ATOL, RTOL):
         task.fail(f"{what}: {CACHE_ORDER}")
+
+
+def _turned_twice(layer, unrotated, keys):
+    """Whether the keys of positions 0 .. L_past - 1 are the student's RoPE applied twice to their projections (and
+    not once: position 0 alone would not tell)."""
+    try:
+        with torch.no_grad():
+            once = layer.rotary(unrotated)  # (B, H, L_past, head_dim)
+            twice = layer.rotary(once)
+    except Exception:  # noqa: BLE001 -- only a probe
+        return False
+    return matches(keys, twice, ATOL, RTOL) and not matches(keys, once, ATOL, RTOL)
 
 
 def _explain_mask(task, attention, last_past, what):

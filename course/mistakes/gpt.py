@@ -124,6 +124,10 @@ CACHE_MUTANTS = [
              ROTATE_AFTER_CACHING + "            query = self.rotary(query, offset=past)\n"
              "            key = torch.cat([key[:, :, :past], self.rotary(key[:, :, past:], offset=past)], dim=2)\n"),
             (RETURNED, RETURN_UNROTATED)), _attention.CACHE_BEFORE_ROPE),
+    Mutant(3, "keys rotated after the concatenation, the cached ones twice",
+           ((ROPE, "query = self.rotary(query, offset=past)"),
+            (CONCAT, CONCAT + "        if self.rotary is not None:\n            key = self.rotary(key)\n")),
+           _cache.ROTATED_TWICE),
     Mutant(3, "mask ignores the cached prefix", ((ALLOWED, ALLOWED.replace(".tril(past)", ".tril()")),),
            _cache.MASK_IGNORES_PREFIX),
     Mutant(3, "no mask with a cache", ((ALLOWED, ALLOWED.replace(".tril(past)", ".tril(past if past == 0 else "

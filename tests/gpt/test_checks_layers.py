@@ -99,6 +99,15 @@ def test_a_rotary_that_returns_x_is_told_no_token_turns():
     assert "added" not in message and rotary_check.ONE_ANGLE in message, message
 
 
+def test_cached_keys_rotated_again_inside_the_concatenation_are_named():
+    """Another way to turn the cached keys twice: rotate the cache again where it is concatenated."""
+    cat = "key = torch.cat([cache[0], key], dim=2)"
+    message = failure_of(3, variant(lambda source: source.replace(cat, "key = torch.cat([cache[0] if self.rotary is "
+                                                                   "None else self.rotary(cache[0]), key], dim=2)"))
+                         ["CausalSelfAttention"])
+    assert cache_check.ROTATED_TWICE in message, message
+
+
 # ----- Valid variants pass ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("cls", ROTARIES, ids=lambda c: c.__name__)
@@ -325,7 +334,8 @@ EVIDENCE_NAMED = {"halves instead of interleaved pairs", "positions from 1", "tu
                   "mask hides the diagonal", "heads split without the transpose", "heads merged without the transpose",
                   "SDPA is_causal=True with a cache when no weights are asked",
                   "SDPA without a mask with a cache when no weights are asked",
-                  "new keys rotated at position 0 when no weights are asked", "every token turned by the offset's angle"}
+                  "new keys rotated at position 0 when no weights are asked", "every token turned by the offset's angle",
+                  "keys rotated after the concatenation, the cached ones twice"}
 
 
 def _without_signatures(value):
