@@ -16,6 +16,8 @@ GLOBAL_RNG = ("it draws from torch's global random generator although a `generat
               f"{PINNED}, so that a seeded generator makes the draws repeatable.")
 GREEDY_DRAWS = ("with temperature 0 it draws from the generator; temperature 0 means greedy: return "
                 "logits.argmax(dim=-1, keepdim=True) without sampling.")
+GREEDY_MISSING = ("temperature 0 means greedy: return logits.argmax(dim=-1, keepdim=True) before any division by "
+                  "the temperature.")
 NOT_GREEDY = "with temperature 0 it should return the argmax of each row, logits.argmax(dim=-1, keepdim=True)."
 TEMPERATURE_AFTER_SOFTMAX = ("the temperature changes nothing in any setting (the draws follow softmax(logits)): "
                              "divide the logits before the softmax, softmax(logits / T); a division of the "
@@ -31,6 +33,8 @@ TOP_K_MINUS_ONE = ("top-k keeps only k - 1 tokens: keep every logit >= the k-th 
                    "itself).")
 TOP_K_PLUS_ONE = ("top-k keeps k + 1 tokens: the k-th largest logit is logits.topk(k).values[:, -1:] (index k - 1 "
                   "of the logits sorted in descending order, not k); keep the logits >= it.")
+TOP_K_ZERO = ("top-k sets the logits outside the k largest to 0, which leaves them a probability: set them to -inf, "
+              "logits.masked_fill(logits < kth, float(\"-inf\")), so that they are never drawn.")
 TOP_K_IGNORED = "top_k is ignored: with top_k = k only the k largest logits may be drawn; set the others to -inf."
 TOP_K_ABOVE_VOCAB = ("top_k above the vocabulary size keeps every token, as None does: take the k-th largest only when "
                      "top_k < logits.size(-1) (torch.topk fails for k > V).")
@@ -81,11 +85,23 @@ def _expect_generator_used(task, sample_next_token, fixture):
         task.fail(GLOBAL_RNG)
     generator = torch.Generator().manual_seed(0)
     before = generator.get_state()
+    _expect_greedy_runs(task, sample_next_token, logits)
     greedy = _draw(task, sample_next_token, logits, dict(temperature=0, top_k=None), generator)
     if not torch.equal(greedy, logits.argmax(dim=-1, keepdim=True)):
         task.fail(NOT_GREEDY)
     if not torch.equal(before, generator.get_state()) or not torch.equal(state, torch.get_rng_state()):
         task.fail(GREEDY_DRAWS)
+
+
+def _expect_greedy_runs(task, sample_next_token, logits):
+    """temperature 0 after temperature 2 worked: an error here is the division by zero of a missing greedy case."""
+    try:
+        sample_next_token(logits, temperature=0, top_k=None, generator=torch.Generator().manual_seed(0))
+    except NotImplementedError:
+        pass  # the call that follows says "not implemented yet"
+    except Exception as error:  # noqa: BLE001 -- any student error becomes a message
+        task.fail(f"with temperature=0 it raised {type(error).__name__} ({one_line(error, 80)}) where temperature=2.0 "
+                  f"works: {GREEDY_MISSING}")
 
 
 def _name_mistake(task, what, got, mistakes, atol):

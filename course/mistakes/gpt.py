@@ -258,6 +258,7 @@ SAMPLING_MUTANTS = [
     Mutant(6, "top-k keeps the smallest logits", ((KTH, KTH.replace("dim=-1)", "dim=-1, largest=False)")),
                                                   (KEEP, KEEP.replace("<", ">"))), _sampling.TOP_K_SMALLEST),
     Mutant(6, "top-k keeps k - 1", ((KEEP, KEEP.replace("<", "<=")),), _sampling.TOP_K_MINUS_ONE),
+    Mutant(6, "top-k fills 0 instead of -inf", ((KEEP, KEEP.replace('float("-inf")', "0.0")),), _sampling.TOP_K_ZERO),
     Mutant(6, "top-k keeps k + 1", ((KTH, KTH.replace("topk(top_k,", "topk(top_k + 1,")),), _sampling.TOP_K_PLUS_ONE),
     Mutant(6, "top-k keeps exactly k on ties (topk + scatter)",
            ((KTH, "top_values, top_ids = logits.topk(top_k, dim=-1)"),
