@@ -5,7 +5,7 @@ import torch
 
 from .._compare import expect_close, expect_finite, expect_tensor, matches
 from .._core import CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture, one_line
-from ._order import explain_order
+from ._order import explain_order, is_patchify, probe
 
 # patchify moves numbers and computes none: float64 values must come out as they went in (1e-12 leaves room for an
 # answer that multiplies by one)
@@ -18,6 +18,8 @@ SQUARE = ("the images need not be square: read the height and the width separate
           "patch rows and W / p patch columns.")
 AXES_SWAPPED = ("the patch axis and the pixel axis are swapped, (B, C·p·p, N), the layout F.unfold returns: "
                 "transpose(1, 2) to (B, N, C·p·p).")
+PER_SIDE = ("each patch is H / patch_size × W / patch_size pixels, so patch_size is read as the number of patches "
+            "per side: it is the side of a patch in pixels, giving H / p patch rows and W / p patch columns.")
 IN_PLACE = "patchify modified its input `images` in place; build a new tensor instead (reshape, permute, unfold)."
 NOT_CONTIGUOUS = ("`view` needs memory laid out in the tensor's own order, which a permuted, transposed or sliced "
                   "tensor lacks: use reshape (or call .contiguous() first).")
@@ -45,10 +47,25 @@ def patches_of(task, patchify, images, patch_size):
         task.fail(IN_PLACE)
     num_patches = (height // patch_size) * (width // patch_size)
     shape = (batch_size, num_patches, channels * patch_size * patch_size)
-    swapped = (batch_size, shape[2], num_patches)  # (B, C·p·p, N)
-    if isinstance(result, torch.Tensor) and swapped != shape and tuple(result.shape) == swapped:
-        task.fail(f"{what} has shape {tuple(result.shape)}, expected {shape}: {AXES_SWAPPED}")
+    if isinstance(result, torch.Tensor) and tuple(result.shape) != shape:
+        _explain_shape(task, patchify, tuple(images.shape), patch_size, tuple(result.shape), what)
     return expect_tensor(task, what, result, shape, images.dtype)
+
+
+def _explain_shape(task, patchify, images_shape, patch_size, got_shape, what):
+    """Fail naming the layout of a wrong-shaped output when patchify of images holding their pixels' indices shows
+    it (patches transposed, or blocks of H / p x W / p pixels); otherwise stating the sizes expected."""
+    batch_size, channels, height, width = images_shape
+    num_patches, size = (height // patch_size) * (width // patch_size), channels * patch_size * patch_size
+    found = f"{what} has shape {got_shape}, expected {(batch_size, num_patches, size)} = (B, N, C·p·p)"
+    index = probe(patchify, images_shape, patch_size)
+    if index is not None:
+        if is_patchify(index.transpose(1, 2), images_shape, (patch_size, patch_size)):
+            task.fail(f"{found}: {AXES_SWAPPED}")
+        if is_patchify(index, images_shape, (height // patch_size, width // patch_size)):
+            task.fail(f"{found}: {PER_SIDE}")
+    task.fail(f"{found}, for N = (H / p)·(W / p) = ({height} / {patch_size})·({width} / {patch_size}) = {num_patches} "
+              f"patches of C·p·p = {size} values.")
 
 
 def _square_only(patchify, images, patch_size):
