@@ -16,6 +16,12 @@ SIZES_UNNAMED = ("the ValueError's message should name the sizes: the image's he
                  "e.g. f\"{height} x {width} images do not split into {patch_size} x {patch_size} patches\".")
 SQUARE = ("the images need not be square: read the height and the width separately from images.shape, H / p "
           "patch rows and W / p patch columns.")
+FIXED_SIZE = ("the same call on {size} images runs, so the patch grid seems fixed: compute it from images.shape, "
+              "H / p patch rows and W / p patch columns.")
+FIXED_CHANNELS = ("the same images with {channels} channel(s) run, so the number of channels seems fixed: read C from "
+                  "images.shape and flatten each patch as (C, p, p).")
+FIXED_BATCH = ("the same call on a batch of {batch_size} runs, so the batch size seems fixed: read B from "
+               "images.shape and keep the batch axis whole.")
 AXES_SWAPPED = ("the patch axis and the pixel axis are swapped, (B, C·p·p, N), the layout F.unfold returns: "
                 "transpose(1, 2) to (B, N, C·p·p).")
 PER_SIDE = ("each patch is H / patch_size × W / patch_size pixels, so patch_size is read as the number of patches "
@@ -68,26 +74,47 @@ def _explain_shape(task, patchify, images_shape, patch_size, got_shape, what):
               f"patches of C·p·p = {size} values.")
 
 
-def _square_only(patchify, images, patch_size):
-    """Whether non-square images make patchify raise where their largest square corner does not (a probe)."""
-    side = min(images.shape[-2:])
-    if images.size(-2) == images.size(-1):
-        return False
+def _runs(patchify, shape, patch_size):
+    """Whether patchify of images of this shape returns a tensor of the right shape (a probe: never raises)."""
+    batch_size, channels, height, width = shape
+    expected = (batch_size, (height // patch_size) * (width // patch_size), channels * patch_size * patch_size)
     try:
-        return isinstance(patchify(images[..., :side, :side], patch_size), torch.Tensor)
+        with torch.no_grad():
+            result = patchify(torch.rand(shape, dtype=torch.float64), patch_size)
     except Exception:  # noqa: BLE001 -- only a probe
         return False
+    return isinstance(result, torch.Tensor) and tuple(result.shape) == expected
 
 
-def _expect_case(task, patchify, case):
+def _what_is_fixed(patchify, shape, patch_size, passed):
+    """A sentence naming the one size that makes patchify raise, found by changing one size at a time to one of an
+    earlier case that ran: the image a square (its corner), the height and width, the channels, the batch."""
+    batch_size, channels, height, width = shape
+    side = min(height, width)
+    if height != width and _runs(patchify, (batch_size, channels, side, side), patch_size):
+        return SQUARE
+    for other_batch, other_channels, other_height, other_width in passed:
+        if (other_height, other_width) != (height, width) and \
+                _runs(patchify, (batch_size, channels, other_height, other_width), patch_size):
+            return FIXED_SIZE.format(size=f"{other_height} × {other_width}")
+        if other_channels != channels and _runs(patchify, (batch_size, other_channels, height, width), patch_size):
+            return FIXED_CHANNELS.format(channels=other_channels)
+        if other_batch != batch_size and _runs(patchify, (other_batch, channels, height, width), patch_size):
+            return FIXED_BATCH.format(batch_size=other_batch)
+    return None
+
+
+def _expect_case(task, patchify, case, passed):
+    """The case's patches; passed: the image shapes of the cases before it, all of which ran."""
     images, patch_size = case["images"], case["patch_size"]
     try:
         got = patches_of(task, patchify, images, patch_size)
     except NotImplementedYet:
         raise
     except CheckFailure as failure:
-        if " raised " in str(failure) and _square_only(patchify, images, patch_size):
-            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {SQUARE}")
+        fixed = " raised " in str(failure) and _what_is_fixed(patchify, tuple(images.shape), patch_size, passed)
+        if fixed:
+            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {fixed}")
         raise
     what = describe(images, patch_size)
     if not matches(got, case["patches"], ATOL, RTOL):
@@ -140,8 +167,10 @@ def check_task_1(task, patchify):
     pixels and of the whole image, the ValueError, the input untouched, gradients, non-contiguous and float32 input."""
     expect_callable(task, patchify, "patchify")
     fixture = load_fixture(__package__, 1)
+    passed = []
     for case in fixture["cases"].values():
-        _expect_case(task, patchify, case)
+        _expect_case(task, patchify, case, passed)
+        passed.append(tuple(case["images"].shape))
     for shape, patch_size in fixture["not_divisible"]:
         _expect_value_error(task, patchify, shape, patch_size)
     case = next(case for case in fixture["cases"].values() if case["images"].size(1) > 1)

@@ -2,7 +2,7 @@
 import torch
 
 from .._compare import expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import check_function, expect_callable, load_fixture
+from .._core import CheckFailure, check_function, expect_callable, load_fixture
 
 NAME = "attention_rollout"
 ATOL, RTOL = 1e-9, 1e-7
@@ -25,6 +25,12 @@ LAST_LAYER = "only the last layer counts: multiply every layer in, R_l = A_l @ R
 FIRST_LAYER = "only the first layer counts: multiply every layer in, R_l = A_l @ R_(l-1) from R_1 = A_1."
 CLS_ROW = ("it returns only the [CLS] row (B, T); return the whole rollout (B, T, T) and let the caller take "
            "rollout[:, 0].")
+FIXED_DTYPE = ("it runs on float32 maps but raises on these float64 ones: a tensor made inside in the default dtype "
+               "(torch.eye(T), say) meets the maps; create it with dtype=attention.dtype, device=attention.device.")
+HEADS_FOR_BATCH = ("has shape {shape} = (H, T, T), the heads' axis where the batch's belongs: the maps are (B, H, T, T), "
+                   "so average the heads, dim=1, and keep the batch.")
+SOFTMAX_ROWS = ("each layer's rows are normalised with a softmax, which exponentiates them: divide A + I by its row "
+                "sums instead, (A + I) / (A + I).sum(dim=-1, keepdim=True).")
 DIFFERENTIABLE = ("attention_rollout must stay differentiable: no torch.no_grad() or .detach() inside (the notebook's "
                   "cls_rollout turns gradients off around it)")
 DETACHED = (f"{DIFFERENTIABLE}; its rollout of maps that require grad does not require grad. Compute with torch "
@@ -36,12 +42,21 @@ MODIFIES_INPUT = ("it modified an attention map in place (e.g. `attention += eye
 def _roll(task, attention_rollout, maps, what):
     """attention_rollout(list of maps) checked for type and shape (B, T, T); the maps must stay unchanged."""
     before = [attention.detach().clone() for attention in maps]
-    rollout = task.call(what, attention_rollout, list(maps))
+    try:
+        rollout = task.call(what, attention_rollout, list(maps))
+    except CheckFailure as failure:
+        if " raised " in str(failure) and maps[0].dtype == torch.float64 and \
+                _rollout_or_none(attention_rollout, [attention.float() for attention in maps]) is not None:
+            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {FIXED_DTYPE}")
+        raise
     if any(not torch.equal(attention.detach(), saved) for attention, saved in zip(maps, before)):
         task.fail(MODIFIES_INPUT)
-    batch_size, _, seq_len, _ = maps[0].shape
+    batch_size, num_heads, seq_len, _ = maps[0].shape
     if isinstance(rollout, torch.Tensor) and tuple(rollout.shape) == (batch_size, seq_len) and seq_len > 1:
         task.fail(CLS_ROW)
+    if isinstance(rollout, torch.Tensor) and tuple(rollout.shape) == (num_heads, seq_len, seq_len) != \
+            (batch_size, seq_len, seq_len):
+        task.fail(f"{what} " + HEADS_FOR_BATCH.format(shape=tuple(rollout.shape)))
     return expect_tensor(task, what, rollout, (batch_size, seq_len, seq_len), maps[0].dtype)
 
 
@@ -53,6 +68,7 @@ def _expect_case(task, attention_rollout, name, case, cases):
     if not matches(rollout, case["rollout"], ATOL, RTOL):
         _diagnose(task, attention_rollout, what, rollout, case, cases)
         _explain_composition(task, attention_rollout, what, dict(got=rollout, maps=case["maps"]), cases)
+        _explain_layer(task, what, rollout, case["maps"])
         _explain_row_sums(task, what, rollout, len(case["maps"]))
     expect_close(task, what, rollout, case["rollout"], ATOL, RTOL)
 
@@ -107,6 +123,16 @@ def _combinations(attention_rollout, maps):
         later_left, earlier_left, product = single @ later_left, earlier_left @ single, single * product
     return {RIGHT: later_left, ELEMENTWISE: product, WRONG_ORDER: earlier_left, LAST_LAYER: alone[-1],
             FIRST_LAYER: alone[0]}
+
+
+def _explain_layer(task, what, rollout, maps):
+    """Fail naming a softmax in place of the division when the rollout of one layer is the softmax of its A + I."""
+    if len(maps) != 1:
+        return
+    mixed = maps[0].mean(dim=1)  # (B, T, T), the heads averaged
+    mixed = mixed + torch.eye(mixed.size(-1), dtype=mixed.dtype)  # A + I
+    if matches(rollout, mixed.softmax(dim=-1), ATOL, RTOL):
+        task.fail(f"{what} is wrong: {SOFTMAX_ROWS}")
 
 
 def _rollout_or_none(attention_rollout, maps):
