@@ -95,6 +95,9 @@ VALID = [
                                               "patches = patches + self.position_embedding[:, 1:]\n"
                                               "        cls = cls + self.position_embedding[:, :1]\n"
                                               "        return torch.cat([cls, patches], dim=1)"),)),
+    Mutant(5, "0.5 * A + 0.5 * I (its gradient off row-stochastic maps differs from the division's)", (
+        ("mixed = mixed + torch.eye(", "mixed = 0.5 * mixed + 0.5 * torch.eye("),
+        ("mixed = mixed / mixed.sum(dim=-1, keepdim=True)", "mixed = mixed"))),
     Mutant(5, "the product by einsum", (
         (ROLLED, "rollout = mixed if rollout is None else torch.einsum('bij,bjk->bik', mixed, rollout)"),)),
 ]
