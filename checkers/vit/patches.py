@@ -16,12 +16,12 @@ SIZES_UNNAMED = ("the ValueError's message should name the sizes: the image's he
                  "e.g. f\"{height} x {width} images do not split into {patch_size} x {patch_size} patches\".")
 SQUARE = ("the images need not be square: read the height and the width separately from images.shape, H / p "
           "patch rows and W / p patch columns.")
-FIXED_SIZE = ("the same call on {size} images runs, so the patch grid seems fixed: compute it from images.shape, "
-              "H / p patch rows and W / p patch columns.")
-FIXED_CHANNELS = ("the same images with {channels} channel(s) run, so the number of channels seems fixed: read C from "
-                  "images.shape and flatten each patch as (C, p, p).")
-FIXED_BATCH = ("the same call on a batch of {batch_size} runs, so the batch size seems fixed: read B from "
-               "images.shape and keep the batch axis whole.")
+FIXED_SIZE = ("the same call runs on {size} images but raises on {double} ones too, so the patch grid is fixed to one "
+              "image size: compute it from images.shape, H / p patch rows and W / p patch columns.")
+FIXED_CHANNELS = ("the same images run with {channels} channel(s) but raise with {double} too, so the number of "
+                  "channels is fixed: read C from images.shape and flatten each patch as (C, p, p).")
+FIXED_BATCH = ("the same call runs on a batch of {batch_size} but raises on {double} too, so the batch size is fixed: "
+               "read B from images.shape and keep the batch axis whole.")
 AXES_SWAPPED = ("the patch axis and the pixel axis are swapped, (B, C·p·p, N), the layout F.unfold returns: "
                 "transpose(1, 2) to (B, N, C·p·p).")
 PER_SIDE = ("each patch is H / patch_size × W / patch_size pixels, so patch_size is read as the number of patches "
@@ -88,19 +88,24 @@ def _runs(patchify, shape, patch_size):
 
 def _what_is_fixed(patchify, shape, patch_size, passed):
     """A sentence naming the one size that makes patchify raise, found by changing one size at a time to one of an
-    earlier case that ran: the image a square (its corner), the height and width, the channels, the batch."""
+    earlier case that ran: the image a square (its corner), the height and width (fixed when twice that size raises
+    too, which any grid computed from the shape handles), the channels and the batch (likewise)."""
     batch_size, channels, height, width = shape
     side = min(height, width)
     if height != width and _runs(patchify, (batch_size, channels, side, side), patch_size):
         return SQUARE
     for other_batch, other_channels, other_height, other_width in passed:
         if (other_height, other_width) != (height, width) and \
-                _runs(patchify, (batch_size, channels, other_height, other_width), patch_size):
-            return FIXED_SIZE.format(size=f"{other_height} × {other_width}")
-        if other_channels != channels and _runs(patchify, (batch_size, other_channels, height, width), patch_size):
-            return FIXED_CHANNELS.format(channels=other_channels)
-        if other_batch != batch_size and _runs(patchify, (other_batch, channels, height, width), patch_size):
-            return FIXED_BATCH.format(batch_size=other_batch)
+                _runs(patchify, (batch_size, channels, other_height, other_width), patch_size) and \
+                not _runs(patchify, (batch_size, channels, 2 * other_height, 2 * other_width), patch_size):
+            return FIXED_SIZE.format(size=f"{other_height} × {other_width}", double=f"{2 * other_height} × "
+                                                                                   f"{2 * other_width}")
+        if other_channels != channels and _runs(patchify, (batch_size, other_channels, height, width), patch_size) \
+                and not _runs(patchify, (batch_size, 2 * other_channels, height, width), patch_size):
+            return FIXED_CHANNELS.format(channels=other_channels, double=2 * other_channels)
+        if other_batch != batch_size and _runs(patchify, (other_batch, channels, height, width), patch_size) and \
+                not _runs(patchify, (2 * other_batch, channels, height, width), patch_size):
+            return FIXED_BATCH.format(batch_size=other_batch, double=2 * other_batch)
     return None
 
 

@@ -83,3 +83,32 @@ def test_the_elementwise_product_is_not_told_to_renormalise():
 def test_rows_that_do_not_sum_to_one_are_stated_not_blamed_on_the_renormalisation():
     message = failure_of(5, rollout_with_a_wrong_row)
     assert "its rows sum to values from 1 to 2, not 1" in message and "renormalis" not in message, message
+
+
+def patchify_one_channel_only(images, patch_size):
+    """Written for one channel (a grey digit): runs on 1 channel, raises on 2 or 3."""
+    batch_size, _, height, width = images.shape
+    if height % patch_size or width % patch_size:
+        raise ValueError(f"{height} x {width} images do not split into {patch_size} x {patch_size} patches")
+    blocks = images.reshape(batch_size, 1, height // patch_size, patch_size, width // patch_size, patch_size)
+    return blocks.permute(0, 2, 4, 1, 3, 5).reshape(batch_size, -1, patch_size * patch_size)
+
+
+def patchify_failing_on_one_patch(images, patch_size):
+    """Right, except that it raises when an image holds a single patch: no fixed size to name."""
+    if images.shape[-2:] == (patch_size, patch_size):
+        raise IndexError("index 1 is out of bounds for dimension 1 with size 1")
+    return F.unfold(images, patch_size, stride=patch_size).transpose(1, 2)
+
+
+def test_a_fixed_channel_count_is_named_from_the_sizes_that_run():
+    message = failure_of(1, patchify_one_channel_only)
+    assert patches.FIXED_CHANNELS.format(channels=1, double=2) in message, message
+    assert patches.SQUARE not in message, message
+
+
+def test_a_failure_at_one_size_is_not_blamed_on_a_fixed_grid():
+    """It runs on 8 × 12 images and on 16 × 24 ones, so nothing says the grid is fixed: only what it raised."""
+    message = failure_of(1, patchify_failing_on_one_patch)
+    assert "(2, 3, 4, 4), patch_size=4) raised IndexError" in message, message
+    assert "fixed" not in message and patches.SQUARE not in message, message

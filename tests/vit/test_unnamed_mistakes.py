@@ -27,7 +27,7 @@ WORDS = {
     "patchify_assert_check": "raised AssertionError (image size 8x8 is not a multiple of the patch size 3): "
                              + patches.NO_VALUE_ERROR,
     "patchify_batch_mixed": _order.BATCH_MIXED,
-    "patchify_image_size_8": patches.FIXED_SIZE.format(size="8 × 8"),
+    "patchify_image_size_8": patches.FIXED_SIZE.format(size="8 × 8", double="16 × 16"),
     "embedding_cls_last": _tokens.CLS_LAST,
     "embedding_no_cls_position": embedding.N_ROWS,
     "embedding_positions_before_cls": _tokens.SHIFTED,
