@@ -26,8 +26,8 @@ ONE_SIDE = ("position_embedding has {rows} = {side} + 1 rows, {side} = image_siz
 ONE_CHANNEL = ("projection takes patch_size ** 2 = {area} values, one channel's: a patch holds "
                "in_channels * patch_size ** 2 = {size} values, so make it nn.Linear(in_channels * patch_size ** 2, "
                "embed_dim).")
-BATCH_OF_ONE = ("it runs on one image but raises on a batch of {batch_size}: something in forward is built for a batch of one, "
-                "such as a [CLS] token concatenated without being expanded over the batch, "
+BATCH_OF_ONE = ("it runs on one image but raises on a batch of {batch_size}: something in forward is built for a "
+                "batch of one, such as a [CLS] token concatenated without being expanded over the batch, "
                 "cls_token.expand(B, 1, embed_dim).")
 OTHER_PATCH_SIZE = ("projection receives patches of {got} values = in_channels * {other} ** 2 where patch_size = "
                     "{patch_size} gives {size}: patchify is called with patch size {other}; pass self.patch_size.")
@@ -145,7 +145,8 @@ def _projection_input(embedding, images):
     projection, seen = getattr(embedding, "projection", None), []
     if not isinstance(projection, nn.Module):
         return None
-    hook = projection.register_forward_pre_hook(lambda module, args: seen.append(tuple(args[0].shape)) if args else None)
+    hook = projection.register_forward_pre_hook(
+        lambda module, args: seen.append(tuple(args[0].shape)) if args else None)
     try:
         _runs(embedding, images)
     finally:

@@ -70,8 +70,8 @@ def _explain_shape(task, patchify, images_shape, patch_size, got_shape, what):
             task.fail(f"{found}: {AXES_SWAPPED}")
         if is_patchify(index, images_shape, (height // patch_size, width // patch_size)):
             task.fail(f"{found}: {PER_SIDE}")
-    task.fail(f"{found}, for N = (H / p)·(W / p) = ({height} / {patch_size})·({width} / {patch_size}) = {num_patches} "
-              f"patches of C·p·p = {size} values.")
+    task.fail(f"{found}, for N = (H / p)·(W / p) = ({height} / {patch_size})·({width} / {patch_size}) = "
+              f"{num_patches} patches of C·p·p = {size} values.")
 
 
 def _runs(patchify, shape, patch_size):

@@ -27,8 +27,8 @@ CLS_ROW = ("it returns only the [CLS] row (B, T); return the whole rollout (B, T
            "rollout[:, 0].")
 FIXED_DTYPE = ("it runs on float32 maps but raises on these float64 ones: a tensor made inside in the default dtype "
                "(torch.eye(T), say) meets the maps; create it with dtype=attention.dtype, device=attention.device.")
-HEADS_FOR_BATCH = ("has shape {shape} = (H, T, T), the heads' axis where the batch's belongs: the maps are (B, H, T, T), "
-                   "so average the heads, dim=1, and keep the batch.")
+HEADS_FOR_BATCH = ("has shape {shape} = (H, T, T), the heads' axis where the batch's belongs: the maps are "
+                   "(B, H, T, T), so average the heads, dim=1, and keep the batch.")
 SOFTMAX_ROWS = ("each layer's rows are normalised with a softmax, which exponentiates them: divide A + I by its row "
                 "sums instead, (A + I) / (A + I).sum(dim=-1, keepdim=True).")
 DIFFERENTIABLE = ("attention_rollout must stay differentiable: no torch.no_grad() or .detach() inside (the notebook's "

@@ -68,7 +68,8 @@ WRONG_ADVICE = [
     Mutant(1, "patch_size read as the number of patches per side", (
         (SPLIT, "patches = images.reshape(batch_size, channels, patch_size, rows, patch_size, cols)"),
         (FLATTEN, "return patches.reshape(batch_size, patch_size * patch_size, channels * rows * cols)"))),
-    Mutant(5, "layers multiplied element by element", ((ROLLED, ROLLED.replace("mixed @ rollout", "mixed * rollout")),)),
+    Mutant(5, "layers multiplied element by element",
+           ((ROLLED, ROLLED.replace("mixed @ rollout", "mixed * rollout")),)),
 ]
 
 
