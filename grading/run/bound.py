@@ -57,8 +57,7 @@ def stored_size(cell):
 
 def slim(cell):
     """The cell as later stages read it: its type, nbgrader's metadata and (a code cell's) source."""
-    if not isinstance(cell, dict):
-        return {}
+    cell = cell if isinstance(cell, dict) else {}  # not a cell: an empty one, which no stage reads
     meta = nbgrader_meta(cell)
     kept = {"cell_type": cell.get("cell_type"), "metadata": {"nbgrader": meta} if meta else {}}
     return dict(kept, source=source(cell)) if cell.get("cell_type") == "code" else dict(kept, source="")
@@ -91,15 +90,15 @@ def bounded(notebook, release):
     room = bounds.cells - len(keep)
     for position, cell in enumerate(cells):
         cell = slim(cell)
-        text = cell.get("source", "")
-        if len(text) > bounds.cell_source:
-            cell["source"], long = CUT_SOURCE.format(size=len(text), bound=bounds.cell_source), long + 1
+        size = len(cell.get("source", ""))
+        if size > bounds.cell_source:
+            cell["source"] = CUT_SOURCE.format(size=size, bound=bounds.cell_source)
         if position not in keep:
-            if room <= 0 or spent + len(cell.get("source", "")) > bounds.source:
+            if room <= 0 or spent + len(cell["source"]) > bounds.source:
                 dropped += 1
                 continue
             room -= 1
-        spent += len(cell.get("source", ""))
+        spent, long = spent + len(cell["source"]), long + (size > bounds.cell_source)
         slimmed.append(cell)
     cuts += [f"{long} code cell(s) longer than {bounds.cell_source:,} characters were emptied"] if long else []
     cuts += [f"{dropped:,} of its {len(cells):,} cells were left out"] if dropped else []
