@@ -55,6 +55,14 @@ def stored_size(cell):
     return len(json.dumps(stored, default=str)), images
 
 
+def stored_cut(cells, bounds):
+    """[what was cut] when the cells' stored outputs and attachments exceed the bounds (they are dropped anyway)."""
+    stored = [stored_size(cell) for cell in cells]
+    size, images = sum(size for size, _ in stored), sum(images for _, images in stored)
+    return [f"{size >> 20} MB of stored outputs with {images} images were dropped"] \
+        if size > bounds.outputs or images > bounds.images else []
+
+
 def slim(cell):
     """The cell as later stages read it: its type, nbgrader's metadata and (a code cell's) source."""
     cell = cell if isinstance(cell, dict) else {}  # not a cell: an empty one, which no stage reads
@@ -81,11 +89,7 @@ def bounded(notebook, release):
         notebook: the submission as read (grading.run.notebook.read); release: the release notebook, as read.
     """
     bounds, cells = Bounds.of(release), notebook["cells"]
-    keep, cuts = protected(cells, release), []
-    stored = [stored_size(cell) for cell in cells]
-    if sum(size for size, _ in stored) > bounds.outputs or sum(images for _, images in stored) > bounds.images:
-        cuts.append(f"{sum(size for size, _ in stored) >> 20} MB of stored outputs with "
-                    f"{sum(images for _, images in stored)} images were dropped")
+    keep, cuts = protected(cells, release), stored_cut(cells, bounds)
     slimmed, spent, dropped, long = [], 0, 0, 0
     room = bounds.cells - len(keep)
     for position, cell in enumerate(cells):
