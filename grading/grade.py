@@ -6,6 +6,7 @@ registered, grade asks for a name; `make grade` without ASSIGNMENT runs this onc
 
 The stages, in order, each a package of grading/ with its entry point:
     collect.discover        the submission folders under submitted/ (put there by `make collect`)
+    run.bounded             its notebook cut to what an honest one holds (bounds from the release): flagged if cut
     run.run_submission      its cells matched to the release and run by the probe in the sandbox: records
     judge.judge             the records compared with the reference's: one verdict per task, notes
     publish.write_graded    the graded notebook; then publish.publish, once: nbgrader's gradebook, feedback,
@@ -26,8 +27,8 @@ from .collect import discover
 from .course import Course
 from .judge import Result, judge, not_graded, prepare_judging, reference_namespace
 from .publish import LAYOUTS, grader_error, publish, write_graded
-from .run import (SandboxUnavailable, UnreadableNotebook, choose_sandbox, prepare_release, read, release_program,
-                  run_submission)
+from .run import (SandboxUnavailable, UnreadableNotebook, bounded, choose_sandbox, prepare_release, read,
+                  release_program, run_submission)
 from .schedule import Progress, grade_all
 
 
@@ -58,13 +59,13 @@ def submission_notebook(submission):
 
 def grade_one(submission, grading, slot):
     """Grade one submission and write its graded notebook; never raises."""
-    started, notes, course = time.monotonic(), list(submission.notes), grading.course
+    started, notes, course, cut = time.monotonic(), list(submission.notes), grading.course, ""
     try:
-        notebook = submission_notebook(submission)
+        notebook, cut = bounded(submission_notebook(submission), grading.release.notebook)  # before any other stage
         scratch = course.build / "scratch" / submission.student
         program, run, deviations = run_submission(notebook, grading.release, scratch, grading.box, slot)
         verdicts, attention = judge(program, run, grading.judging, grading.release.layout)
-        student_notes, cells, error = deviations + run.notes, run.cells, ""
+        student_notes, cells, error = ([cut] if cut else []) + deviations + run.notes, run.cells, ""
         notes += student_notes + attention
     except Exception as failure:  # noqa: BLE001 -- unreadable, or a grader bug: the other submissions go on
         error = flag = str(failure) if isinstance(failure, UnpackFailed) else ""
@@ -76,6 +77,8 @@ def grade_one(submission, grading, slot):
         verdicts = not_graded(grading.judging, error, flag)
         notes.append(error)
     result = Result(submission.student, verdicts, notes, error=error)
+    if cut:
+        result.flag_all(cut)
     write_graded(course, grading.release, submission, result, program, cells, student_notes)
     result.seconds = time.monotonic() - started
     return result

@@ -7,11 +7,17 @@ built with them, every weight is loaded strictly (each role present, none extra,
 accuracy is measured on sequences the probe never saw. Whatever the student's own forward() does
 plays no part: weights that do not load, or settings that are not valid, score 0 and say why.
 
+Before anything is built, every integer size must lie within the task's defaults times SIZE_FACTOR (the defaults
+are the assignment's data: its spec names them, e.g. "course_lib.seq2seq_defaults:MODEL"): larger settings the
+constructor would accept could keep the grader's own process busy for minutes; they score 0 and are flagged.
+
 What depends on the assignment comes from its cases package (grading/cases/<assignment>/, named by the spec):
 `trained_config(weights, settings, spec)`, the reference constructor's keywords (raising InvalidModel), and
 `trained_accuracy(task, model, data, reference)`, the loaded model's accuracy on the grader's evaluation data
 (the reference namespace at hand, e.g. for the reference's own decoding function).
 """
+import importlib
+
 import torch
 
 from checkers._core import Task
@@ -20,8 +26,34 @@ from checkers._modules import build
 from ..cases import cases_of
 from ..run.recipes import slots_of
 
+SIZE_FACTOR = 4  # each size (widths, layers, heads) at most 4 x the task's default: seq2seq's judge then takes at
+# most about 15 x its time at the defaults (65 s against 4 s at a load of 9 on 2 cores)
+
+
 class InvalidModel(Exception):
     """The recorded weights or settings do not make a valid model of the reference architecture."""
+
+
+class BeyondDefaults(InvalidModel):
+    """A size beyond what the task allows the grader to evaluate: not judged, flagged for a person."""
+
+
+def within_defaults(config, spec):
+    """Raise BeyondDefaults for the first integer setting above SIZE_FACTOR x the task's default.
+
+    Args:
+        config: the reference constructor's keywords; spec: the task's trusted spec, whose "defaults" names the
+            assignment's default settings as "module:name" (none named: nothing is bounded here).
+    """
+    if not spec.get("defaults"):
+        return
+    module, _, name = spec["defaults"].partition(":")
+    defaults = getattr(importlib.import_module(module), name)
+    for key, default in defaults.items():
+        value = config.get(key)
+        if type(default) is int and type(value) is int and value > max(default, 1) * SIZE_FACTOR:
+            raise BeyondDefaults(f"{key} = {value} is above {max(default, 1) * SIZE_FACTOR}, {SIZE_FACTOR} x the "
+                                 f"task's default {default}, the largest the grader evaluates")
 
 
 def shape(weights, role):
@@ -92,6 +124,7 @@ def reference_model(task, reference, record, spec):
     weights = record.get("weights")
     config = cases_of(spec["assignment"]).trained_config(weights if isinstance(weights, dict) else {},
                                                          record.get("config"), spec)
+    within_defaults(config, spec)
     try:
         model = build(Task(task), reference[class_name], class_name, dtype=torch.float32, **config)
     except Exception as error:  # noqa: BLE001 -- the reference refused these sizes
@@ -107,7 +140,12 @@ def reference_accuracy(task, reference, record, data):
 
 
 def judge_trained(task, record, data, reference):
-    """The problem of a trained model's record, or None when it reaches the target.
+    """The problem of a trained model's record, or None when it reaches the target (trained_problem's first part)."""
+    return trained_problem(task, record, data, reference)[0]
+
+
+def trained_problem(task, record, data, reference):
+    """(the problem of a trained model's record or None when it reaches the target, why a person must look or '').
 
     Args:
         record: what the probe recorded ("facts", "weights", "config").
@@ -117,15 +155,17 @@ def judge_trained(task, record, data, reference):
     """
     facts, class_name, target = record.get("facts", {}), data["class_name"], data["target"]
     if not isinstance(facts, dict) or not facts.get("module"):
-        return "the trained model is not an nn.Module"
+        return "the trained model is not an nn.Module", ""
     if not facts.get("instance"):
-        return f"the trained model is not a {class_name}"
+        return f"the trained model is not a {class_name}", ""
     try:
         mine = reference_accuracy(task, reference, record, data)
     except InvalidModel as error:
+        flag = f"model settings beyond the task's defaults, not evaluated: {error}" \
+            if isinstance(error, BeyondDefaults) else ""
         return (f"the trained model cannot be judged: {error}; the grader measures accuracy with the reference "
-                f"{class_name} loaded with your weights")
+                f"{class_name} loaded with your weights"), flag
     if mine < target:
         return (f"accuracy {mine:.1%} (the reference {class_name} loaded with your weights); at least {target:.0%} "
-                "is needed")
-    return None
+                "is needed"), ""
+    return None, ""

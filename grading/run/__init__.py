@@ -1,6 +1,7 @@
 """Stage 2, the sandbox run: a submission's notebook -> what the probe recorded of the student's objects.
 
-Entry point: `run_submission` (after `prepare_release`, once per grading run). The cells are matched to the
+Entry point: `run_submission` (after `prepare_release`, once per grading run), on a notebook cut to the bounds
+of an honest one first (bound.py, called by grade.py before any other stage). The cells are matched to the
 release (notebook.py, match.py), the program is built from pristine given and check cells and the student's
 answers (program.py), and the probe (probe.py, with recipes.py beside it in the read-only runtime folder,
 runtime.py) runs it as an unprivileged user in bubblewrap (sandbox.py, cgroups.py), watched by supervise.py.
@@ -9,6 +10,7 @@ Nothing here scores: the records go to grading.judge.
 from dataclasses import dataclass
 from pathlib import Path
 
+from .bound import bounded
 from .notebook import UnreadableNotebook, check_cells, read, release_layout
 from .program import build_program
 from .runtime import prepare_runtime
@@ -16,8 +18,8 @@ from .sandbox import SandboxUnavailable, lease_slots
 from .sandbox import choose as choose_sandbox
 from .supervise import STOPPED, Job, run_probe
 
-__all__ = ["Release", "STOPPED", "SandboxUnavailable", "UnreadableNotebook", "choose_sandbox", "lease_slots",
-           "prepare_release", "read", "release_program", "run_submission"]
+__all__ = ["Release", "STOPPED", "SandboxUnavailable", "UnreadableNotebook", "bounded", "choose_sandbox",
+           "lease_slots", "prepare_release", "read", "release_program", "run_submission"]
 
 
 @dataclass

@@ -8,7 +8,9 @@ stops no clock. A fake start can only spend the limits of cells that follow, nev
 MAX_TOTAL bounds all attempts from this side (a timer thread kills the sandbox even if reading
 stalls). A cell that runs past its deadline, or a process that dies inside a cell (os._exit, a
 crash, the memory cap), gets the whole sandbox killed; the probe then starts again without that
-cell, skipping tasks already recorded, at most MAX_ATTEMPTS times. Everything read back is
+cell, skipping tasks already recorded, at most MAX_ATTEMPTS times. The "done" event (counted only once the
+program's last cell has started) ends an attempt at once and the sandbox is killed: threads or atexit handlers
+the notebook left are never waited for. Everything read back is
 untrusted: events are read without blocking and size-capped; files as regular files only (no links,
 FIFOs or devices), opened without blocking, size-capped,
 tensors loaded with weights_only=True. The scratch folder is deleted once read.
@@ -70,6 +72,7 @@ class ProbeRun:
     records: dict = field(default_factory=dict)  # task -> [record per case]
     notes: list = field(default_factory=list)  # for the report
     seconds: float = 0.0
+    endings: list = field(default_factory=list)  # how each attempt ended ("done": torn down at the "done" event)
 
 
 def read_untrusted(path, offset=0, limit=MAX_FILE):
@@ -167,8 +170,8 @@ def watch(process, progress, job, clock):
         now = time.monotonic()
         for event in events:
             clock.see(event, now)
-        if finished:
-            return ("done" if clock.done else "died"), clock.current
+        if finished or clock.done:  # done: the last records are written; what the notebook left running is not
+            return ("done" if clock.done else "died"), clock.current  # waited for (attempt's finally kills it)
         if now > job.deadline:
             kill(process, job)
             return "total", clock.top
@@ -251,7 +254,7 @@ def run_probe(job):
         collect(job, run)
         run.notes += scratch_notes(job)
     finally:
-        keep_log(job)
+        keep_log(job, run.endings)
         sandbox.release_scratch(job.scratch)
         if job.cap is not None:
             job.cap.remove()
@@ -265,6 +268,7 @@ def attempts(job, run, uid):
     for _ in range(MAX_ATTEMPTS):
         kills = job.cap.oom_kills() if job.cap else 0
         ended, cell = attempt(job, skip)
+        run.endings.append(ended)
         survivors = sandbox.sweep(uid)
         if survivors:
             run.notes.append(f"{survivors} process(es) of the sandbox user outlived the probe and were killed")
@@ -309,12 +313,14 @@ def scratch_notes(job):
     return []
 
 
-def keep_log(job):
-    """The end of the probe's log, kept in build/grading/logs/<student>.log before the scratch folder goes."""
+def keep_log(job, endings=()):
+    """The end of the probe's log, kept in build/grading/logs/<student>.log before the scratch folder goes, and a
+    last line of the grader's own: how each attempt ended."""
     folder = job.scratch.parent.parent / "logs"
     folder.mkdir(parents=True, exist_ok=True)
     tail = read_untrusted(job.scratch / "probe.log", max(0, log_size(job) - MAX_LOG), MAX_LOG) or b""
-    (folder / f"{job.scratch.name}.log").write_bytes(tail)
+    ended = f"\n[grader] attempts ended: {', '.join(endings)}\n".encode()
+    (folder / f"{job.scratch.name}.log").write_bytes(tail + ended)
 
 
 def load_records(data):

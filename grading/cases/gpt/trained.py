@@ -37,7 +37,8 @@ def evaluation_data(spec):
 
 def trained_case(task):
     """The one case of the training task: the model's weights and settings (no data goes to the probe)."""
-    spec = {"assignment": "gpt", "class_name": "GPT", "slots": SLOTS, "stacks": STACKS, "target": TARGET_ACCURACY}
+    spec = {"assignment": "gpt", "class_name": "GPT", "slots": SLOTS, "stacks": STACKS, "target": TARGET_ACCURACY,
+            "defaults": "course_lib.gpt_defaults:MODEL"}  # the sizes the judge allows
     return recipe(task, f"hidden: exact answers of greedy generation on {SIZE} fresh addition problems", False,
                   trained=spec)
 

@@ -40,7 +40,7 @@ def evaluation_data(spec):
 def trained_case(task):
     """The one case of the training task: the model's weights and settings (no data goes to the probe)."""
     spec = {"assignment": "seq2seq", "class_name": "Seq2SeqTransformer", "slots": SLOTS, "stacks": STACKS,
-            "target": TARGET_ACCURACY}
+            "target": TARGET_ACCURACY, "defaults": "course_lib.seq2seq_defaults:MODEL"}  # the sizes the judge allows
     return recipe(task, f"hidden: exact match of greedy decoding on {SIZE} fresh reversal pairs", False,
                   trained=spec)
 

@@ -23,8 +23,8 @@ ACTIVATIONS = ("ReLU", "GELU", "SiLU", "Tanh", "LeakyReLU", "ELU", "SELU", "CELU
 LIMITS = {"embed_dim": 1024, "feedforward_dim": 8192, "num_layers": 16, "proj_dim": 1024}  # the grader's CPU time
 DATA_SEED = 271828  # neither the notebook's data (1, 2) nor the visible check's (31337)
 SIZE = 2000
-TRAINED = {6: ("TransformerForSequenceClassification", "classifier"),
-           8: ("LinformerForSequenceClassification", "linformer_classifier")}
+TRAINED = {6: ("TransformerForSequenceClassification", "classifier", "course_lib.defaults:CLASSIFIER"),
+           8: ("LinformerForSequenceClassification", "linformer_classifier", "course_lib.defaults:LINFORMER")}
 
 
 def evaluation_data(spec):
@@ -35,8 +35,9 @@ def evaluation_data(spec):
 
 def trained_case(task):
     """The one case of a training task: the trained model's weights and settings (no data goes to the probe)."""
-    class_name, slots = TRAINED[task]
-    spec = {"assignment": "transformer", "class_name": class_name, "slots": slots, "target": TARGET_ACCURACY}
+    class_name, slots, defaults = TRAINED[task]  # defaults: the sizes the judge allows (judge.trained.SIZE_FACTOR)
+    spec = {"assignment": "transformer", "class_name": class_name, "slots": slots, "target": TARGET_ACCURACY,
+            "defaults": defaults}
     return recipe(task, f"hidden: accuracy on {SIZE} fresh sequences of length {DEFAULT_SEQ_LEN}", False,
                   trained=spec)
 

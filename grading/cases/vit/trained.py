@@ -39,7 +39,7 @@ def evaluation_data(spec):
 def trained_case(task):
     """The one case of the training task: the model's weights and settings (no data goes to the probe)."""
     spec = {"assignment": "vit", "class_name": "VisionTransformer", "slots": SLOTS, "stacks": STACKS,
-            "target": TARGET_ACCURACY}
+            "target": TARGET_ACCURACY, "defaults": "course_lib.vit_defaults:MODEL"}  # the sizes the judge allows
     return recipe(task, "hidden: accuracy on the course's test digits, their one-pixel shifts, and re-drawn", False,
                   trained=spec)
 
