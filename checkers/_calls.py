@@ -15,7 +15,9 @@ _TENSOR_CLASSES = ("Tensor", "TensorBase", "_TensorBase")
 
 def qualified_name(func):
     """The name a torch function is called by: 'torch.nn.functional.layer_norm', 'torch.stack', 'Tensor.unfold',
-    'Tensor.shape' (a property read), else its module and qualified name as Python gives them."""
+    'Tensor.shape' (a property read), 'torch.ops.aten.layer_norm', else its module and qualified name."""
+    if isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):  # torch.ops.aten.<name>[.<overload>]
+        return f"torch.ops.{getattr(func, 'overloadpacket', func)}"
     owner = getattr(func, "__self__", None)
     if getattr(func, "__name__", "") == "__get__" and hasattr(owner, "__objclass__"):  # a property, e.g. x.shape
         return f"{_class_name(owner.__objclass__)}.{getattr(owner, '__name__', '?')}"

@@ -39,6 +39,8 @@ IMAGES = torch.arange(32, dtype=torch.float64).reshape(1, 2, 4, 4)
     (lambda: X.split(2, -1), "Tensor.split"),
     (lambda: X.shape, "Tensor.shape"),
     (lambda: X.mean(-1), "Tensor.mean"),
+    (lambda: torch.ops.aten.layer_norm(X, [8]), "torch.ops.aten.layer_norm"),
+    (lambda: torch.ops.aten.native_layer_norm.default(X, [8], None, None, 1e-5), "torch.ops.aten.native_layer_norm"),
 ])
 def test_names_what_is_called(call, name):
     with recorded_calls() as counts:

@@ -85,6 +85,18 @@ def test_task_1_rejects_torch_s_own_layer_norm(cls):
     assert failure_of(1, cls) == f"Task 1: LayerNorm.forward called {called}: {checkers.layer_norm.BY_HAND}"
 
 
+@pytest.mark.parametrize("name, refused", [
+    ("torch.nn.functional.layer_norm", True), ("torch.layer_norm", True), ("torch.native_layer_norm", True),
+    ("torch.ops.aten.native_layer_norm", True), ("torch.nn.functional.group_norm", True),
+    ("torch.nn.functional.instance_norm", True), ("torch.batch_norm", True), ("torch.nn.functional.rms_norm", True),
+    ("torch.norm", False), ("torch.linalg.vector_norm", False), ("torch.nn.functional.normalize", False),
+    ("torch.var_mean", False), ("Tensor.var", False), ("torch.rsqrt", False)])
+def test_task_1_refuses_torch_s_normalisations_and_nothing_else(name, refused):
+    """Vector norms and F.normalize compute a length, not a layer norm: writing one by hand with them is fine."""
+    problem = checkers.layer_norm.torch_norm_problem([{"Tensor.mean": 2, name: 1}])
+    assert problem == (f"LayerNorm.forward called {name}: {checkers.layer_norm.BY_HAND}" if refused else None)
+
+
 def test_task_1_accepts_a_student_s_own_torch_function_mode(capsys):
     """A LayerNorm computed by hand inside a mode of the student's own is still by hand, and the check's recording
     of the calls leaves no mode behind."""
