@@ -9,6 +9,8 @@ from contextlib import contextmanager
 import torch
 from torch.overrides import TorchFunctionMode, _pop_mode
 
+from ._core import CheckFailure
+
 # Tensor methods are reported as Tensor.<name>, whichever of torch's classes defines them.
 _TENSOR_CLASSES = ("Tensor", "TensorBase", "_TensorBase")
 
@@ -66,3 +68,14 @@ def recorded_calls():
     finally:
         while torch._C._len_torch_function_stack() > depth:
             _pop_mode()
+
+
+class MethodFailure(CheckFailure):
+    """A check failed on how the answer computes (a function its task rules out, work that grows with the input), not
+    on what it computes: a later task's check looking for the part that makes its values wrong passes over it."""
+
+
+def fail_method(task, problem):
+    """Fail task with problem, one sentence, as a MethodFailure."""
+    __tracebackhide__ = True
+    raise MethodFailure(f"Task {task.number}: {problem}")

@@ -85,6 +85,23 @@ def test_task_1_rejects_torch_s_own_layer_norm(cls):
     assert failure_of(1, cls) == f"Task 1: LayerNorm.forward called {called}: {checkers.layer_norm.BY_HAND}"
 
 
+@pytest.mark.parametrize("name", ["no cross-attention", "no residual around cross-attention", "activation ignored",
+                                  "memory as the queries"])
+def test_task_4_does_not_blame_a_layer_norm_that_is_only_not_by_hand(name):
+    """A DecoderBlock mistake on nn.LayerNorm is named as on a hand-written LayerNorm: nn.LayerNorm fails Task 1 for
+    its method, but its values are right, so Task 4 does not send the student back to Task 1 for them."""
+    attention, norm = reference()["MultiheadAttention"], reference()["LayerNorm"]
+    by_hand = unnamed.make_unnamed_decoder_blocks(attention, norm)[name][0]
+    on_torch_s = unnamed.make_unnamed_decoder_blocks(attention, unnamed.LayerNormOfTorch)[name][0]
+    assert failure_of(4, on_torch_s) == failure_of(4, by_hand)
+
+
+def test_task_4_still_blames_a_layer_norm_of_wrong_values():
+    """The counterpart: a LayerNorm whose values are wrong is named as the likely cause."""
+    message = failure_of(4, make_decoder_blocks(reference()["MultiheadAttention"], unnamed.LayerNormSequenceAxis)[0])
+    assert "does not pass check_task_1" in message and "fix Task 1 first" in message, message
+
+
 @pytest.mark.parametrize("name, refused", [
     ("torch.nn.functional.layer_norm", True), ("torch.layer_norm", True), ("torch.native_layer_norm", True),
     ("torch.ops.aten.native_layer_norm", True), ("torch.nn.functional.group_norm", True),

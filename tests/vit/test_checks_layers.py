@@ -11,6 +11,7 @@ import torch.nn as nn
 import checkers.vit as checkers
 from checkers._core import load_fixture
 from checkers.vit import CheckFailure, NotImplementedYet, _order, _tokens
+from course.mistakes import Mutant
 from course.mistakes.vit import MUTANTS
 from . import patch_loops
 from .checks import reference, timings, variant
@@ -229,6 +230,15 @@ def test_task_1_rejects_a_python_loop_over_the_patches(patchify):
     found = re.fullmatch(r"Task 1: patchify made (\d+) torch calls for 6 patches and (\d+) for 24 patches: (.*)",
                          message)
     assert found and int(found[1]) < int(found[2]) and found[3] == checkers.patches.LOOPS, message
+
+
+@pytest.mark.parametrize("mutant", [m for m in PLANTED if m.task == 2 and m.diagnosis], ids=lambda m: m.name)
+def test_task_2_does_not_blame_a_patchify_that_only_loops(mutant):
+    """A PatchEmbedding mistake on a looping patchify is named as on the reference's: that patchify fails Task 1 for
+    its method, but its values are right, so Task 2 does not send the student back to Task 1 for them."""
+    loop = next(m for m in PLANTED if m.diagnosis == checkers.patches.LOOPS)
+    both = Mutant(2, f"{mutant.name}, patches by a loop", loop.edits + mutant.edits)
+    assert failure_of(2, variant(both)["PatchEmbedding"]) == failure_of(2, variant(mutant)["PatchEmbedding"])
 
 
 def test_task_1_accepts_a_loop_over_the_pixels_of_a_patch(capsys):
