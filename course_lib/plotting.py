@@ -2,6 +2,7 @@
 import time
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
 import numpy as np
 import torch
 
@@ -200,6 +201,8 @@ def plot_attention_maps(attention, title="Attention weights"):
     for head, (ax, weights) in enumerate(zip(axes.flat, maps)):
         image = ax.imshow(weights.numpy(), cmap="viridis", vmin=0, vmax=largest)
         ax.set(title=f"head {head}" if len(maps) > 1 else "", xlabel="key position (token index)")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(MaxNLocator(integer=True))  # tokens: whole positions, never 2.5
         ax.grid(False)
     axes.flat[0].set_ylabel("query position (token index)")
     fig.colorbar(image, ax=axes.ravel().tolist(), label=f"attention weight (0 to {largest:.2f})")

@@ -28,6 +28,9 @@ HALF_HEAD_DIM = ("`head_dim**1/2` is (head_dim**1) / 2, since ** binds before / 
                  "divides by head_dim, then by 2): divide by math.sqrt(head_dim) or head_dim ** 0.5.")
 NOT_CAUSAL = ("the attention is not causal: a query attends keys after it; fill the scores where key j > query i "
               "with -inf before the softmax (allowed = torch.ones(L, L, dtype=torch.bool).tril()).")
+MASK_AFTER_SOFTMAX = ("the weights of every query but the last (which sees every key) sum to less than 1 over the "
+                      "keys: the future is removed after the softmax; fill the scores where key j > query i with -inf "
+                      "before it, so that each row's softmax runs over the allowed keys only.")
 DIAGONAL_HIDDEN = ("the mask hides the diagonal too: query i must see key i, itself (query 0 sees nothing else); keep "
                    "the diagonal, allowed = torch.ones(L, L, dtype=torch.bool).tril() (diagonal=0).")
 SPLIT_LAYOUT = ("the heads are split without the transpose: view(B, H, L, head_dim) of (B, L, D) mixes positions "
@@ -120,6 +123,9 @@ def _expect_causal(task, layer, x, num_heads, attention, what):
     if attention.detach()[..., future].abs().max() > 0:
         task.fail(f"{what}: {NOT_CAUSAL}")
     axis = normalised_axis(attention)
+    sums = attention.detach().sum(dim=-1)  # (B, H, L)
+    if axis is None and (sums[..., -1] - 1).abs().max() < 1e-6 and (sums[..., :-1] < 1 - 1e-6).all():
+        task.fail(f"{what}: {MASK_AFTER_SOFTMAX}")
     if axis != attention.dim() - 1:
         task.fail(f"{what}: the attention weights do not sum to 1 over the keys (the last axis): take the softmax "
                   "over dim=-1, after the mask.")

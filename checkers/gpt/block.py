@@ -116,6 +116,24 @@ def _explain_layout(task, block, x, what):
         task.fail(f"{what}: {STREAM_NORMALISED}")
     if attended is not None and renormed is not None and not torch.allclose(attended, renormed, atol=1e-9):
         task.fail(f"{what}: {NORMS_SWAPPED}")
+    _explain_feedforward_input(task, block, slots, x, attended, still, what)
+
+
+def _explain_feedforward_input(task, block, slots, x, attended, fed, what):
+    """Name a norm2 that changes nothing, or a feed-forward network that reads the block's input: the output is then
+    x plus the attention's part plus the feed-forward's part, each measured with the other silenced."""
+    whole = _output(block, x)
+    with _set(slots, {"norm2.weight": 2.0, "norm2.bias": 0.5}):
+        renormed = _output(block, x)
+    if whole is None or renormed is None:
+        return
+    if torch.allclose(whole, renormed, atol=1e-9):
+        task.fail(f"{what}: changing norm2's weight and bias changes nothing in the output, so norm2 is never used: "
+                  f"the feed-forward network reads norm2 of the stream, {FEEDFORWARD_FORMULA}.")
+    if attended is not None and fed is not None and torch.allclose(whole, attended + fed - x, atol=1e-9):
+        task.fail(f"{what}: the output is x + (the attention's part) + (the feed-forward's part) exactly, so the "
+                  "feed-forward network reads the block's input, not the stream after the attention: add the "
+                  f"attention's output first, {ATTENTION_FORMULA}, then {FEEDFORWARD_FORMULA}.")
 
 
 def _expect_outputs(task, cls, block, fixture, activation):

@@ -16,6 +16,9 @@ MASK_IGNORES_PREFIX = ("the causal mask ignores the cached prefix: new query i s
                        "is_causal=True aligns its mask to the top-left corner, wrong whenever there is a cache).")
 FUTURE_WITH_CACHE = ("with a cache, a new query attends new keys after it: new query i may attend keys "
                      "0 .. L_past + i only, a mask of shape (L, L_past + L) from tril(diagonal=L_past).")
+ROTATED_TWICE = ("the cached keys are rotated again: the returned keys at the cached positions 0 .. L_past - 1 are "
+                 "turned twice by their angle; the cache holds keys already rotated, so rotate only the new keys "
+                 "(offset=L_past) and concatenate them after the cached ones.")
 KEY_TENSOR, VALUE_TENSOR = "the key tensor of the new cache", "the value tensor of the new cache"
 PLAIN = "with return_attention=False"
 CACHE_ORDER = ("the new keys and values come before the cached ones: concatenate [cached, new] along the position "
@@ -45,12 +48,56 @@ def _explain_keys(task, layer, x, run, keys, last_past, what, num_heads):
     except Exception:  # noqa: BLE001 -- only a probe
         at_zero = None
     expected = run["new_keys"]
+    start = _rotated_from(layer, unrotated[:, :, last_past:], keys[:, :, last_past:])
+    if start not in (None, 0, last_past):
+        heads = f": {start} is cache[0].size(1), the number of heads" if start == num_heads else ""
+        task.fail(f"{what}: the new keys are rotated from position {start} instead of L_past = {last_past}, the "
+                  f"number of cached positions{heads}; L_past is the length of the cached keys (B, H, L_past, "
+                  "head_dim) along dim 2, cache[0].size(2).")
+    if last_past > 1 and _turned_twice(layer, unrotated[:, :, :last_past], keys[:, :, :last_past]):
+        task.fail(f"{what}: {ROTATED_TWICE}")
     if at_zero is not None and matches(keys[:, :, last_past:], at_zero, ATOL, RTOL) and \
             not matches(at_zero, expected[:, :, last_past:], ATOL, RTOL):
         task.fail(f"{what}: {KEYS_AT_ZERO}")
     swapped = torch.cat([expected[:, :, last_past:], expected[:, :, :last_past]], dim=2)
     if matches(keys, swapped, ATOL, RTOL):
         task.fail(f"{what}: {CACHE_ORDER}")
+
+
+def _rotated_from(layer, unrotated, keys):
+    """The offset at which the student's RoPE turns the new keys' projections into the returned new keys, if any."""
+    max_len = getattr(layer.rotary, "max_len", None)
+    if not isinstance(max_len, int):
+        return None
+    for offset in range(max_len - unrotated.size(2) + 1):
+        try:
+            with torch.no_grad():
+                if matches(keys, layer.rotary(unrotated, offset=offset), ATOL, RTOL):
+                    return offset
+        except Exception:  # noqa: BLE001 -- only a probe
+            return None
+    return None
+
+
+def _explain_values(task, keys, values, run, last_past, what):
+    """Name a cache whose values at the cached positions are the cached keys (cache[0] where cache[1] belongs)."""
+    cached = slice(0, last_past)
+    if matches(values[:, :, cached], keys[:, :, cached].detach(), ATOL, RTOL) and \
+            not matches(run["new_values"][:, :, cached], run["new_keys"][:, :, cached], ATOL, RTOL):
+        task.fail(f"{what}: the returned values at the cached positions 0 .. L_past - 1 are the cached keys: "
+                  "concatenate the cached values, cache[1], before the new values (cache[0] holds the keys).")
+
+
+def _turned_twice(layer, unrotated, keys):
+    """Whether the keys of positions 0 .. L_past - 1 are the student's RoPE applied twice to their projections (and
+    not once: position 0 alone would not tell)."""
+    try:
+        with torch.no_grad():
+            once = layer.rotary(unrotated)  # (B, H, L_past, head_dim)
+            twice = layer.rotary(once)
+    except Exception:  # noqa: BLE001 -- only a probe
+        return False
+    return matches(keys, twice, ATOL, RTOL) and not matches(keys, once, ATOL, RTOL)
 
 
 def _explain_mask(task, attention, last_past, what):
@@ -99,6 +146,7 @@ def _expect_run(task, layer, x, name, run, num_heads):
     if not all(matches(value, run[key], ATOL, RTOL) for _, value, key in checks):
         _explain_keys(task, layer, x, run, keys, last_past, what, num_heads)
         _explain_keys(task, layer, x, run, plain_keys, last_past, f"{what} ({PLAIN})", num_heads)
+        _explain_values(task, keys, values, run, last_past, what)
         _explain_mask(task, attention, last_past, what)
         _explain_plain_mask(task, layer, x, num_heads, what)
         for part, value, key in checks:

@@ -70,6 +70,11 @@ def _call(task, generate, model, prompt, new_tokens, **options):
 def _expect_tokens(task, tokens, prompt, new_tokens):
     """A LongTensor (B, P + new_tokens) that starts with the prompt."""
     shape = (prompt.size(0), prompt.size(1) + new_tokens)
+    expect_tensor(task, f"{NAME}(...) output", tokens)
+    if tuple(tokens.shape) == (prompt.size(0), new_tokens) and prompt.size(1) > 0:
+        task.fail(f"{NAME}(...) output has shape {tuple(tokens.shape)}: max_new_tokens = {new_tokens} tokens in all, "
+                  f"the prompt's {prompt.size(1)} included; return the prompt followed by max_new_tokens new tokens, "
+                  f"(B, P + max_new_tokens) = {shape}.")
     expect_tensor(task, f"{NAME}(...) output", tokens, shape)
     if tokens.dtype != torch.long:
         task.fail(f"{NAME}(...) returned dtype {tokens.dtype}; token ids are torch.long.")

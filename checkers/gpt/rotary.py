@@ -24,9 +24,11 @@ CLOCKWISE = ("each pair turns clockwise, by -p·theta_i: turn it counter-clockwi
              "and y[2i+1] = x[2i]·sin + x[2i+1]·cos.")
 ADDITIVE = ("sines and cosines are added to x, which is no rotation: y - x does not depend on x and the norms "
             "change; multiply each pair by the rotation matrix of its angle instead.")
-MULTIPLIED = ("each feature is multiplied by a sine or a cosine of its position (what the lecture notes 004_*.txt "
-              "call RoPE), which is no rotation: the lengths change and scores keep depending on absolute positions; "
+MULTIPLIED = ("each feature is multiplied by a sine or a cosine of its position, which is no rotation: the lengths change and scores keep depending on absolute positions; "
               "turn each interleaved pair (x[..., 2i], x[..., 2i + 1]) by its angle p·theta_i instead.")
+ONE_ANGLE = ("every token is turned by the angle of position offset, as if each stood first: the token at index j "
+             "sits at position offset + j, so it turns by (offset + j)·theta_i; use rows offset .. offset + L - 1 of "
+             "the tables, one per token.")
 OFFSET_IGNORED = ("the `offset` argument is ignored: the token at index j sits at position offset + j, so use rows "
                   "offset .. offset + L - 1 of the tables.")
 PERSISTENT = ("the tables cos and sin are saved in the state_dict: register them with "
@@ -128,6 +130,13 @@ def _scales_each_feature(rotary, x, offset, got, atol, rtol):
     return masked is not None and matches(masked, got * keep, atol, rtol)
 
 
+def _each_token_as_first(rotary, x, offset, got, atol, rtol):
+    """Whether each token comes out as it does when called alone at position offset: then the position within the
+    call is not used (here the output at index 0 is right, or x is unchanged at offset 0)."""
+    alone = [_probe(rotary, x[..., index:index + 1, :], offset) for index in range(x.size(-2))]
+    return all(token is not None for token in alone) and matches(got, torch.cat(alone, dim=-2), atol, rtol)
+
+
 def _pair_norms(t):
     return t.detach().unflatten(-1, (-1, 2)).norm(dim=-1)  # (..., head_dim // 2)
 
@@ -138,8 +147,10 @@ def _explain(task, rotary, case, got, what, atol, rtol):
         if key in case and matches(got, case[key], atol, rtol):
             task.fail(f"{what} is wrong: {sentence}")
     x, offset = case["x"], case["offset"]
+    if _each_token_as_first(rotary, x, offset, got, atol, rtol):
+        task.fail(f"{what} is wrong: {ONE_ANGLE}")
     doubled = _probe(rotary, 2 * x, offset)
-    if doubled is not None and matches(doubled - 2 * x, got - x, atol, rtol):
+    if doubled is not None and not matches(got, x, atol, rtol) and matches(doubled - 2 * x, got - x, atol, rtol):
         task.fail(f"{what} is wrong: {ADDITIVE}")
     if _scales_each_feature(rotary, x, offset, got, atol, rtol):
         task.fail(f"{what} is wrong: {MULTIPLIED}")

@@ -15,6 +15,8 @@ from .classifier import build_loaded, expect_classifier
 ATOL, RTOL = 1e-6, 1e-6
 QUERIES_PROJECTED = ("the queries are compressed along the sequence too: apply e_proj to the keys and f_proj to the "
                      "values only; the queries keep all L rows, so the output has one row per position.")
+SEQUENCE_AXIS = ("e_proj and f_proj compress the sequence axis: give them the keys and values as (B, H, head_dim, L), "
+                 "key.transpose(-2, -1), and transpose their output back to (B, H, proj_dim, head_dim).")
 NOT_LINFORMER = ("LinformerBlock.attention is not a LinformerAttention: after super().__init__(...), replace it with "
                  "LinformerAttention(embed_dim, num_heads, sequence_length, proj_dim).")
 
@@ -33,6 +35,7 @@ def _expect_layer(task, module, case, name, explain):
     except NotImplementedYet:
         raise
     except CheckFailure:
+        _explain_compressed_axis(task, module, case["x"], name)
         _explain_projections(task, module, case["x"], name)
         raise
     inputs = case["x"].clone().requires_grad_(True)
@@ -55,6 +58,31 @@ def _expect_values(task, module, case, name, explain):
     _, attention = expect_output(task, name, result, x.shape, x.dtype, with_attention=True)
     expect_tensor(task, f"{name} attention (B, H, L, proj_dim)", attention, case["attention"].shape, x.dtype)
     expect_close(task, f"{name} attention", attention, case["attention"], ATOL, RTOL, signatures(case, "attention"))
+
+
+def _explain_compressed_axis(task, module, x, name):
+    """Fail naming e_proj or f_proj when a forward pass gives it a tensor whose last axis is not the sequence."""
+    attention = getattr(module, "attention", module)
+    parts = {key: getattr(attention, key, None) for key in ("e_proj", "f_proj")}
+    shapes = {}
+    hooks = [part.register_forward_pre_hook(lambda _, args, key=key: shapes.setdefault(key, tuple(args[0].shape)))
+             for key, part in parts.items() if isinstance(part, nn.Linear) and hasattr(attention, "num_heads")]
+    try:
+        with torch.no_grad():
+            module(x)
+    except Exception:  # noqa: BLE001 -- only a probe: the caller reports the failure itself
+        pass
+    finally:
+        for hook in hooks:
+            hook.remove()
+    embed_dim = x.size(-1) if name == "LinformerAttention" else None
+    for key, shape in shapes.items():
+        length, last = parts[key].in_features, shape[-1]
+        if last != length:
+            held = f"the {last} features of a head (head_dim)" if last * attention.num_heads == embed_dim else \
+                f"the {last} features (embed_dim)" if last == embed_dim else f"size {last}"
+            task.fail(f"{name}: {key} was given a tensor of shape {shape} whose last axis holds {held}, not the "
+                      f"sequence_length = {length} positions: {SEQUENCE_AXIS}")
 
 
 def _explain_projections(task, module, x, name):

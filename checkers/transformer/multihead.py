@@ -1,4 +1,6 @@
 """Task 2: multi-head attention."""
+import copy
+
 import torch
 
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
@@ -9,6 +11,8 @@ from .._probes import explain_heads, explain_mask
 from .._weights import attention_slots
 
 ATOL, RTOL = 1e-6, 1e-6
+QUERY_KEY_SWAPPED = ("q_proj and k_proj are used the other way round (the result is right once their weights are "
+                     "exchanged): the queries are q_proj(x) and the keys k_proj(x).")
 HEAD_AXIS_MISSING = ("a (B, L, L) mask must get a head axis, mask.unsqueeze(1) -> (B, 1, L, L), or it broadcasts "
                      "against the wrong dimension.")
 
@@ -53,6 +57,8 @@ def _explain(task, what, layer, x, expected, got, num_heads):
     diagnose(task, f"{what}: outputs", outputs, signatures(expected, "outputs"), ATOL, RTOL)
     explain_parts(task, what, [("the scaled_softmax_attention it calls", 1, attention_function(type(layer)))],
                   __package__)
+    if _right_with_exchanged(layer, "q_proj", "k_proj", x, expected):
+        task.fail(f"{what}: {QUERY_KEY_SWAPPED}")
     if expected["mask"] is None:
         explain_heads(task, what, layer, x, expected, attention_slots(layer), num_heads)
     else:
@@ -60,6 +66,22 @@ def _explain(task, what, layer, x, expected, got, num_heads):
             task.fail(f"{what}: the result is right only when the mask is given transposed: mask[..., i, j] says "
                       "whether query i may attend to key j; use it without transposing.")
         explain_mask(task, what, attention, expected["mask"])
+
+
+def _right_with_exchanged(layer, first, second, x, expected):
+    """Whether a copy of the layer with the weights of two projections exchanged gives the expected result."""
+    try:
+        swapped = copy.deepcopy(layer)
+        one, other = getattr(swapped, first), getattr(swapped, second)
+        with torch.no_grad():
+            for name in ("weight", "bias"):
+                mine, theirs = getattr(one, name), getattr(other, name)
+                saved = mine.clone()
+                mine.copy_(theirs)
+                theirs.copy_(saved)
+    except Exception:  # noqa: BLE001 -- only a probe: no such projections, or of other shapes
+        return False
+    return _right(swapped, x, expected["mask"], expected)
 
 
 def _right(layer, x, mask, expected):

@@ -24,7 +24,7 @@ INNER_ORDER = ("the pixels inside each patch are flattened in another order: ent
                "k // p², row (k // p) % p, column k % p of the patch, the order (C, p1, p2).")
 
 
-def _probe(patchify, shape, patch_size):
+def probe(patchify, shape, patch_size):
     """patchify of images whose pixel holds its flat index, as long integers (B, N, C·p·p); None when the output is
     not the input's pixels rearranged, each once (a probe never raises)."""
     count = torch.Size(shape).numel()
@@ -41,6 +41,26 @@ def _probe(patchify, shape, patch_size):
                                                                         torch.arange(count)):
         return None
     return index
+
+
+def is_patchify(index, shape, block):
+    """Whether index (B, N, K) puts the pixels of images `shape` in blocks of block = (rows, columns) pixels, the
+    blocks in row-major order and each flattened channel first (what patchify does when the block is p × p)."""
+    batch_size, channels, height, width = shape
+    block_rows, block_cols = block
+    if min(block) < 1 or height % block_rows or width % block_cols:
+        return False
+    num_blocks, area = (height // block_rows) * (width // block_cols), block_rows * block_cols
+    if tuple(index.shape) != (batch_size, num_blocks, channels * area):
+        return False
+    row, col = index // width % height, index % width  # (B, N, K) each
+    patch, entry = torch.arange(num_blocks)[:, None], torch.arange(channels * area)  # (N, 1), (K,)
+    grid_cols = width // block_cols
+    return all(bool(torch.equal(got, want.expand_as(index))) for got, want in (
+        (index // (channels * height * width), torch.arange(batch_size)[:, None, None]),
+        (index // (height * width) % channels, entry // area),
+        (row // block_rows, patch // grid_cols), (col // block_cols, patch % grid_cols),
+        (row % block_rows, entry // block_cols % block_rows), (col % block_cols, entry % block_cols)))
 
 
 def _places(index, shape, patch_size):
@@ -65,7 +85,7 @@ def _constant_per_patch(values):
 
 def explain_order(task, patchify, shape, patch_size, what):
     """Fail naming how patchify misplaces pixels, when it is a rearrangement of them; otherwise return."""
-    index = _probe(patchify, shape, patch_size)
+    index = probe(patchify, shape, patch_size)
     if index is None:
         return
     if torch.equal(index.flatten(), torch.arange(index.numel())):

@@ -20,6 +20,19 @@ CLS_FIXED = ("not learned: make cls_token nn.Parameter(torch.zeros(embed_dim)) (
              "the rest.")
 PATCH_AXIS = ("projection maps the patch axis, nn.Linear(num_patches, ...): it should map each patch's C·p·p pixels "
               "to embed_dim, nn.Linear(in_channels * patch_size**2, embed_dim), on the last axis of patchify's output.")
+ONE_SIDE = ("position_embedding has {rows} = {side} + 1 rows, {side} = image_size // patch_size being the patches "
+            "along one side: the grid has N = (image_size // patch_size) ** 2 = {num_patches} patches, so make it "
+            "(1, N + 1, embed_dim) = (1, {wanted}, {embed_dim}).")
+ONE_CHANNEL = ("projection takes patch_size ** 2 = {area} values, one channel's: a patch holds "
+               "in_channels * patch_size ** 2 = {size} values, so make it nn.Linear(in_channels * patch_size ** 2, "
+               "embed_dim).")
+BATCH_OF_ONE = ("it runs on one image but raises on a batch of {batch_size}: something in forward is built for a "
+                "batch of one, such as a [CLS] token concatenated without being expanded over the batch, "
+                "cls_token.expand(B, 1, embed_dim).")
+OTHER_PATCH_SIZE = ("projection receives patches of {got} values = in_channels * {other} ** 2 where patch_size = "
+                    "{patch_size} gives {size}: patchify is called with patch size {other}; pass self.patch_size.")
+PROJECTION_INPUT = ("projection receives an input of shape {shape}, whose last axis should hold a patch's "
+                    "in_channels * patch_size ** 2 = {size} values.")
 IN_PLACE = "PatchEmbedding.forward modified its input `images` in place; build new tensors instead."
 
 
@@ -44,6 +57,8 @@ def _expect_projection(task, embedding, config, what):
                   f"nn.Linear{sizes}, found {'nothing' if projection is None else type(projection).__name__}.")
     if projection.in_features == num_patches != sizes[0]:
         task.fail(f"{what}: {PATCH_AXIS}")
+    if projection.in_features == config["patch_size"] ** 2 != sizes[0]:
+        task.fail(f"{what}: " + ONE_CHANNEL.format(area=projection.in_features, size=sizes[0]))
     if (projection.in_features, projection.out_features) != sizes:
         task.fail(f"{what}.projection is nn.Linear({projection.in_features}, {projection.out_features}), expected "
                   f"nn.Linear(in_channels * patch_size**2, embed_dim) = nn.Linear{sizes}.")
@@ -66,6 +81,10 @@ def _expect_parameters(task, embedding, config, what):
                   f"(1, 1, {embed_dim}).")
     if position_shape in ((1, num_patches, embed_dim), (num_patches, embed_dim)):
         task.fail(f"{what}: {N_ROWS}")
+    side = config["image_size"] // config["patch_size"]
+    if position_shape in ((1, side + 1, embed_dim), (side + 1, embed_dim)) and side + 1 != num_patches + 1:
+        task.fail(f"{what}: " + ONE_SIDE.format(rows=side + 1, side=side, num_patches=num_patches,
+                                                 wanted=num_patches + 1, embed_dim=embed_dim))
     if position_shape != (1, num_patches + 1, embed_dim):
         task.fail(f"{what}.position_embedding has shape {position_shape}, expected (1, N + 1, embed_dim) = "
                   f"(1, {num_patches + 1}, {embed_dim}) for N = {num_patches} patches.")
@@ -92,12 +111,56 @@ def tokens_of(task, embedding, images, config):
 
 def _checked_tokens(task, embedding, images, config):
     before = images.detach().clone()
-    result = task.call(f"{NAME}.forward", embedding, images)
+    try:
+        result = task.call(f"{NAME}.forward", embedding, images)
+    except CheckFailure as failure:
+        if " raised " in str(failure):
+            _explain_raise(task, embedding, images, config, str(failure).split(": ", 1)[1].rstrip("."))
+        raise
     if not torch.equal(before, images.detach()):
         task.fail(IN_PLACE)
     num_patches = (config["image_size"] // config["patch_size"]) ** 2
     shape = (images.size(0), num_patches + 1, config["embed_dim"])
     return expect_tensor(task, f"{describe(config)}'s output", result, shape, images.dtype)
+
+
+def _explain_raise(task, embedding, images, config, raised):
+    """Fail naming why forward raised when a probe shows it: the size of what projection receives, or a forward that
+    runs on one image only; otherwise return."""
+    size, patch_size, channels = config["in_channels"] * config["patch_size"] ** 2, config["patch_size"], \
+        config["in_channels"]
+    received = _projection_input(embedding, images)
+    if received is not None and received[-1] != size:
+        other = round((received[-1] / channels) ** 0.5)
+        if other != patch_size and channels * other ** 2 == received[-1]:
+            task.fail(f"{raised}: " + OTHER_PATCH_SIZE.format(got=received[-1], other=other, patch_size=patch_size,
+                                                              size=size))
+        task.fail(f"{raised}: " + PROJECTION_INPUT.format(shape=received, size=size))
+    if images.size(0) > 1 and _runs(embedding, images[:1]):
+        task.fail(f"{raised}: " + BATCH_OF_ONE.format(batch_size=images.size(0)))
+
+
+def _projection_input(embedding, images):
+    """The shape of the first input embedding.projection receives during embedding(images), or None."""
+    projection, seen = getattr(embedding, "projection", None), []
+    if not isinstance(projection, nn.Module):
+        return None
+    hook = projection.register_forward_pre_hook(
+        lambda module, args: seen.append(tuple(args[0].shape)) if args else None)
+    try:
+        _runs(embedding, images)
+    finally:
+        hook.remove()
+    return seen[0] if seen else None
+
+
+def _runs(embedding, images):
+    """Whether embedding(images) returns a tensor (a probe: never raises)."""
+    try:
+        with torch.no_grad():
+            return isinstance(embedding(images), torch.Tensor)
+    except Exception:  # noqa: BLE001 -- only a probe
+        return False
 
 
 def _blame_patchify(task, PatchEmbedding, what):

@@ -3,10 +3,11 @@ import torch
 import torch.nn as nn
 
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import NotImplementedYet, check_function, expect_module_class, load_fixture
+from .._core import CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
 from .._dependencies import attention_function, explain_parts, part_class
 from .._modules import build, expect_gradients_everywhere, load
 from .._weights import MissingPart
+from ._build_probes import embedding_sizes, swapped_block_sizes
 from ._roles import attribute_path, vit_blocks, vit_slots
 from ._model_probes import explain_block, explain_flow, explain_readout, recorded
 
@@ -80,7 +81,20 @@ def _blame_earlier_tasks(task, model, what, patchify_first=False):
     explain_parts(task, what, parts[::-1] if patchify_first else parts, __package__)
 
 
-def _load(task, model, weights):
+def _built(task, cls, config):
+    """The student's VisionTransformer built with config; a failure names swapped block sizes when a probe shows it."""
+    try:
+        return build(task, cls, NAME, **config)
+    except NotImplementedYet:
+        raise
+    except CheckFailure as failure:
+        swapped = " raised " in str(failure) and swapped_block_sizes(lambda changed: cls(**changed), config)
+        if swapped:
+            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {swapped}")
+        raise
+
+
+def _load(task, model, weights, config):
     """load() by role, a wrong shape named by the student's own attribute path (blocks[0].feedforward[0].weight)."""
     try:
         slots = vit_slots(model)
@@ -91,6 +105,9 @@ def _load(task, model, weights):
         if slot is not None and tuple(slot.squeeze().shape) != tuple(value.squeeze().shape):
             if role.startswith("patch_embedding."):
                 _blame_earlier_tasks(task, model, f"{NAME}.patch_embedding")
+                sizes = embedding_sizes(model, config)
+                if sizes:
+                    task.fail(f"{NAME}.{sizes}")
             task.fail(f"{NAME}: `{attribute_path(model, slot, role)}` has shape {tuple(slot.shape)}, expected "
                       f"{tuple(value.shape)}.")
     return load(task, model, vit_slots, weights, NAME)
@@ -187,7 +204,8 @@ def _explain_attention(task, what, model, got, fixture):
 
 def _expect_dropout(task, cls, fixture):
     """dropout=0.5: eval mode gives the dropout-free logits; train mode differs from call to call."""
-    model = _load(task, build(task, cls, NAME, **dict(fixture["config"], dropout=0.5)), fixture["weights"]).eval()
+    config = dict(fixture["config"], dropout=0.5)
+    model = _load(task, _built(task, cls, config), fixture["weights"], config).eval()
     with torch.random.fork_rng(devices=[]):  # dropout draws from the global generator: leave the student's alone
         torch.manual_seed(0)
         first, second = (task.call(f"{NAME}(images)", model, fixture["images"]) for _ in range(2))
@@ -216,9 +234,9 @@ def check_task_3(task, VisionTransformer):
     """Check VisionTransformer: structure, embedding, blocks, [CLS] logits, forward_attention, gradients, dropout."""
     expect_module_class(task, VisionTransformer, NAME)
     fixture = load_fixture(__package__, 3)
-    model = build(task, VisionTransformer, NAME, **fixture["config"])
+    model = _built(task, VisionTransformer, fixture["config"])
     _structure(task, model, fixture["config"])
-    _load(task, model, fixture["weights"]).eval()
+    _load(task, model, fixture["weights"], fixture["config"]).eval()
     _expect_embedding(task, model, fixture)
     _expect_blocks(task, model, fixture)
     _expect_logits(task, model, fixture)

@@ -7,7 +7,7 @@ import torch
 from .._calls import fail_method, recorded_calls
 from .._compare import expect_close, expect_finite, expect_tensor, matches
 from .._core import CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture, one_line
-from ._order import explain_order
+from ._order import explain_order, is_patchify, probe
 
 # patchify moves numbers and computes none: float64 values must come out as they went in (1e-12 leaves room for an
 # answer that multiplies by one)
@@ -18,8 +18,16 @@ SIZES_UNNAMED = ("the ValueError's message should name the sizes: the image's he
                  "e.g. f\"{height} x {width} images do not split into {patch_size} x {patch_size} patches\".")
 SQUARE = ("the images need not be square: read the height and the width separately from images.shape, H / p "
           "patch rows and W / p patch columns.")
+FIXED_SIZE = ("the same call runs on {size} images but raises on {double} ones too, so the patch grid is fixed to one "
+              "image size: compute it from images.shape, H / p patch rows and W / p patch columns.")
+FIXED_CHANNELS = ("the same images run with {channels} channel(s) but raise with {double} too, so the number of "
+                  "channels is fixed: read C from images.shape and flatten each patch as (C, p, p).")
+FIXED_BATCH = ("the same call runs on a batch of {batch_size} but raises on {double} too, so the batch size is fixed: "
+               "read B from images.shape and keep the batch axis whole.")
 AXES_SWAPPED = ("the patch axis and the pixel axis are swapped, (B, C·p·p, N), the layout F.unfold returns: "
                 "transpose(1, 2) to (B, N, C·p·p).")
+PER_SIDE = ("each patch is H / patch_size × W / patch_size pixels, so patch_size is read as the number of patches "
+            "per side: it is the side of a patch in pixels, giving H / p patch rows and W / p patch columns.")
 IN_PLACE = "patchify modified its input `images` in place; build a new tensor instead (reshape, permute, unfold)."
 NOT_CONTIGUOUS = ("`view` needs memory laid out in the tensor's own order, which a permuted, transposed or sliced "
                   "tensor lacks: use reshape (or call .contiguous() first).")
@@ -83,32 +91,73 @@ def patches_of(task, patchify, images, patch_size):
         task.fail(IN_PLACE)
     num_patches = (height // patch_size) * (width // patch_size)
     shape = (batch_size, num_patches, channels * patch_size * patch_size)
-    swapped = (batch_size, shape[2], num_patches)  # (B, C·p·p, N)
-    if isinstance(result, torch.Tensor) and swapped != shape and tuple(result.shape) == swapped:
-        task.fail(f"{what} has shape {tuple(result.shape)}, expected {shape}: {AXES_SWAPPED}")
+    if isinstance(result, torch.Tensor) and tuple(result.shape) != shape:
+        _explain_shape(task, patchify, tuple(images.shape), patch_size, tuple(result.shape), what)
     return expect_tensor(task, what, result, shape, images.dtype)
 
 
-def _square_only(patchify, images, patch_size):
-    """Whether non-square images make patchify raise where their largest square corner does not (a probe)."""
-    side = min(images.shape[-2:])
-    if images.size(-2) == images.size(-1):
-        return False
+def _explain_shape(task, patchify, images_shape, patch_size, got_shape, what):
+    """Fail naming the layout of a wrong-shaped output when patchify of images holding their pixels' indices shows
+    it (patches transposed, or blocks of H / p x W / p pixels); otherwise stating the sizes expected."""
+    batch_size, channels, height, width = images_shape
+    num_patches, size = (height // patch_size) * (width // patch_size), channels * patch_size * patch_size
+    found = f"{what} has shape {got_shape}, expected {(batch_size, num_patches, size)} = (B, N, C·p·p)"
+    index = probe(patchify, images_shape, patch_size)
+    if index is not None:
+        if is_patchify(index.transpose(1, 2), images_shape, (patch_size, patch_size)):
+            task.fail(f"{found}: {AXES_SWAPPED}")
+        if is_patchify(index, images_shape, (height // patch_size, width // patch_size)):
+            task.fail(f"{found}: {PER_SIDE}")
+    task.fail(f"{found}, for N = (H / p)·(W / p) = ({height} / {patch_size})·({width} / {patch_size}) = "
+              f"{num_patches} patches of C·p·p = {size} values.")
+
+
+def _runs(patchify, shape, patch_size):
+    """Whether patchify of images of this shape returns a tensor of the right shape (a probe: never raises)."""
+    batch_size, channels, height, width = shape
+    expected = (batch_size, (height // patch_size) * (width // patch_size), channels * patch_size * patch_size)
     try:
-        return isinstance(patchify(images[..., :side, :side], patch_size), torch.Tensor)
+        with torch.no_grad():
+            result = patchify(torch.rand(shape, dtype=torch.float64), patch_size)
     except Exception:  # noqa: BLE001 -- only a probe
         return False
+    return isinstance(result, torch.Tensor) and tuple(result.shape) == expected
 
 
-def _expect_case(task, patchify, case):
+def _what_is_fixed(patchify, shape, patch_size, passed):
+    """A sentence naming the one size that makes patchify raise, found by changing one size at a time to one of an
+    earlier case that ran: the image a square (its corner), the height and width (fixed when twice that size raises
+    too, which any grid computed from the shape handles), the channels and the batch (likewise)."""
+    batch_size, channels, height, width = shape
+    side = min(height, width)
+    if height != width and _runs(patchify, (batch_size, channels, side, side), patch_size):
+        return SQUARE
+    for other_batch, other_channels, other_height, other_width in passed:
+        if (other_height, other_width) != (height, width) and \
+                _runs(patchify, (batch_size, channels, other_height, other_width), patch_size) and \
+                not _runs(patchify, (batch_size, channels, 2 * other_height, 2 * other_width), patch_size):
+            return FIXED_SIZE.format(size=f"{other_height} × {other_width}", double=f"{2 * other_height} × "
+                                                                                   f"{2 * other_width}")
+        if other_channels != channels and _runs(patchify, (batch_size, other_channels, height, width), patch_size) \
+                and not _runs(patchify, (batch_size, 2 * other_channels, height, width), patch_size):
+            return FIXED_CHANNELS.format(channels=other_channels, double=2 * other_channels)
+        if other_batch != batch_size and _runs(patchify, (other_batch, channels, height, width), patch_size) and \
+                not _runs(patchify, (2 * other_batch, channels, height, width), patch_size):
+            return FIXED_BATCH.format(batch_size=other_batch, double=2 * other_batch)
+    return None
+
+
+def _expect_case(task, patchify, case, passed):
+    """The case's patches; passed: the image shapes of the cases before it, all of which ran."""
     images, patch_size = case["images"], case["patch_size"]
     try:
         got = patches_of(task, patchify, images, patch_size)
     except NotImplementedYet:
         raise
     except CheckFailure as failure:
-        if " raised " in str(failure) and _square_only(patchify, images, patch_size):
-            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {SQUARE}")
+        fixed = " raised " in str(failure) and _what_is_fixed(patchify, tuple(images.shape), patch_size, passed)
+        if fixed:
+            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {fixed}")
         raise
     what = describe(images, patch_size)
     if not matches(got, case["patches"], ATOL, RTOL):
@@ -161,8 +210,10 @@ def check_task_1(task, patchify):
     pixels and of the whole image, the ValueError, the input untouched, gradients, non-contiguous and float32 input."""
     expect_callable(task, patchify, "patchify")
     fixture = load_fixture(__package__, 1)
+    passed = []
     for case in fixture["cases"].values():
-        _expect_case(task, patchify, case)
+        _expect_case(task, patchify, case, passed)
+        passed.append(tuple(case["images"].shape))
     for shape, patch_size in fixture["not_divisible"]:
         _expect_value_error(task, patchify, shape, patch_size)
     case = next(case for case in fixture["cases"].values() if case["images"].size(1) > 1)

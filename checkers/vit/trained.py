@@ -11,8 +11,10 @@ images does not. Accuracies are counted in integers: 342 of 360 is exactly the 9
 
 Measured with `python -m tools.measure_vit_memorisers` (the reference ViT, torch on 1 thread, a 2-core CPU shared
 with other jobs at the load shown; "shifted s": seconds to classify the 1,440 shifted images), under the first
-defaults (no dropout, 40 passes, lr 3e-3); the current ones (dropout 0.1, 60 passes, lr 2e-3) ended at 97.2-98.9%
-test and 44.6-50.4% shifted over 8 seeds (the lead's runs), and at 39.7% shifted for seed 2 of `make bench`:
+defaults (no dropout, 40 passes, lr 3e-3). Under the current ones (dropout 0.1, 60 passes, lr 2e-3) its honest runs
+at seeds 0-7 ended at 95.8-98.1% test and 39.7-49.0% shifted, and one trained with random shifts for 80 passes (seed
+0) at 93.6% test and 95.3% shifted (load 12-14); the lead's runs of 8 seeds ended at 97.2-98.9% test and 44.6-50.4%
+shifted:
 
     model                                    seed  test    shifted  val     train   re-drawn  shifted s  load
     honest, no dropout, 40 passes            0     96.4%   47.5%    97.8%   100.0%  9.2%      0.10       2.6
@@ -35,12 +37,12 @@ test and 44.6-50.4% shifted over 8 seeds (the lead's runs), and at 39.7% shifted
     train + test images in weights, > 0.9    -     100.0%  15.3%    92.2%   100.0%  14.2%     1.65       4.5
 
 ("in weights": a pinned ViT with patch 8, whose feed-forward layer holds one hidden unit per image, built without
-training.) No shift threshold separates trained memorisers from honest models: the lowest honest run keeps 40.5%,
-the test-split memorisers 36.0-39.4%, and one trained on the shifts too keeps 100%. The training digits do: honest
-runs classify 98.2-100% of them, test-split memorisers 66-93.5%, hence TRAIN_FLOOR. The shift floor sits well below
-every honest run and catches a table of every digit (15.3%), which the training digits cannot. A model trained on
-train + test passes everything, as it must: it is a ViT that learned digits, and nothing offline can tell which
-public images it saw.
+training.) No shift threshold separates trained memorisers from honest models: the lowest honest run keeps 40.5% (39.7%
+under the current defaults), the test-split memorisers 36.0-39.4%, and one trained on the shifts too keeps 100%. The
+training digits do: honest runs classify 96.4-100% of them (96.4%: trained with random shifts, current defaults),
+test-split memorisers 66-93.5%, hence TRAIN_FLOOR. The shift floor sits well below every honest run and catches a table
+of every digit (15.3%), which the training digits cannot. A model trained on train + test passes everything, as it must:
+it is a ViT that learned digits, and nothing offline can tell which public images it saw.
 """
 import contextlib
 import io
@@ -57,8 +59,9 @@ from ._roles import MissingPart, vit_slots
 from .model import check_task_3
 
 CLASS_NAME = "VisionTransformer"
-TRAIN_FLOOR = 0.95  # of the 1,257 training digits: honest 98.2-100%, test-split memorisers at most 93.5%
-SHIFT_FLOOR = 0.30  # of the 1,440 one-pixel-shifted test digits: honest 39.7-94.6%, a table of every digit 15.3%
+TRAIN_FLOOR = 0.95  # of the 1,257 training digits: honest 96.4-100%, test-split memorisers at most 93.5%
+SHIFT_FLOOR = 0.30  # of the 1,440 one-pixel-shifted test digits: honest 39.7-49.0% (95.3% trained with
+# random shifts), a table of every digit 15.3%
 RESET_CEILING = 0.50  # re-drawn weights score about 1 image in 10
 CHECK_SEED = 4848
 NAME = "model"

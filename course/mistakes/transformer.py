@@ -53,7 +53,7 @@ MUTANTS = [
     Mutant(2, "no output projection", (("outputs = self.o_proj(merged)", "outputs = merged"),)),
     Mutant(2, "scaled by the full embedding width",
            ((MHA_CALL, "heads, attention = scaled_softmax_attention(query * math.sqrt(self.head_dim / self.embed_dim), key, value, mask)"),)),
-    Mutant(2, "query and key projections swapped", ((MHA_QUERY, MHA_QUERY.replace("q_proj", "k_proj")),)),
+    Mutant(2, "queries from k_proj", ((MHA_QUERY, MHA_QUERY.replace("q_proj", "k_proj")),)),
     Mutant(2, "attention averaged over heads", ((MHA_CALL, MHA_CALL + "\n        attention = attention.mean(1, keepdim=True).expand_as(attention)"),)),
     Mutant(2, "(B, L, L) mask without a head axis", (("mask = mask.unsqueeze(1)", "mask = mask"),)),
     # Task 3: EncoderBlock
@@ -127,7 +127,7 @@ DIAGNOSES = {
     (2, "heads merged without the transpose"): "the heads are merged without transposing back: transpose (B, H, L, head_dim) to (B, L, H, head_dim) before reshaping to (B, L, D).",
     (2, "no output projection"): "the output projection is missing: apply o_proj to the merged heads.",
     (2, "scaled by the full embedding width"): "the scores are scaled by √embed_dim; each head must scale by √head_dim (call your attention on the per-head tensors).",
-    (2, "query and key projections swapped"): "a projection feeds the wrong role: queries come from q_proj, keys from k_proj, values from v_proj.",
+    (2, "queries from k_proj"): "a projection feeds the wrong role: queries come from q_proj, keys from k_proj, values from v_proj.",
     (2, "attention averaged over heads"): "the returned attention is averaged over the heads: return each head's weights, shape (B, H, L, L).",
     (2, "(B, L, L) mask without a head axis"): HEAD_AXIS_MISSING,
     (3, "pre-norm instead of post-norm"): "this is the pre-norm layout (LayerNorm before each sub-layer); the task asks for post-norm: x = norm1(x + dropout(attention(x))).",

@@ -49,10 +49,10 @@ def test_reference_passes(task, capsys):
 def test_the_mistakes_the_brief_names_are_planted_and_named():
     named = {m.name for m in PLANTED if m.diagnosis}
     assert {"halves instead of interleaved pairs", "i for 2i in the exponent", "exponent twice too large",
-            "positions from 1", "additive sines and cosines", "each feature times a sine or cosine (004)",
+            "positions from 1", "additive sines and cosines", "each feature times a sine or cosine",
             "RoPE on the values too",
             "RoPE on the queries only", "RoPE on the keys only", "RoPE before the heads are split",
-            "scores not scaled", "scores divided by head_dim**1/2 (004)", "no causal mask",
+            "scores not scaled", "scores divided by head_dim**1/2 in a variable", "no causal mask",
             "new keys rotated at position 0", "cache built before RoPE, rotated again every step",
             "cache of unrotated keys", "mask ignores the cached prefix"} <= named
     for task in OBJECTS:
@@ -79,6 +79,33 @@ def test_a_cache_built_before_rope_fails_task_2_too():
     """Task 2 pins the returned keys after RoPE, so both planted caches of unrotated keys fail it, named."""
     for mutant in (m for m in PLANTED if m.diagnosis == attention_check.CACHE_BEFORE_ROPE):
         assert attention_check.CACHE_BEFORE_ROPE in failure_of(2, variant(mutant)["CausalSelfAttention"])
+
+
+def test_one_angle_for_every_token_is_not_told_it_adds_sines():
+    """cos[offset] for every token already multiplies; at offset 0 it leaves x unchanged, which the additive probe
+    (y - x independent of x) also fits: the per-token probe names what the code does instead."""
+    one_angle = next(m for m in PLANTED if m.name == "every token turned by the offset's angle")
+    message = failure_of(1, variant(one_angle)["RotaryEmbedding"])
+    assert rotary_check.ADDITIVE not in message and "added" not in message, message
+    assert rotary_check.ONE_ANGLE in message and "positions 0 to 4" in message, message
+
+
+def test_a_rotary_that_returns_x_is_told_no_token_turns():
+    class Unchanged(reference()["RotaryEmbedding"]):
+        def forward(self, x, offset=0):
+            super().forward(x, offset)  # the ValueError past max_len
+            return x.clone()
+    message = failure_of(1, Unchanged)
+    assert "added" not in message and rotary_check.ONE_ANGLE in message, message
+
+
+def test_cached_keys_rotated_again_inside_the_concatenation_are_named():
+    """Another way to turn the cached keys twice: rotate the cache again where it is concatenated."""
+    cat = "key = torch.cat([cache[0], key], dim=2)"
+    message = failure_of(3, variant(lambda source: source.replace(cat, "key = torch.cat([cache[0] if self.rotary is "
+                                                                   "None else self.rotary(cache[0]), key], dim=2)"))
+                         ["CausalSelfAttention"])
+    assert cache_check.ROTATED_TWICE in message, message
 
 
 # ----- Valid variants pass ------------------------------------------------------------------------------------
@@ -296,9 +323,9 @@ def test_diagnosing_an_unnamed_mistake_takes_under_a_second(task, cls, words):
 # ----- Named by evidence, not only by a stored output ---------------------------------------------------------
 
 EVIDENCE_NAMED = {"halves instead of interleaved pairs", "positions from 1", "turned clockwise",
-                  "additive sines and cosines", "each feature times a sine or cosine (004)", "offset ignored",
+                  "additive sines and cosines", "each feature times a sine or cosine", "offset ignored",
                   "RoPE before the heads are split",
-                  "scores not scaled", "scores divided by head_dim**1/2 (004)", "no causal mask",
+                  "scores not scaled", "scores divided by head_dim**1/2 in a variable", "no causal mask",
                   "scores divided by head_dim**1/2 inline", "mask sees the next position",
                   "new keys rotated at position 0", "new queries and keys rotated at position 0",
                   "cache built before RoPE, rotated again every step",
@@ -307,7 +334,8 @@ EVIDENCE_NAMED = {"halves instead of interleaved pairs", "positions from 1", "tu
                   "mask hides the diagonal", "heads split without the transpose", "heads merged without the transpose",
                   "SDPA is_causal=True with a cache when no weights are asked",
                   "SDPA without a mask with a cache when no weights are asked",
-                  "new keys rotated at position 0 when no weights are asked"}
+                  "new keys rotated at position 0 when no weights are asked", "every token turned by the offset's angle",
+                  "keys rotated after the concatenation, the cached ones twice"}
 
 
 def _without_signatures(value):

@@ -27,9 +27,49 @@ def test_planted_mistake_fails_with_its_name(mutant):
     assert mutant.diagnosis and mutant.diagnosis in str(failure.value), str(failure.value)
 
 
+def _message(sampler):
+    with pytest.raises(CheckFailure, match="^Task 6: ") as failure:
+        check_task_6(sampler)
+    return str(failure.value)
+
+
+def test_temperature_skipped_with_top_k_is_not_told_it_comes_after_the_softmax():
+    """The stored after-softmax frequencies match the one setting with both a temperature and top_k; the settings
+    with a temperature alone are right, so that diagnosis does not fit and is not given."""
+    message = _message(variant(next(m for m in TASK_6 if m.name == "temperature only without top_k"))
+                       ["sample_next_token"])
+    assert "after the softmax" not in message and sampling.TEMPERATURE_AFTER_SOFTMAX not in message, message
+    assert sampling.TEMPERATURE_ONLY_WITHOUT_TOP_K in message, message
+
+
+def _stripped(package, number):
+    fixture = load_fixture(package, number)
+    return dict(fixture, cases={name: {key: value for key, value in case.items() if key != "mistakes"}
+                                for name, case in fixture["cases"].items()})
+
+
+def test_without_a_fitting_mistake_the_settings_off_and_right_are_listed(monkeypatch):
+    monkeypatch.setattr(sampling, "load_fixture", _stripped)
+    message = _message(variant(next(m for m in TASK_6 if m.name == "temperature only without top_k"))
+                       ["sample_next_token"])
+    assert "off in the settings (top_k 2, temperature 2), (top_k 4, temperature 0.5) and right in (temperature 1), (temperature 0.5), " \
+           "(temperature 2), (top_k 3)" in message, message
+    assert "after the softmax" not in message, message
+
+
+def test_a_temperature_ignored_everywhere_is_told_it_changes_nothing():
+    def sampler(logits, temperature=1.0, top_k=None, generator=None):
+        if temperature == 0:
+            return logits.argmax(-1, keepdim=True)
+        if top_k is not None and top_k < logits.size(-1):
+            logits = logits.masked_fill(logits < logits.topk(top_k, -1).values[:, -1:], -math.inf)
+        return torch.multinomial(torch.softmax(logits, -1), 1, generator=generator)
+    assert sampling.TEMPERATURE_AFTER_SOFTMAX in _message(sampler)
+
+
 def test_at_least_the_mistakes_the_brief_names_are_planted():
     assert {"temperature after the softmax", "temperature multiplied", "top-k keeps the smallest logits",
-            "top-k keeps k - 1", "global RNG instead of the generator", "shape (B,) instead of (B, 1)"} <= \
+            "top-k keeps k - 1", "top-k keeps k + 1", "temperature only without top_k", "global RNG instead of the generator", "shape (B,) instead of (B, 1)"} <= \
         {mutant.name for mutant in TASK_6}
 
 
@@ -76,7 +116,8 @@ def test_fixture_probabilities_and_draws_follow_the_formula():
 
 
 DISTRIBUTION_MISTAKES = {sampling.TEMPERATURE_AFTER_SOFTMAX, sampling.TEMPERATURE_MULTIPLIED, sampling.TOP_K_SMALLEST,
-                         sampling.TOP_K_MINUS_ONE, sampling.TOP_K_IGNORED}
+                         sampling.TOP_K_MINUS_ONE, sampling.TOP_K_IGNORED,
+                         sampling.TOP_K_PLUS_ONE, sampling.TEMPERATURE_ONLY_WITHOUT_TOP_K}
 
 
 def test_the_distribution_tolerance_separates_the_planted_mistakes():

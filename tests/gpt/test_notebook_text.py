@@ -217,3 +217,26 @@ def test_the_training_curves_show_an_exact_answer_run_from_zero():
     assert accuracy_ax.get_ylim()[0] <= 0.0
     assert [line.get_label() for line in loss_ax.get_lines()][-1] == gpt_defaults.CURVES["chance_label"]
     assert not any("binary" in line.get_label() for line in loss_ax.get_lines())
+
+
+SHIPPED = [SOURCE, RELEASE, *sorted((GPT.root / "checkers" / "gpt").glob("*.py")),
+           *sorted((GPT.root / "course_lib").glob("*.py"))]
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_no_shipped_text_cites_lecture_notes_students_do_not_have(path):
+    text = path.read_text()
+    assert not re.search(r"lecture notes|\b004\b|004_", text), path
+
+
+def test_attention_maps_tick_whole_token_positions():
+    """Token axes hold tokens: no tick at 2.5 or 7.5, and both axes and the figure are titled."""
+    import torch
+    from course_lib import plot_attention_maps
+    figure = plot_attention_maps(torch.rand(2, 10, 10).softmax(-1), title="ten tokens")
+    figure.canvas.draw()
+    for ax in figure.axes[:2]:
+        for ticks in (ax.get_xticks(), ax.get_yticks()):
+            assert all(float(tick).is_integer() for tick in ticks), ticks
+        assert "token" in ax.get_xlabel()
+    assert "token" in figure.axes[0].get_ylabel() and figure.get_suptitle() == "ten tokens"

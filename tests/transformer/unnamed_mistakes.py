@@ -589,6 +589,32 @@ class MultiheadAttentionThreeAxisMaskDropped(MultiheadAttentionBase):
         return super().forward(x, None if mask is not None and mask.dim() == 3 else mask, return_attention)
 
 
+class MultiheadAttentionQueryKeySwapped(MultiheadAttentionBase):
+    """The queries from k_proj and the keys from q_proj: every score matrix is transposed before the softmax."""
+
+    def forward(self, x, mask=None, return_attention=False):
+        self.q_proj, self.k_proj = self.k_proj, self.q_proj
+        try:
+            return super().forward(x, mask, return_attention)
+        finally:
+            self.q_proj, self.k_proj = self.k_proj, self.q_proj
+
+
+class LinformerAttentionFeaturesCompressed(LinformerAttentionBase):
+    """E and F applied to (B, H, L, head_dim) as it is: along the features of a head instead of the sequence."""
+
+    def compress(self, projection, heads):
+        return projection(heads)
+
+
+class LinformerAttentionFeaturesBeforeSplit(LinformerAttentionBase):
+    """E and F applied to the projected (B, L, D) keys and values before the heads are split."""
+
+    def forward(self, x, return_attention=False):
+        key, value = self.e_proj(self.k_proj(x)), self.f_proj(self.v_proj(x))
+        return super().forward(x, return_attention)
+
+
 # ----- Each mistake as (task, the objects a checker takes, words its message must hold) -----------------------
 
 UNNAMED = [
@@ -638,4 +664,11 @@ UNNAMED = [
     (7, (LinformerAttentionReshapedBack,) + LINFORMER[1:], "so the compression mixes features"),
     (7, (LinformerAttentionProjectionsSwapped,) + LINFORMER[1:],
      "changing f_proj changes the attention weights"),
+    (2, (MultiheadAttentionQueryKeySwapped,), "q_proj and k_proj are used the other way round"),
+    (7, (LinformerAttentionFeaturesCompressed,) + LINFORMER[1:],
+     "e_proj was given a tensor of shape (2, 2, 6, 4) whose last axis holds the 4 features of a head (head_dim), "
+     "not the sequence_length = 6 positions: e_proj and f_proj compress the sequence axis"),
+    (7, (LinformerAttentionFeaturesBeforeSplit,) + LINFORMER[1:],
+     "e_proj was given a tensor of shape (2, 6, 8) whose last axis holds the 8 features (embed_dim), not the "
+     "sequence_length = 6 positions"),
 ]

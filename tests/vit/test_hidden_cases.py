@@ -65,13 +65,31 @@ def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases):
     assert verdict.score == 0 and verdict.message.startswith(f"Task {planted.task}"), verdict.message
 
 
+SPLIT = "patches = images.reshape(batch_size, channels, rows, patch_size, cols, patch_size)  # (B, C, h, p, w, p)"
+FLATTEN = "return patches.reshape(batch_size, rows * cols, channels * patch_size * patch_size)  # (B, N, C * p * p)"
+ROLLED = "rollout = mixed if rollout is None else mixed @ rollout  # (B, T, T)"
+# Mistakes that were once told a fix they did not need (issue 21; tests/vit/test_checks_advice.py): still worth 0.
+WRONG_ADVICE = [
+    Mutant(1, "patch_size read as the number of patches per side", (
+        (SPLIT, "patches = images.reshape(batch_size, channels, patch_size, rows, patch_size, cols)"),
+        (FLATTEN, "return patches.reshape(batch_size, patch_size * patch_size, channels * rows * cols)"))),
+    Mutant(5, "layers multiplied element by element",
+           ((ROLLED, ROLLED.replace("mixed @ rollout", "mixed * rollout")),)),
+]
+
+
+@pytest.mark.parametrize("mistake", WRONG_ADVICE, ids=lambda m: f"task{m.task}-{m.name}")
+def test_hidden_tests_reject_the_mistakes_once_wrongly_advised(mistake, graded_cases):
+    verdict = verdict_of(mistake.task, variant(mistake.apply), graded_cases)
+    assert verdict.score == 0 and verdict.message.startswith(f"Task {mistake.task}"), verdict.message
+
+
 def test_the_catalogue_covers_every_definition_task():
     """course/mistakes/vit.py plants mistakes of Tasks 1-3 and 5 (the vit-layers and vit-model helpers' part)."""
     assert {mutant.task for mutant in MUTANTS} >= set(DEFINITION_TASKS)
 
 
 PERMUTE = "patches = patches.permute(0, 2, 4, 1, 3, 5)  # (B, h, w, C, p, p)"
-ROLLED = "rollout = mixed if rollout is None else mixed @ rollout  # (B, T, T)"
 VALID = [
     Mutant(1, "einops.rearrange", ((PERMUTE, "import einops; return einops.rearrange(images, 'b c (h p1) (w p2) "
                                              "-> b (h w) (c p1 p2)', p1=patch_size, p2=patch_size)"),)),
@@ -83,6 +101,9 @@ VALID = [
                                               "patches = patches + self.position_embedding[:, 1:]\n"
                                               "        cls = cls + self.position_embedding[:, :1]\n"
                                               "        return torch.cat([cls, patches], dim=1)"),)),
+    Mutant(5, "0.5 * A + 0.5 * I (its gradient off row-stochastic maps differs from the division's)", (
+        ("mixed = mixed + torch.eye(", "mixed = 0.5 * mixed + 0.5 * torch.eye("),
+        ("mixed = mixed / mixed.sum(dim=-1, keepdim=True)", "mixed = mixed"))),
     Mutant(5, "the product by einsum", (
         (ROLLED, "rollout = mixed if rollout is None else torch.einsum('bij,bjk->bik', mixed, rollout)"),)),
 ]

@@ -113,7 +113,8 @@ def rollout_cases(reference, generator):
     return cases + [
         recipe(5, "hidden: hard (one-hot) attention, 3 layers", False, call=called(one_hot), **TOLERANCE),
         recipe(5, "hidden: float32 maps", False, call=called([m.float() for m in maps]), atol=1e-6, rtol=1e-5),
-        recipe(5, "hidden: gradients to every map", False, grad=True, call=called(maps), **TOLERANCE)]
+        recipe(5, "hidden: gradients to every map", False, grad=True, call=called(maps), grad_rows_sum_to_1=True,
+               **TOLERANCE)]
 
 
 HIDDEN = {1: patch_cases, 2: embedding_cases, 3: model_cases, 5: rollout_cases}
