@@ -4,6 +4,7 @@ import importlib
 import inspect
 import io
 
+from ._calls import MethodFailure
 from ._core import CheckFailure, one_line
 
 
@@ -24,6 +25,8 @@ def explain_parts(task, what, parts, package):
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # a passing check prints its ✓ line
                 getattr(checkers, f"check_task_{number}")(*objects)
+        except MethodFailure:  # the part's values are right (only its method is not the task's): not the cause
+            continue
         except CheckFailure as failure:
             reason = one_line(str(failure).split(": ", 1)[-1], 160)
             task.fail(f"{what}: {description} does not pass check_task_{number} ({reason}); fix Task {number} first.")

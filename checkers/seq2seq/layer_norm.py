@@ -4,6 +4,7 @@ import itertools
 import torch
 import torch.nn.functional as F
 
+from .._calls import fail_method, recorded_calls
 from .._compare import diagnose, expect_close, expect_finite, matches, signatures
 from .._core import check_function, expect_module_class, load_fixture, one_line
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
@@ -28,7 +29,34 @@ MEAN_DETACHED = ("the mean is cut off from the autograd graph (.detach(), .data 
 VARIANCE_DETACHED = ("the variance (or standard deviation) is cut off from the autograd graph (.detach(), .data or "
                      "torch.no_grad()): the outputs are right but the input's gradient is not "
                      "torch.nn.functional.layer_norm's; keep the variance in the graph.")
+# torch's own normalisations, each a layer norm in one call (rms_norm of the centred input is one): the task is to
+# write it, so a forward that calls one of them (directly, or through nn.LayerNorm and its kin) fails
+TORCH_NORMS = ("layer_norm", "group_norm", "instance_norm", "batch_norm", "rms_norm")
+BY_HAND = ("the task is to compute layer normalisation by hand, from the mean and the biased variance over the last "
+           "axis, not with torch's own (F.layer_norm, nn.LayerNorm and the other normalisation layers).")
 NOT_PARAMETER = "(so it is learned and saved)"  # said by checkers.seq2seq._weights for a weight that is no Parameter
+
+
+def torch_norm_problem(counts, inputs=None):
+    """What is wrong with a LayerNorm whose forward made the calls counted (None: it normalised by hand).
+
+    Args:
+        counts: [{qualified name: number of calls}] of one or more forward passes (checkers._calls).
+        inputs: the arguments of each pass (unused: the names alone say it); the grader's judge passes them.
+    """
+    called = sorted({name for seen in counts for name in seen
+                     if name.rsplit(".", 1)[-1].lstrip("_").removeprefix("native_") in TORCH_NORMS})
+    return f"LayerNorm.forward called {', '.join(called)}: {BY_HAND}" if called else None
+
+
+def _expect_by_hand(task, cls, fixture):
+    """Fail when the forward pass calls torch's own layer norm (checked last: its values are right by then)."""
+    norm = build(task, cls, "LayerNorm", fixture["embed_dim"])
+    with recorded_calls() as counts:
+        task.call("LayerNorm.forward", norm, fixture["cases"]["3-D"]["x"])
+    problem = torch_norm_problem([counts])
+    if problem:
+        fail_method(task, problem)
 
 
 def _forward(task, norm, x, what="LayerNorm.forward"):
@@ -136,6 +164,7 @@ def check_task_1(task, LayerNorm):
     expect_native_output(task, single, "LayerNorm", "LayerNorm on float32 input",
                          lambda: _forward(task, single, case["x"].float()), case["outputs"],
                          attention_api=False)
+    _expect_by_hand(task, LayerNorm, fixture)  # last: a part failing only this computes right values (MethodFailure)
     task.passed("per-token mean and biased variance over the last axis, eps inside the square root, weight and bias "
                 "as Parameters, input gradients equal to torch.nn.functional.layer_norm's, and dtypes are right.")
 

@@ -1,8 +1,10 @@
 """Task 1: patchify, images (B, C, H, W) -> patches (B, N, C·p·p) in row-major order, each flattened channel first."""
+import math
 import re
 
 import torch
 
+from .._calls import fail_method, recorded_calls
 from .._compare import expect_close, expect_finite, expect_tensor, matches
 from .._core import CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture, one_line
 from ._order import explain_order, is_patchify, probe
@@ -31,6 +33,42 @@ NOT_CONTIGUOUS = ("`view` needs memory laid out in the tensor's own order, which
                   "tensor lacks: use reshape (or call .contiguous() first).")
 NO_GRADIENT = ("no gradient reaches the images: build the patches with torch operations on `images` (no .detach(), "
                ".numpy() or torch.tensor(...)), so that the patch embedding can be trained through them.")
+
+LOOPS = ("it loops in Python over the patches; use reshape/permute (or einops) so the work does not grow with the "
+         "number of patches.")
+# Images of one patch size with 2 x 3 and 4 x 6 patches: a loop over the patches, their rows or their columns makes
+# more torch calls on the second; a loop over the batch, the channels or the pixels of a patch does not.
+COUNTED_SHAPES, COUNTED_PATCH = ((2, 3, 4, 6), (2, 3, 8, 12)), 2
+
+
+def loop_problem(counts, inputs):
+    """What is wrong with a patchify whose number of torch calls grows with the number of patches (None: it does not).
+
+    Args:
+        counts: [{qualified name: number of calls}] of patchify on each of inputs (checkers._calls).
+        inputs: the arguments of each call, [images (B, C, H, W), patch_size]; the grader's judge passes them too.
+    """
+    runs = sorted((images.size(-2) // patch_size * (images.size(-1) // patch_size), sum(seen.values()))
+                  for (images, patch_size), seen in zip(inputs, counts))
+    for (patches, calls), (more_patches, more_calls) in zip(runs, runs[1:]):
+        if more_patches > patches and more_calls > calls:
+            return (f"patchify made {calls} torch calls for {patches} patches and {more_calls} for {more_patches} "
+                    f"patches: {LOOPS}")
+    return None
+
+
+def _expect_no_loops(task, patchify):
+    """Fail when patchify makes more torch calls on images of more patches (a Python loop over them)."""
+    counts, inputs = [], []
+    for shape in COUNTED_SHAPES:
+        images = torch.arange(math.prod(shape), dtype=torch.float64).reshape(shape)
+        with recorded_calls() as seen:
+            task.call(describe(images, COUNTED_PATCH), patchify, images, COUNTED_PATCH)
+        counts.append(seen)
+        inputs.append([images, COUNTED_PATCH])
+    problem = loop_problem(counts, inputs)
+    if problem:
+        fail_method(task, problem)
 
 
 def describe(images, patch_size):
@@ -184,5 +222,6 @@ def check_task_1(task, patchify):
     single = patches_of(task, patchify, case["images"].float(), case["patch_size"])
     expect_close(task, f"{describe(case['images'], case['patch_size'])} on float32 images", single,
                  case["patches"].float(), ATOL, RTOL)
+    _expect_no_loops(task, patchify)  # last: a patchify failing only this gives right values (MethodFailure)
     task.passed("patches in row-major order, each flattened channel first (C, p, p), on every shape tried; the "
                 "ValueError naming the sizes; the images untouched; gradients, non-contiguous and float32 images.")

@@ -136,6 +136,8 @@ MUTANTS = [
                                                  "self.bias = torch.zeros(embed_dim)")), _norm.NOT_PARAMETER),
     Mutant(1, "eps argument ignored", ((NORMALISE, NORMALISE.replace("self.eps", "1e-5")),),
            _norm.EPS_IGNORED),
+    Mutant(1, "torch's layer norm called", ((NORMALISE, "return torch.nn.functional.layer_norm(x, x.shape[-1:], "
+                                                        "self.weight, self.bias, self.eps)"),), _norm.BY_HAND),
     # Task 2: masks
     Mutant(2, "causal mask inverted", ((CAUSAL, CAUSAL.replace(".tril()", ".tril().logical_not()")),),
            _masks.CAUSAL_INVERTED),

@@ -40,6 +40,11 @@ PATCHES_MUTANTS = [
            _patches.NO_GRADIENT),
     Mutant(1, "images scaled in place", ((DIVISIBLE, "images /= images.abs().max()\n    " + DIVISIBLE),),
            _patches.IN_PLACE),
+    Mutant(1, "a Python loop over the patches", ((SPLIT, "patches = torch.stack([images[:, :, top:top + patch_size, "
+                                                        "left:left + patch_size].reshape(batch_size, -1) for top in "
+                                                        "range(0, height, patch_size) for left in range(0, width, "
+                                                        "patch_size)], dim=1)  # (B, N, C·p·p)"),
+                                                 (PERMUTE, "patches")), _patches.LOOPS),
     Mutant(1, "grid transposed before flattening", ((FLATTEN, FLATTEN.replace("return patches",
                                                                               "return patches.transpose(1, 2)")),),
            _order.COLUMN_MAJOR),

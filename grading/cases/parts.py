@@ -15,8 +15,8 @@ def recipe(task, name, visible, obj=0, **parts):
         name: how reports and feedback name the case (never its expected values).
         visible: True for a case the notebook's own check also runs.
         obj: index of the object in the task's check call, e.g. 1 for LinformerBlock in task 7.
-        parts: "build", "call", "grad", "facts", "attribute", "trained", and comparison settings
-            ("atol", "rtol", "row_atol", "compare", "grad_rows_sum_to_1").
+        parts: "build", "call", "grad", "facts", "attribute", "trained", "calls" (see counted), and comparison
+            settings ("atol", "rtol", "row_atol", "compare", "grad_rows_sum_to_1").
     """
     return {"task": task, "name": name, "visible": visible, "object": obj, **parts}
 
@@ -37,6 +37,13 @@ def called(*args, method=None, repeat=1, raises=False, names=(), **kwargs):
     spec = {"args": list(args), "kwargs": kwargs, "method": method, "repeat": repeat}
     spec = dict(spec, names=[str(name) for name in names]) if names else spec
     return dict(spec, raises=True) if raises else spec
+
+
+def counted(judge, *inputs):
+    """Record the torch functions the call makes, and makes again on each of inputs (lists of positional arguments,
+    e.g. a larger image); judge ("checkers.<module>:<function>", the task's check uses the same) takes those counts
+    and all the calls' arguments and says what is wrong, or None (see grading/judge/compare.py: compare_calls)."""
+    return {"judge": judge, "inputs": [list(arguments) for arguments in inputs]}
 
 
 def helper(name, report=None, mode=None, **kwargs):

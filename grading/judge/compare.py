@@ -4,6 +4,8 @@ Messages name the case and the quantity (shape, dtype, largest deviation), never
 """
 import torch
 
+from ..run.recipes import checkers_object
+
 FACT_PROBLEMS = {
     ("pe", "tensor"): "the module has no tensor `pe`",
     ("pe", "buffer"): "`pe` is not registered with self.register_buffer",
@@ -179,7 +181,21 @@ def compare_case(recipe, got, expected):
     if not problem and "call" in recipe:
         raises = recipe["call"].get("raises")
         problem = compare_raised(got, expected) if raises else compare_outputs(recipe, got, expected)
+    if not problem and "calls" in recipe:
+        problem = compare_calls(recipe, got)
     return problem
+
+
+def compare_calls(recipe, got):
+    """What the torch functions the call made show to be wrong, or None: the recipe's "calls" names the judge, a
+    function of the public checkers package (the one the task's check uses, so both say the same), and "inputs", the
+    arguments of further calls made only to count them (e.g. a larger image, to see whether the work grows)."""
+    spec, call = recipe["calls"], recipe["call"]
+    inputs = [call.get("args", [])] * call.get("repeat", 1) + list(spec.get("inputs", []))
+    counts = got.get("calls")
+    if not isinstance(counts, list) or len(counts) != len(inputs):
+        raise ValueError("the record leaves out the calls its recipe asked for")
+    return checkers_object(spec["judge"])(counts, inputs)
 
 
 def compare_raised(got, expected):

@@ -30,6 +30,7 @@ WATCHED = {"torch": ("allclose", "equal", "isclose", "save", "load"), "torch.tes
            "torch.Tensor": ("clone", "detach", "__eq__"), "torch.nn.Module": ("__call__",),
            "checkers._compare": ("expect_close", "matches", "expect_tensor", "expect_finite"),
            "checkers._core": ("check_function", "load_fixture"), "checkers._core.Task": ("call",),
+           "checkers._calls._Recorder": ("__torch_function__",),
            "recipes": ("run", "call", "snapshot", "gradients")}  # what records a case: a forged record starts there
 
 

@@ -12,6 +12,7 @@ from functools import partial
 import torch
 import torch.nn as nn
 
+from checkers._calls import recorded_calls
 from checkers._core import Task
 from checkers._modules import build, load
 from checkers._weights import (LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots,
@@ -105,12 +106,13 @@ def run(recipe, objects, namespace=None):
 
     Args:
         recipe: dict with "task", "object" (index into objects) and optional "build", "facts",
-            "attribute" (with "rows"), "call" and "trained" entries (see grading/cases/parts.py).
+            "attribute" (with "rows"), "call", "calls" and "trained" entries (see grading/cases/parts.py).
         objects: the student's (or the reference's) function, classes or trained model.
         namespace: the notebook's namespace, for a trained model's class.
 
     Returns:
-        dict of plain data and tensors: "facts", "attribute", "structure", "outputs", "inputs_after", "grads".
+        dict of plain data and tensors: "facts", "attribute", "structure", "outputs", "inputs_after", "grads",
+        "calls" (the torch functions each call made, when the recipe asks: see invoke).
     """
     task = Task(recipe["task"])
     target = objects[recipe["object"]]
@@ -164,11 +166,17 @@ def call(task, target, recipe):
         task.fail(f"{type(target).__name__} has no method {spec['method']}.")
     if spec.get("raises"):
         return raising(function, args, kwargs, spec)
-    results = [task.call(recipe.get("what", "the call"), function, *args, **kwargs)
+    calls = [] if "calls" in recipe else None
+    results = [invoke(task, recipe.get("what", "the call"), function, args, kwargs, calls)
                for _ in range(spec.get("repeat", 1))]
     outputs = [leaves(result) for result in results]
     record = {"structure": describe(results[0]),
               "inputs_after": [snapshot(a) if isinstance(a, torch.Tensor) else None for a in args]}
+    if calls is not None:
+        for inputs in recipe["calls"].get("inputs", []):
+            invoke(task, recipe.get("what", "the call"), function, [fresh(value) for value in inputs],
+                   {key: fresh(value) for key, value in spec.get("kwargs", {}).items()}, calls)
+        record["calls"] = calls
     names = sorted(kwargs)
     reports = observed(spec.get("args", []), args) + observed([spec["kwargs"][key] for key in names],
                                                               [kwargs[key] for key in names])
@@ -181,6 +189,18 @@ def call(task, target, recipe):
         record["grads"] = gradients(task, target, recipe, args, outputs[0])
     record["outputs"] = [[snapshot(t) for t in result] for result in outputs]
     return record
+
+
+def invoke(task, what, function, args, kwargs, calls=None):
+    """function(*args, **kwargs) through task.call; with a list `calls`, also the torch functions the call made, as
+    {qualified name: count} appended to it (the recipe's "calls": what a task's text says not to call, or how the
+    work grows with the input, is judged from these)."""
+    if calls is None:
+        return task.call(what, function, *args, **kwargs)
+    with recorded_calls() as counts:
+        result = task.call(what, function, *args, **kwargs)
+    calls.append(dict(counts))
+    return result
 
 
 def raising(function, args, kwargs, spec):

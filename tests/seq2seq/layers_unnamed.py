@@ -7,6 +7,7 @@ import math
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from .layers_variants import LayerNormVarMean, MultiheadAttentionEinsum, make_decoder_blocks
 
@@ -59,6 +60,61 @@ class LayerNormOnesWeight(LayerNormVarMean):
     def __init__(self, embed_dim, eps=1e-5):
         super().__init__(embed_dim, eps)
         self.weight = nn.Parameter(torch.rand(embed_dim))
+
+
+class LayerNormOfTorch(nn.LayerNorm):
+    """nn.LayerNorm itself, with the pinned signature: right values, but not by hand."""
+
+    def __init__(self, embed_dim, eps=1e-5):
+        super().__init__(embed_dim, eps=eps)
+
+
+class LayerNormTorchFunction(nn.Module):
+    """torch.layer_norm with the module's own parameters."""
+
+    def __init__(self, embed_dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(embed_dim))
+        self.bias = nn.Parameter(torch.zeros(embed_dim))
+
+    def forward(self, x):
+        return torch.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
+
+
+class LayerNormSubmodule(LayerNormTorchFunction):
+    """An nn.LayerNorm inside, sharing the module's weight and bias."""
+
+    def __init__(self, embed_dim, eps=1e-5):
+        super().__init__(embed_dim, eps)
+        self.norm = nn.LayerNorm(embed_dim, eps=eps)
+        self.norm.weight, self.norm.bias = self.weight, self.bias
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+class LayerNormRmsOfCentred(LayerNormTorchFunction):
+    """The mean subtracted by hand, then F.rms_norm: the same numbers as a layer norm, the division torch's."""
+
+    def forward(self, x):
+        centred = x - x.mean(-1, keepdim=True)
+        return F.rms_norm(centred, x.shape[-1:], self.weight, self.eps) + self.bias
+
+
+class LayerNormOneGroup(LayerNormTorchFunction):
+    """F.group_norm with one group over each token's (1, D) features."""
+
+    def forward(self, x):
+        tokens = x.reshape(-1, 1, x.size(-1))  # (N, 1, D): one channel, D positions
+        return F.group_norm(tokens, 1, eps=self.eps).reshape(x.shape) * self.weight + self.bias
+
+
+# Task 1 asks for layer normalisation by hand: each of these calls torch's own (name in the check's message).
+TORCH_NORMS = {LayerNormOfTorch: "torch.nn.functional.layer_norm", LayerNormTorchFunction: "torch.layer_norm",
+               LayerNormSubmodule: "torch.nn.functional.layer_norm",
+               LayerNormRmsOfCentred: "torch.nn.functional.rms_norm",
+               LayerNormOneGroup: "torch.nn.functional.group_norm"}
 
 
 def causal_mask_float(seq_len, device=None):

@@ -7,7 +7,6 @@ import math
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 
 # ----- Task 1: LayerNorm ------------------------------------------------------------------------------
@@ -24,19 +23,6 @@ class LayerNormVarMean(nn.Module):
     def forward(self, x):
         var, mean = torch.var_mean(x, dim=-1, unbiased=False, keepdim=True)
         return self.weight * (x - mean) / (var + self.eps).sqrt() + self.bias
-
-
-class LayerNormFunctional(nn.Module):
-    """F.layer_norm with the module's own parameters."""
-
-    def __init__(self, embed_dim, eps=1e-5):
-        super().__init__()
-        self.normalized_shape, self.eps = (embed_dim,), eps
-        self.weight = nn.Parameter(torch.ones(embed_dim))
-        self.bias = nn.Parameter(torch.zeros(embed_dim))
-
-    def forward(self, x):
-        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
 
 class LayerNormRsqrt(nn.Module):
@@ -68,7 +54,7 @@ class LayerNormVarianceAroundDetachedMean(nn.Module):
         return (x - x.mean(-1, keepdim=True)) / (var + self.eps).sqrt() * self.weight + self.bias
 
 
-LAYER_NORMS = [LayerNormVarMean, LayerNormFunctional, LayerNormRsqrt, LayerNormVarianceAroundDetachedMean]
+LAYER_NORMS = [LayerNormVarMean, LayerNormRsqrt, LayerNormVarianceAroundDetachedMean]
 
 
 # ----- Task 2: masks ------------------------------------------------------------------------------------

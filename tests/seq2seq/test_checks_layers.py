@@ -76,12 +76,59 @@ def test_task_1_accepts(cls, capsys):
     expect_pass(capsys, 1, cls)
 
 
-def test_task_1_accepts_torch_layer_norm_subclass(capsys):
-    """nn.LayerNorm itself has the pinned weight and bias and the same formula."""
-    class TorchLayerNorm(nn.LayerNorm):
-        def __init__(self, embed_dim, eps=1e-5):
-            super().__init__(embed_dim, eps=eps)
-    expect_pass(capsys, 1, TorchLayerNorm)
+@pytest.mark.parametrize("cls", unnamed.TORCH_NORMS, ids=lambda c: c.__name__)
+def test_task_1_rejects_torch_s_own_layer_norm(cls):
+    """The task is layer normalisation by hand: a forward that calls torch's (nn.LayerNorm, F.layer_norm,
+    torch.layer_norm, F.rms_norm of the centred input, F.group_norm) fails naming what it called, right values or
+    not."""
+    called = unnamed.TORCH_NORMS[cls]
+    assert failure_of(1, cls) == f"Task 1: LayerNorm.forward called {called}: {checkers.layer_norm.BY_HAND}"
+
+
+@pytest.mark.parametrize("name", ["no cross-attention", "no residual around cross-attention", "activation ignored",
+                                  "memory as the queries"])
+def test_task_4_does_not_blame_a_layer_norm_that_is_only_not_by_hand(name):
+    """A DecoderBlock mistake on nn.LayerNorm is named as on a hand-written LayerNorm: nn.LayerNorm fails Task 1 for
+    its method, but its values are right, so Task 4 does not send the student back to Task 1 for them."""
+    attention, norm = reference()["MultiheadAttention"], reference()["LayerNorm"]
+    by_hand = unnamed.make_unnamed_decoder_blocks(attention, norm)[name][0]
+    on_torch_s = unnamed.make_unnamed_decoder_blocks(attention, unnamed.LayerNormOfTorch)[name][0]
+    assert failure_of(4, on_torch_s) == failure_of(4, by_hand)
+
+
+def test_task_4_still_blames_a_layer_norm_of_wrong_values():
+    """The counterpart: a LayerNorm whose values are wrong is named as the likely cause."""
+    message = failure_of(4, make_decoder_blocks(reference()["MultiheadAttention"], unnamed.LayerNormSequenceAxis)[0])
+    assert "does not pass check_task_1" in message and "fix Task 1 first" in message, message
+
+
+@pytest.mark.parametrize("name, refused", [
+    ("torch.nn.functional.layer_norm", True), ("torch.layer_norm", True), ("torch.native_layer_norm", True),
+    ("torch.ops.aten.native_layer_norm", True), ("torch.nn.functional.group_norm", True),
+    ("torch.nn.functional.instance_norm", True), ("torch.batch_norm", True), ("torch.nn.functional.rms_norm", True),
+    ("torch.norm", False), ("torch.linalg.vector_norm", False), ("torch.nn.functional.normalize", False),
+    ("torch.var_mean", False), ("Tensor.var", False), ("torch.rsqrt", False)])
+def test_task_1_refuses_torch_s_normalisations_and_nothing_else(name, refused):
+    """Vector norms and F.normalize compute a length, not a layer norm: writing one by hand with them is fine."""
+    problem = checkers.layer_norm.torch_norm_problem([{"Tensor.mean": 2, name: 1}])
+    assert problem == (f"LayerNorm.forward called {name}: {checkers.layer_norm.BY_HAND}" if refused else None)
+
+
+def test_task_1_accepts_a_student_s_own_torch_function_mode(capsys):
+    """A LayerNorm computed by hand inside a mode of the student's own is still by hand, and the check's recording
+    of the calls leaves no mode behind."""
+    from torch.overrides import TorchFunctionMode
+
+    class PassThrough(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    class LayerNormInMode(LAYER_NORMS[0]):
+        def forward(self, x):
+            with PassThrough():
+                return super().forward(x)
+    expect_pass(capsys, 1, LayerNormInMode)
+    assert torch._C._len_torch_function_stack() == 0
 
 
 @pytest.mark.parametrize("functions", MASKS, ids=lambda pair: pair[0].__name__)
@@ -145,6 +192,7 @@ def unnamed_cases():
                                             "along the last axis alone: " + checkers.layer_norm.WRONG_AXIS),
         (1, (unnamed.LayerNormMeanWithoutGradient,), checkers.layer_norm.MEAN_DETACHED),
         (1, (unnamed.LayerNormStdFromData,), checkers.layer_norm.VARIANCE_DETACHED),
+        *((1, (cls,), checkers.layer_norm.BY_HAND) for cls in unnamed.TORCH_NORMS),
         (2, (unnamed.causal_mask_on_cpu, ref["padding_mask"]), "never passed the device on to torch: "
                                                                 + checkers.masks.DEVICE_IGNORED),
         (2, (unnamed.causal_mask_float, ref["padding_mask"]), "should be torch.bool"),

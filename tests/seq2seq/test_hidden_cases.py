@@ -10,6 +10,8 @@ settings the reference cannot take are refused with a reason.
 import pytest
 import torch
 
+from checkers.seq2seq import CheckFailure, check_task_1
+from checkers.seq2seq.layer_norm import BY_HAND
 from course.mistakes import Mutant
 from course.mistakes.seq2seq import MUTANTS
 from course.reference import load_reference, reference_source
@@ -64,8 +66,6 @@ def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases):
 # Valid ways to write Tasks 1-6 (edits of the reference), which the hidden cases must accept.
 DECODE_STEP = "next_token = model.decode(tokens, memory, source)[:, -1].argmax(dim=-1)"
 VALID = [
-    Mutant(1, "F.layer_norm", (("centered / torch.sqrt(var + self.eps) * self.weight + self.bias",
-                                "F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)"),)),
     Mutant(1, "var_mean and rsqrt", (("mean = x.mean(dim=-1, keepdim=True)",
                                       "var, mean = torch.var_mean(x, dim=-1, keepdim=True, correction=0)"),
                                      ("var = (centered * centered).mean(dim=-1, keepdim=True)", "pass"),
@@ -129,6 +129,7 @@ def unnamed_layer_mistakes(reference):
     with given weights, or (LayerNormOnesWeight) what a new module computes before any weights are loaded."""
     blocks = layers_unnamed.make_unnamed_decoder_blocks(reference["MultiheadAttention"], reference["LayerNorm"])
     return [(1, (layers_unnamed.LayerNormLastAxisHardCoded,)), (1, (layers_unnamed.LayerNormOnesWeight,)),
+            *((1, (cls,)) for cls in layers_unnamed.TORCH_NORMS),
             (2, (layers_unnamed.causal_mask_float, reference["padding_mask"])),
             (2, (layers_unnamed.causal_mask_batched, reference["padding_mask"])),
             (2, (reference["causal_mask"], layers_unnamed.padding_mask_pad_is_zero_int)),
@@ -141,6 +142,24 @@ def test_hidden_tests_reject_the_checks_unnamed_layer_mistakes(mistake_of_task, 
     task, objects = mistake_of_task
     verdict = verdict_of(task, dict(zip(graded_cases[2][task], objects)), graded_cases)
     assert verdict.score == 0 and verdict.message.startswith(f"Task {task}"), verdict.message
+
+
+def torch_norm_layer_norms():
+    """LayerNorms that call torch's own layer norm: the tests' unnamed ones and the planted mistake's."""
+    planted = next(mutant for mutant in MUTANTS if mutant.task == 1 and mutant.diagnosis == BY_HAND)
+    return list(layers_unnamed.TORCH_NORMS) + [variant(planted.apply)["LayerNorm"]]
+
+
+@pytest.mark.parametrize("cls", torch_norm_layer_norms(), ids=lambda cls: cls.__name__)
+def test_torch_s_own_layer_norm_scores_0_for_the_check_s_reason(cls, graded_cases):
+    """Task 1 asks for layer normalisation by hand: the grader pays nothing for torch's, and says what the check
+    says (the same values everywhere else, so the case that records the calls is the one that fails)."""
+    with pytest.raises(CheckFailure) as failure:
+        check_task_1(cls)
+    verdict = verdict_of(1, {"LayerNorm": cls}, graded_cases)
+    assert verdict.score == 0
+    assert verdict.message == f"Task 1: hidden: computed by hand: {str(failure.value).removeprefix('Task 1: ')}"
+    assert BY_HAND in verdict.message, verdict.message
 
 
 def test_recipes_hold_no_expected_values(graded_cases):

@@ -1,6 +1,8 @@
 """check_task_1 (patchify) and check_task_2 (PatchEmbedding) both ways: the reference and valid variants pass;
 planted and unnamed mistakes fail, named where the evidence identifies them; a wrong patchify is blamed on Task 1;
 bad input fails cleanly; a failure shows the caller's line only; every check stays within a second."""
+import re
+
 import einops
 import pytest
 import torch
@@ -9,7 +11,9 @@ import torch.nn as nn
 import checkers.vit as checkers
 from checkers._core import load_fixture
 from checkers.vit import CheckFailure, NotImplementedYet, _order, _tokens
+from course.mistakes import Mutant
 from course.mistakes.vit import MUTANTS
+from . import patch_loops
 from .checks import reference, timings, variant
 from .layers_variants import EMBEDDINGS, PATCHIFIES
 
@@ -217,6 +221,32 @@ def test_unnamed_mistake_fails(task, obj, words):
     assert words in message, message
 
 
+@pytest.mark.parametrize("patchify", [variant(next(m for m in PLANTED if m.diagnosis == checkers.patches.LOOPS))
+                                      ["patchify"], *patch_loops.LOOPS], ids=lambda f: f.__name__)
+def test_task_1_rejects_a_python_loop_over_the_patches(patchify):
+    """Task 1 says "without Python loops over patches": a patchify whose torch calls grow from 6 patches to 24 (a
+    loop over the patches, their rows or their columns) fails saying so, though its values are right."""
+    message = failure_of(1, patchify)
+    found = re.fullmatch(r"Task 1: patchify made (\d+) torch calls for 6 patches and (\d+) for 24 patches: (.*)",
+                         message)
+    assert found and int(found[1]) < int(found[2]) and found[3] == checkers.patches.LOOPS, message
+
+
+@pytest.mark.parametrize("mutant", [m for m in PLANTED if m.task == 2 and m.diagnosis], ids=lambda m: m.name)
+def test_task_2_does_not_blame_a_patchify_that_only_loops(mutant):
+    """A PatchEmbedding mistake on a looping patchify is named as on the reference's: that patchify fails Task 1 for
+    its method, but its values are right, so Task 2 does not send the student back to Task 1 for them."""
+    loop = next(m for m in PLANTED if m.diagnosis == checkers.patches.LOOPS)
+    both = Mutant(2, f"{mutant.name}, patches by a loop", loop.edits + mutant.edits)
+    assert failure_of(2, variant(both)["PatchEmbedding"]) == failure_of(2, variant(mutant)["PatchEmbedding"])
+
+
+def test_task_1_accepts_a_loop_over_the_pixels_of_a_patch(capsys):
+    """A loop whose length is the patch's p x p pixels, not the number of patches, is not what the text rules out."""
+    from .layers_variants import patchify_pixel_offsets
+    expect_pass(capsys, 1, patchify_pixel_offsets)
+
+
 # ----- Bad input ----------------------------------------------------------------------------------------------------
 
 def _not_implemented(*args, **kwargs):
@@ -333,8 +363,14 @@ def test_checks_take_under_a_second(task):
     assert max(timings(lambda: check(task)(obj))) <= 1.0
 
 
-def test_the_slowest_valid_patchify_takes_under_a_second():
-    assert max(timings(lambda: check(1)(PATCHIFIES[-1]))) <= 1.0
+@pytest.mark.parametrize("patchify", PATCHIFIES, ids=lambda f: f.__name__)
+def test_every_valid_patchify_takes_under_a_second(patchify):
+    assert max(timings(lambda: check(1)(patchify))) <= 1.0
+
+
+@pytest.mark.parametrize("patchify", patch_loops.LOOPS, ids=lambda f: f.__name__)
+def test_rejecting_a_python_loop_takes_under_a_second(patchify):
+    assert max(timings(_failing(1, patchify), runs=2)) <= 1.0
 
 
 @pytest.mark.parametrize("mutant", PLANTED, ids=lambda m: f"task{m.task}-{m.name}")

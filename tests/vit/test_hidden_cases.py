@@ -6,9 +6,13 @@ the reference VisionTransformer loaded with the model's pinned weights: a traine
 forward, labels read from a global and the measured memorisers do not, and weights the reference cannot take are
 refused with a reason.
 """
+import re
+
 import pytest
 import torch
 
+from checkers.vit import CheckFailure, check_task_1
+from checkers.vit.patches import LOOPS
 from course.mistakes import Mutant
 from course.mistakes.vit import MUTANTS
 from course.reference import load_reference, reference_source
@@ -19,6 +23,7 @@ from grading.judge.trained import judge_trained
 from grading.run.recipes import run
 from in_process_grading import graded_cases_of, verdict_of
 
+from . import layers_variants, patch_loops
 from .digit_models import (images_in_weights, label_reader, lookup_table, memorised_test_split, scoring_exactly,
                            trained_reference, with_row_cls_token)
 
@@ -108,6 +113,34 @@ VALID = [
 def test_hidden_tests_accept_valid_variants(valid, graded_cases):
     verdict = verdict_of(valid.task, variant(valid.apply), graded_cases)
     assert verdict.score == POINTS[valid.task], verdict.message
+
+
+@pytest.mark.parametrize("patchify", layers_variants.PATCHIFIES, ids=lambda f: f.__name__)
+def test_hidden_tests_accept_the_checks_patchify_variants(patchify, graded_cases):
+    """The check's valid patchifies (einops, F.unfold, Tensor.unfold, reshape and permute, a loop over a patch's
+    pixels) earn Task 1: none of them makes more torch calls for more patches."""
+    verdict = verdict_of(1, {"patchify": patchify}, graded_cases)
+    assert verdict.score == POINTS[1], verdict.message
+
+
+def looping_patchifies():
+    """The planted loop over the patches and the tests' loops over patches, rows or columns."""
+    planted = next(mutant for mutant in MUTANTS if mutant.diagnosis == LOOPS)
+    return [variant(planted.apply)["patchify"], *patch_loops.LOOPS]
+
+
+@pytest.mark.parametrize("patchify", looping_patchifies(), ids=lambda f: f.__name__)
+def test_a_python_loop_over_the_patches_scores_0_for_the_check_s_reason(patchify, graded_cases):
+    """Right values, but Task 1 says "without Python loops over patches": the check fails it and the grader pays
+    nothing, with the same sentence (on its own image sizes: 2 and 12 patches)."""
+    with pytest.raises(CheckFailure) as failure:
+        check_task_1(patchify)
+    assert str(failure.value).endswith(LOOPS)
+    verdict = verdict_of(1, {"patchify": patchify}, graded_cases)
+    assert verdict.score == 0
+    found = re.fullmatch(r"Task 1: hidden: no Python loop over the patches: patchify made (\d+) torch calls for 2 "
+                         r"patches and (\d+) for 12 patches: (.*)", verdict.message)
+    assert found and int(found[1]) < int(found[2]) and found[3] == LOOPS, verdict.message
 
 
 def test_recipes_hold_no_expected_values(graded_cases):

@@ -9,7 +9,7 @@ import torch
 
 from course_lib.reversal import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
 
-from ..parts import called, helper, module, randn, random_mask, random_weights, recipe
+from ..parts import called, counted, helper, module, randn, random_mask, random_weights, recipe
 
 SEED = 737373  # never a seed of the notebook, the checkers or make_fixtures
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)
@@ -45,6 +45,8 @@ def layer_norm_cases(reference, generator):
     native = module("LayerNorm", LAYER_NORM, weights, "float32", native=True, embed_dim=embed_dim, eps=eps)
     cases.append(recipe(1, "hidden: float32, module built under float32", False, build=native,
                         call=called(x.float()), atol=1e-4, rtol=1e-4))
+    cases.append(recipe(1, "hidden: computed by hand", False, build=built, call=called(x), **TOLERANCE,
+                        calls=counted("checkers.seq2seq.layer_norm:torch_norm_problem")))
     return cases
 
 

@@ -7,7 +7,7 @@ reference's modules; gradients by role catch a position embedding or [CLS] token
 """
 import torch
 
-from ..parts import called, module, randn, random_weights, recipe
+from ..parts import called, counted, module, randn, random_weights, recipe
 
 SEED = 424242  # never a seed of the notebook, the checkers or make_fixtures
 TOLERANCE = dict(atol=1e-6, rtol=1e-6)
@@ -32,7 +32,9 @@ def patch_cases(reference, generator):
         recipe(1, "hidden: height not a multiple of the patch", False,
                call=called(randn(generator, 1, 2, 7, 6), 3, raises=True, names=(7, 3))),
         recipe(1, "hidden: width not a multiple of the patch", False,
-               call=called(randn(generator, 2, 1, 6, 10), 4, raises=True, names=(10, 4)))]
+               call=called(randn(generator, 2, 1, 6, 10), 4, raises=True, names=(10, 4))),
+        recipe(1, "hidden: no Python loop over the patches", False, call=called(randn(generator, 1, 2, 6, 3), 3),
+               calls=counted("checkers.vit.patches:loop_problem", [randn(generator, 1, 2, 12, 9), 3]), **TOLERANCE)]
 
 
 def embedding_cases(reference, generator):
