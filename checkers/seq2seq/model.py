@@ -35,6 +35,8 @@ BLOCK_MEMORY_IS_X = ("the decoder blocks get their own input x as the memory: pa
                      "block(x, memory, self_mask, memory_mask), so that cross-attention reads the source.")
 BLOCK_MEMORY_NOT_GIVEN = ("the decoder blocks are not given decode's memory argument as their memory: call "
                           "block(x, memory, self_mask, memory_mask) with the memory passed to decode.")
+DROPOUT_MISSING = ("{method} of Seq2SeqTransformer(dropout=0.5) in train mode gave the same output twice, though "
+                   "forward's logits vary: pass `dropout` on to every {stack} block too.")
 
 
 def _expect_structure(task, model, config):
@@ -227,6 +229,12 @@ def _expect_training_behaviour(task, cls, case):
     if torch.equal(first, second):
         task.fail(f"{NAME}(dropout=0.5) in train mode gave the same logits twice: pass `dropout` on to every "
                   "encoder and decoder block.")
+    for method, stack, run in (("encode", "encoder", lambda: model.encode(case["source"])),
+                               ("decode", "decoder", lambda: model.decode(case["target_input"], case["memory"],
+                                                                          case["source"]))):
+        once, again = (task.call(f"{NAME}.{method}", run) for _ in range(2))
+        if isinstance(once, torch.Tensor) and isinstance(again, torch.Tensor) and torch.equal(once, again):
+            task.fail(DROPOUT_MISSING.format(method=method, stack=stack))
     model.zero_grad(set_to_none=True)
     task.call(f"backward through {NAME}", first.pow(2).sum().backward)
     for name, parameter in model.named_parameters():
