@@ -165,6 +165,9 @@ MUTANTS = [
     Mutant(3, "keys and values from x", ((KEY, "key = self.k_proj(x).view("), (VALUE, "value = self.v_proj(x).view(")),
            _attention.KV_FROM_X),
     Mutant(3, "queries from the context", ((QUERY, "query = self.q_proj(context).view("),), _attention.Q_FROM_CONTEXT),
+    Mutant(3, "queries from the context, keys and values from x",
+           ((QUERY, "query = self.q_proj(context).view("), (KEY, "key = self.k_proj(x).view("),
+            (VALUE, "value = self.v_proj(x).view(")), _attention.SWAPPED),
     Mutant(3, "heads merged with the key length", ((MERGE, "reshape(batch_size, key_len, self.embed_dim)"),),
            _attention.MERGE_KEY_LEN),
     Mutant(3, "mask not broadcast over the heads", ((MHA_CALL, MHA_CALL.replace(

@@ -145,6 +145,8 @@ def unnamed_cases():
                                             "along the last axis alone: " + checkers.layer_norm.WRONG_AXIS),
         (1, (unnamed.LayerNormMeanWithoutGradient,), checkers.layer_norm.MEAN_DETACHED),
         (1, (unnamed.LayerNormStdFromData,), checkers.layer_norm.VARIANCE_DETACHED),
+        (1, (unnamed.LayerNormWithoutAffine,), "LayerNorm: `weight` and `bias` should be nn.Parameters, the learned "
+                                               "per-feature scale and shift"),
         (2, (unnamed.causal_mask_on_cpu, ref["padding_mask"]), "never passed the device on to torch: "
                                                                 + checkers.masks.DEVICE_IGNORED),
         (2, (unnamed.causal_mask_float, ref["padding_mask"]), "should be torch.bool"),
@@ -166,6 +168,13 @@ UNNAMED = unnamed_cases()
 def test_unnamed_mistake_fails(task, objects, words):
     message = failure_of(task, *objects)
     assert words in message, message
+
+
+def test_a_layer_norm_without_tensors_but_with_a_forward_is_not_called_unimplemented():
+    """The stub creates no tensors and its forward raises NotImplementedError; a written forward is no stub."""
+    with pytest.raises(CheckFailure) as failure:
+        check(1)(unnamed.LayerNormWithoutAffine)
+    assert not isinstance(failure.value, NotImplementedYet) and "not implemented" not in str(failure.value)
 
 
 # ----- Bad input ----------------------------------------------------------------------------------------
@@ -191,8 +200,8 @@ BROKEN_CLASSES = {
         "forward": lambda self, *a, **k: _nan(base.forward(self, *a, **k))}), "NaN"),
     "forward returns None": (lambda base: type("Broken", (base,), {"forward": lambda self, *a, **k: None}), "None"),
     "forward raises NotImplementedError": (lambda base: type("Broken", (base,), {"forward": _not_implemented}), None),
-    "__init__ creates no layers": (lambda base: type("Broken", (base,), {
-        "__init__": lambda self, *a, **k: nn.Module.__init__(self)}), None),
+    "__init__ creates no layers": (lambda base: type("Broken", (base,), {  # the notebook's stub: forward unwritten too
+        "__init__": lambda self, *a, **k: nn.Module.__init__(self), "forward": _not_implemented}), None),
 }
 NOT_IMPLEMENTED = {"forward raises NotImplementedError", "__init__ creates no layers"}
 

@@ -21,7 +21,7 @@ from grading.judge.trained import judge_trained
 from grading.run.recipes import run
 from in_process_grading import graded_cases_of, verdict_of
 
-from . import layers_unnamed, layers_variants, reversal_models
+from . import layers_unnamed, layers_variants, reversal_models, test_checks_decoding as decoding
 
 SEQ2SEQ = assignment("seq2seq")
 REFERENCE = reference_namespace(SEQ2SEQ)  # at collection: the variants built on its layers are parameters
@@ -129,6 +129,7 @@ def unnamed_layer_mistakes(reference):
     with given weights, or (LayerNormOnesWeight) what a new module computes before any weights are loaded."""
     blocks = layers_unnamed.make_unnamed_decoder_blocks(reference["MultiheadAttention"], reference["LayerNorm"])
     return [(1, (layers_unnamed.LayerNormLastAxisHardCoded,)), (1, (layers_unnamed.LayerNormOnesWeight,)),
+            (1, (layers_unnamed.LayerNormWithoutAffine,)),
             (2, (layers_unnamed.causal_mask_float, reference["padding_mask"])),
             (2, (layers_unnamed.causal_mask_batched, reference["padding_mask"])),
             (2, (reference["causal_mask"], layers_unnamed.padding_mask_pad_is_zero_int)),
@@ -141,6 +142,16 @@ def test_hidden_tests_reject_the_checks_unnamed_layer_mistakes(mistake_of_task, 
     task, objects = mistake_of_task
     verdict = verdict_of(task, dict(zip(graded_cases[2][task], objects)), graded_cases)
     assert verdict.score == 0 and verdict.message.startswith(f"Task {task}"), verdict.message
+
+
+@pytest.mark.parametrize("decode", [decoding.decode_own_generator, decoding.decode_shared_generator,
+                                    decoding.decode_seeding], ids=lambda function: function.__name__)
+def test_hidden_tests_reject_what_the_check_rejects_in_greedy_decoding(decode, graded_cases):
+    """A sampler that keeps the global random state (its own generator, fresh or shared) and a decoder that seeds
+    the global generator: the check says ✗ (tests/seq2seq/test_checks_decoding.py), the grader pays 0."""
+    torch.manual_seed(5)
+    verdict = verdict_of(6, {"greedy_decode": decode}, graded_cases)
+    assert verdict.score == 0 and verdict.message.startswith("Task 6"), verdict.message
 
 
 def test_recipes_hold_no_expected_values(graded_cases):
