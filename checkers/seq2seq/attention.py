@@ -46,9 +46,9 @@ def _expect_run(task, layer, name, runs, num_heads):
     expect_tensor(task, f"{what}: attention", attention, (x.size(0), num_heads, x.size(1), key_len), x.dtype)
     if not (matches(outputs, run["outputs"], ATOL, RTOL) and matches(attention, run["attention"], ATOL, RTOL)):
         expect_finite(task, f"{what}: attention", attention)
-        expect_finite(task, f"{what}: outputs", outputs)
+        expect_finite(task, f"{what}: the output", outputs)
         diagnose(task, f"{what}: attention", attention, signatures(run, "attention"), ATOL, RTOL)
-        diagnose(task, f"{what}: outputs", outputs, signatures(run, "outputs"), ATOL, RTOL)
+        diagnose(task, f"{what}: the output", outputs, signatures(run, "outputs"), ATOL, RTOL)
         if name == SAME_LENGTH:
             if _roles_swapped(layer, run):
                 task.fail(f"{what}: MultiheadAttention(context, context=x) gives the expected output of "
@@ -60,7 +60,7 @@ def _expect_run(task, layer, name, runs, num_heads):
         if run.get("mask") is not None:
             explain_mask(task, what, attention, run["mask"])
     expect_close(task, f"{what}: attention", attention, run["attention"], ATOL, RTOL)
-    expect_close(task, f"{what}: outputs", outputs, run["outputs"], ATOL, RTOL)
+    expect_close(task, f"{what}: the output", outputs, run["outputs"], ATOL, RTOL)
 
 
 def _roles_swapped(layer, run):
