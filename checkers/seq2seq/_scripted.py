@@ -3,7 +3,8 @@
 Its next token is a known function of the source and of the prefix it is given: the source's real tokens
 reversed, then EOS, then FILLER for ever (a decoder must turn those into PAD itself). A prefix that does not start
 with BOS or that departs from the script before its EOS gets WRONG instead, so feeding the model anything but the
-tokens chosen so far shows. The runner-up of every step is RUNNER_UP, a token no script holds, with a logit just
+tokens chosen so far shows. A call whose every prefix holds EOS already is idle: a loop that does not stop makes
+such calls, one that decodes each sequence alone makes none. The runner-up of every step is RUNNER_UP, a token no script holds, with a logit just
 below the chosen one's, so a decoder that samples instead of taking the argmax departs from the script within a few
 draws. Every call records what a check needs: the mode, whether gradients were on, and the dtype, device and shape
 of the decoder input; the model also notes the global random state when it is made, to tell whether the decoder
@@ -52,10 +53,11 @@ class ScriptedModel(nn.Module):
 
     def decode(self, target_input, memory, source):
         """target_input (B, T), memory (B, S, 1), source (B, S) -> logits (B, T, VOCAB_SIZE)."""
-        self.calls.append(dict(training=self.training, grad=torch.is_grad_enabled(), dtype=target_input.dtype,
-                               device=target_input.device, shape=tuple(target_input.shape)))
-        tokens = memory.detach().squeeze(-1).round().long()  # (B, S)
         rows = target_input.long().tolist()
+        self.calls.append(dict(training=self.training, grad=torch.is_grad_enabled(), dtype=target_input.dtype,
+                               device=target_input.device, shape=tuple(target_input.shape),
+                               idle=all(self.eos_id in row[1:] for row in rows)))
+        tokens = memory.detach().squeeze(-1).round().long()  # (B, S)
         next_tokens = [[self._next_token(self.script(tokens[b]), row[: i + 1]) for i in range(len(row))]
                        for b, row in enumerate(rows)]
         index = torch.tensor(next_tokens, dtype=torch.long, device=target_input.device).view(target_input.shape)
@@ -72,8 +74,13 @@ def observed(model):
     """What a ScriptedModel saw during a call, as plain data (the grader compares it with the reference's run)."""
     return {"train_mode": any(call["training"] for call in model.calls),
             "gradients": any(call["grad"] for call in model.calls),
-            "mode_after": bool(model.training), "steps": len(model.calls),
+            "mode_after": bool(model.training), "idle_calls": idle_calls(model),
             "random_state_kept": random_state_kept(model)}
+
+
+def idle_calls(model):
+    """How many decode calls had every sequence of their batch past its EOS already (nothing left to generate)."""
+    return sum(call["idle"] for call in model.calls)
 
 
 def random_state_kept(model):

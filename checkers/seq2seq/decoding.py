@@ -5,7 +5,8 @@ import torch.nn.functional as F
 from course_lib.reversal import BOS_ID, EOS_ID
 from .._compare import diagnose, signatures
 from .._core import check_function, expect_callable, load_fixture
-from ._scripted import FILLER, LOGIT, RUNNER_UP, RUNNER_UP_LOGIT, WRONG, ScriptedModel, random_state_kept
+from ._scripted import (FILLER, LOGIT, RUNNER_UP, RUNNER_UP_LOGIT, WRONG, ScriptedModel, idle_calls,
+                        random_state_kept)
 
 NAME = "greedy_decode"
 TRAIN_MODE = ("the model ran in train mode, so dropout stays active while decoding: call model.eval() first "
@@ -117,12 +118,13 @@ def _expect_steps(task, tokens, model, case):
         task.fail(KEEPS_BOS)
     if width > max_len or (expected.size(1) == max_len and width == max_len - 1):
         task.fail(MAX_LEN_OFF.format(width=width, max_len=max_len))
-    steps, needed = len(model.calls), int(case["steps"])
     right_so_far = width >= expected.size(1) and torch.equal(tokens[:, : expected.size(1)], expected)
-    if steps > needed and right_so_far:
-        task.fail(NEVER_STOPS if steps >= max_len else f"it called decode {steps} times where {needed} steps "
-                  "give every token: stop once every sequence has produced EOS.")
-    if steps < needed and width == int(case["first_finished"]):
+    idle = idle_calls(model)
+    if idle and right_so_far:
+        longest = max(call["shape"][-1] for call in model.calls)  # BOS and the tokens fed at the last call
+        task.fail(NEVER_STOPS if longest >= max_len else f"it called decode {idle} more time(s) after every sequence "
+                  "had produced EOS: stop once every sequence is finished.")
+    if len(model.calls) < int(case["steps"]) and width == int(case["first_finished"]):
         task.fail(FIRST_STOPS)
 
 
