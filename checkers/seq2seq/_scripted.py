@@ -17,6 +17,7 @@ import torch.nn.functional as F
 FILLER, WRONG, RUNNER_UP = 13, 14, 15  # after its EOS, after a prefix it did not produce, the second most likely
 VOCAB_SIZE = 16
 LOGIT, RUNNER_UP_LOGIT = 8.0, 7.9  # the chosen token's logit and the runner-up's (about 47% of a draw); others 0
+SLOPE = 1e-3  # the runner-up's logit grows by this per position, so an argmax over the positions picks the last one
 
 
 class ScriptedModel(nn.Module):
@@ -56,13 +57,15 @@ class ScriptedModel(nn.Module):
         rows = target_input.long().tolist()
         self.calls.append(dict(training=self.training, grad=torch.is_grad_enabled(), dtype=target_input.dtype,
                                device=target_input.device, shape=tuple(target_input.shape),
-                               idle=all(self.eos_id in row[1:] for row in rows)))
+                               idle=all(self.eos_id in row[1:] for row in rows),
+                               first=sorted({row[0] for row in rows if row})))
         tokens = memory.detach().squeeze(-1).round().long()  # (B, S)
         next_tokens = [[self._next_token(self.script(tokens[b]), row[: i + 1]) for i in range(len(row))]
                        for b, row in enumerate(rows)]
         index = torch.tensor(next_tokens, dtype=torch.long, device=target_input.device).view(target_input.shape)
         logits = F.one_hot(index, VOCAB_SIZE).to(memory.dtype) * LOGIT  # (B, T, VOCAB_SIZE)
-        logits[..., RUNNER_UP] = RUNNER_UP_LOGIT
+        positions = torch.arange(target_input.size(-1), device=target_input.device)
+        logits[..., RUNNER_UP] = RUNNER_UP_LOGIT + SLOPE * positions.to(logits.dtype)
         return logits * self.scale  # (B, T, VOCAB_SIZE)
 
     def forward(self, source, target_input):

@@ -2,9 +2,10 @@
 import torch
 
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import check_function, expect_module_class, load_fixture, one_line
+from .._core import CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture, one_line
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, load
 from .._probes import explain_heads, explain_mask
+from ._attention_probes import explain_head_axis, explain_mask_error, explain_output_projection, explain_sources
 from ._weights import attention_slots
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -27,7 +28,13 @@ def _call(task, layer, run, return_attention=True):
     befores = {key: value.clone() for key, value in kwargs.items() if isinstance(value, torch.Tensor)}
     x = run["x"]
     before = x.clone()
-    result = task.call("MultiheadAttention.forward", layer, x, return_attention=return_attention, **kwargs)
+    try:
+        result = task.call("MultiheadAttention.forward", layer, x, return_attention=return_attention, **kwargs)
+    except NotImplementedYet:
+        raise
+    except CheckFailure:
+        explain_mask_error(task, layer, x, kwargs)
+        raise
     if not torch.equal(before, x) or any(not torch.equal(value, kwargs[key]) for key, value in befores.items()):
         task.fail("MultiheadAttention.forward modified one of its inputs in place (e.g. `x += ...`); build a new "
                   "tensor instead.")
@@ -43,6 +50,7 @@ def _expect_run(task, layer, name, runs, num_heads):
     if name == "cross-attention":
         _expect_other_length(task, layer, run, what)
     outputs, attention = expect_output(task, what, _call(task, layer, run), x.shape, x.dtype, with_attention=True)
+    explain_head_axis(task, what, attention, run["attention"])
     expect_tensor(task, f"{what}: attention", attention, (x.size(0), num_heads, x.size(1), key_len), x.dtype)
     if not (matches(outputs, run["outputs"], ATOL, RTOL) and matches(attention, run["attention"], ATOL, RTOL)):
         expect_finite(task, f"{what}: attention", attention)
@@ -53,8 +61,10 @@ def _expect_run(task, layer, name, runs, num_heads):
             if _roles_swapped(layer, run):
                 task.fail(f"{what}: MultiheadAttention(context, context=x) gives the expected output of "
                           f"MultiheadAttention(x, context=context): {SWAPPED}")
+            explain_sources(task, what, layer, run, attention_slots(layer), KV_FROM_X)
             if "cross-attention" in runs:
                 _expect_other_length(task, layer, runs["cross-attention"], what, same_length_right=False)
+        explain_output_projection(task, what, layer, run, attention_slots(layer))
         if name == "self-attention":
             explain_heads(task, what, layer, x, run, attention_slots(layer), num_heads)
         if run.get("mask") is not None:

@@ -39,6 +39,13 @@ NOT_DETERMINISTIC = ("two calls on the same model and source gave different toke
 RUNNER_UP_CHOSEN = ("sequence {row} got token {token} at output position {step}, the runner-up (logit "
                     "{runner_up:g}), where the most likely token is {best} (logit {logit:g}): take the token of the "
                     "largest logit, logits[:, -1].argmax(dim=-1).")
+FIRST_TOKEN = ("the first token it gives the model is {first}{which}, not bos_id = {bos_id}: start every sequence "
+               "from a (B, 1) column of bos_id.")
+FIRST_POSITION = ("every step repeats the first token of its sequence (sequence {row}: {tokens}): the next token is "
+                  "read from the first position's logits; take the last position's, logits[:, -1].argmax(dim=-1).")
+POSITIONS = ("the tokens it generated are 0, 1, 2, …, the positions of the prefix (sequence {row}: {tokens}): the "
+             "argmax is taken over the positions axis; take it over the vocabulary (the last axis) of the last "
+             "position, logits[:, -1].argmax(dim=-1).")
 EOS_CONSTANT = ("it stops at token {course}, the course's EOS_ID, though this call's eos_id is {eos_id} (with "
                 "eos_id={course} it is right): use the eos_id argument, not a constant.")
 BOS_CONSTANT = ("the first token it gives the model is {course}, the course's BOS_ID, though this call's bos_id is "
@@ -128,7 +135,26 @@ def _expect_steps(task, tokens, model, case):
         task.fail(FIRST_STOPS)
 
 
-def _expect_tokens(task, tokens, case):
+def _explain_departure(task, got, want, model, case):
+    """Name a wrong first token fed to the model, logits read at the first position, or an argmax over positions."""
+    firsts = {token for call in model.calls for token in call["first"]}
+    if len(firsts) == 1 and firsts != {case["bos_id"]}:
+        first = firsts.pop()
+        which = " (eos_id)" if first == case["eos_id"] else " (pad_id)" if first == case["pad_id"] else ""
+        task.fail(FIRST_TOKEN.format(first=first, which=which, bos_id=case["bos_id"]))
+    steps = min(got.size(1), 3)
+    if steps < 2:
+        return
+    if (got[:, :steps] == torch.arange(steps)).all():
+        task.fail(POSITIONS.format(row=0, tokens=got[0].tolist()))
+    open_rows = want[:, 0] != case["eos_id"]  # rows whose script is longer than EOS alone
+    repeats = (got[:, :steps] == want[:, :1]).all(dim=1)
+    if open_rows.any() and repeats[open_rows].all() and (want[open_rows, 1] != want[open_rows, 0]).any():
+        row = int(open_rows.nonzero()[0])
+        task.fail(FIRST_POSITION.format(row=row, tokens=got[row].tolist()))
+
+
+def _expect_tokens(task, tokens, model, case):
     """Compare with the expected tokens (trailing all-PAD columns allowed), naming what differs."""
     expected, pad_id, eos_id = case["tokens"], case["pad_id"], case["eos_id"]
     got, want = _padded(tokens, expected, pad_id)  # (B, width) each
@@ -138,6 +164,7 @@ def _expect_tokens(task, tokens, case):
     departure = _runner_up(tokens, case)
     if departure:
         task.fail(RUNNER_UP_CHOSEN.format(**departure, runner_up=RUNNER_UP_LOGIT, logit=LOGIT))
+    _explain_departure(task, got, want, model, case)
     if (got == WRONG).any():
         task.fail(PREFIX_NOT_FED)
     if (want[wrong] == eos_id).all() and (got[wrong] == pad_id).all():
@@ -223,7 +250,7 @@ def check_task_6(task, greedy_decode):
         _expect_calls(task, model, case)
         _expect_ids_used(task, greedy_decode, tokens, case)
         _expect_steps(task, tokens, model, case)
-        _expect_tokens(task, tokens, case)
+        _expect_tokens(task, tokens, model, case)
     task.passed("tokens without BOS, EOS kept, PAD after it, stops when all sequences finish or at max_len, "
                 "runs in eval mode and gives the caller's mode (train or eval) back afterwards, no gradients, "
                 "uses the bos_id and eos_id it is given, takes the most likely token and draws nothing at random.")

@@ -200,6 +200,19 @@ def _expect_outputs(task, model, case):
         task.fail(NOT_COMPOSED)
 
 
+def _explain_swapped_maps(task, maps, expected):
+    """Name decoder_self and decoder_cross filled with each other's maps."""
+    def holds(key, other):
+        got, want = maps[key], expected[other]
+        return isinstance(got, (list, tuple)) and len(got) == len(want) and all(
+            isinstance(a, torch.Tensor) and a.shape == b.shape and matches(a.detach().to(b.dtype), b, ATOL, RTOL)
+            for a, b in zip(got, want))
+    if holds("decoder_self", "decoder_cross") and holds("decoder_cross", "decoder_self"):
+        task.fail(f"{NAME}.forward_attention(...) holds the cross-attention maps under 'decoder_self' and the "
+                  "self-attention maps under 'decoder_cross': append each block's self-attention weights to "
+                  "attention['decoder_self'] and its cross-attention weights to attention['decoder_cross'].")
+
+
 def _expect_attention(task, model, case):
     """forward_attention: a dict of one (B, H, ., .) map per block for each of its three keys, equal to the fixture's."""
     if not callable(getattr(model, "forward_attention", None)):
@@ -208,6 +221,7 @@ def _expect_attention(task, model, case):
     if not isinstance(maps, dict) or set(maps) != set(ATTENTION_KEYS):
         keys = sorted(maps) if isinstance(maps, dict) else type(maps).__name__
         task.fail(f"{NAME}.forward_attention should return a dict with the keys {list(ATTENTION_KEYS)}, got {keys}.")
+    _explain_swapped_maps(task, maps, case["attention"])
     for key in ATTENTION_KEYS:
         expected = case["attention"][key]
         if not isinstance(maps[key], (list, tuple)) or len(maps[key]) != len(expected):
