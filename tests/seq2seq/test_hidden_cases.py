@@ -21,7 +21,7 @@ from grading.judge.trained import judge_trained
 from grading.run.recipes import run
 from in_process_grading import graded_cases_of, verdict_of
 
-from . import layers_unnamed, layers_variants, reversal_models, test_checks_decoding as decoding
+from . import layers_unnamed, layers_variants, reversal_models, test_checks_decoding as decoding, unnamed_mistakes
 
 SEQ2SEQ = assignment("seq2seq")
 REFERENCE = reference_namespace(SEQ2SEQ)  # at collection: the variants built on its layers are parameters
@@ -152,6 +152,27 @@ def test_hidden_tests_reject_what_the_check_rejects_in_greedy_decoding(decode, g
     torch.manual_seed(5)
     verdict = verdict_of(6, {"greedy_decode": decode}, graded_cases)
     assert verdict.score == 0 and verdict.message.startswith("Task 6"), verdict.message
+
+
+# The check sees a causal_mask that never passes its device on to torch (it watches the torch calls); the grader
+# compares values on the CPU only, so it pays such a mask. Known, not yet mended: strict, so a fix shows here.
+DEVICE_NOT_WATCHED = pytest.mark.xfail(strict=True, reason="the grader cannot see an ignored device argument on a CPU")
+HELD_OUT_MISTAKES = [pytest.param(entry, marks=DEVICE_NOT_WATCHED) if entry["name"] == "causal_mask_ignores_device"
+                     else entry for entry in unnamed_mistakes.MISTAKES]
+
+
+@pytest.mark.parametrize("entry", HELD_OUT_MISTAKES, ids=lambda entry: entry["name"])
+def test_hidden_tests_reject_the_held_out_mistakes(entry, graded_cases):
+    """Every held-out mistake (tests/seq2seq/unnamed_mistakes.py) fails its check: the grader pays it nothing."""
+    torch.manual_seed(0)
+    verdict = verdict_of(entry["task"], entry["objects"], graded_cases)
+    assert verdict.score == 0 and verdict.message.startswith(f"Task {entry['task']}"), verdict.message
+
+
+@pytest.mark.parametrize("entry", unnamed_mistakes.VARIANTS, ids=lambda entry: entry["name"])
+def test_hidden_tests_accept_the_held_out_variants(entry, graded_cases):
+    verdict = verdict_of(entry["task"], entry["objects"], graded_cases)
+    assert verdict.score == POINTS[entry["task"]], verdict.message
 
 
 def test_recipes_hold_no_expected_values(graded_cases):
