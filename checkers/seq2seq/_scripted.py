@@ -4,11 +4,12 @@ Its next token is a known function of the source and of the prefix it is given: 
 reversed, then EOS, then FILLER for ever (a decoder must turn those into PAD itself). A prefix that does not start
 with BOS or that departs from the script before its EOS gets WRONG instead, so feeding the model anything but the
 tokens chosen so far shows. A call whose every prefix holds EOS already is idle: a loop that does not stop makes
-such calls, one that decodes each sequence alone makes none. The runner-up of every step is RUNNER_UP, a token no script holds, with a logit just
-below the chosen one's, so a decoder that samples instead of taking the argmax departs from the script within a few
-draws. Every call records what a check needs: the mode, whether gradients were on, and the dtype, device and shape
-of the decoder input; the model also notes the global random state when it is made, to tell whether the decoder
-drew from it.
+such calls, one that decodes each sequence alone makes none. The runner-up of every step is RUNNER_UP, a token no
+script holds, with a logit just below the chosen one's (growing slightly with the position), so a decoder that
+samples instead of taking the argmax departs from the script within a few draws, and one that takes the argmax over
+the positions gives the positions. Every call records what a check needs: the mode, whether gradients were on, the
+dtype, device and shape of the decoder input, its first tokens and whether it was idle; the model also notes the
+global random state when it is made, to tell whether the decoder drew from it.
 """
 import torch
 import torch.nn as nn

@@ -49,7 +49,7 @@ def _expect_initial_values(task, norm, embed_dim):
 
 
 def _changes_with(norm, x, slot, change):
-    """Whether norm(x) changes when one of its parameters is changed in place (restored afterwards); None if it fails."""
+    """Whether norm(x) changes when one of its parameters is changed in place (then restored); None if it fails."""
     saved = slot.detach().clone()
     try:
         with torch.no_grad():

@@ -4,8 +4,8 @@ notebook). See course/mistakes/transformer.py for how they are used. Instructor-
 from checkers.seq2seq.decoding import (BOS_CONSTANT, BUILDS_GRAPH, DROPS_EOS, EOS_CONSTANT, FIRST_STOPS,
                                        HARD_CODED_PAD, KEEPS_BOS, MODE_NOT_RESTORED, NEVER_STOPS, NOT_PADDED,
                                        PADS_WITH_EOS, PREFIX_NOT_FED, SAMPLES, TRAIN_MODE)
-from checkers.seq2seq.model import (BLOCK_MEMORY_IS_X, DROPOUT_MISSING, ENCODER_PADDING, MEMORY_MASK_FROM_TARGET, MEMORY_PADDING,
-                                    NO_OUTPUT_LAYER, OUTPUT_ON_MEMORY, PAD_ID_HARD_CODED, PAD_ID_NOT_STORED,
+from checkers.seq2seq.model import (BLOCK_MEMORY_IS_X, DROPOUT_MISSING, ENCODER_PADDING, MEMORY_MASK_FROM_TARGET,
+                                    MEMORY_PADDING, NO_OUTPUT_LAYER, OUTPUT_ON_MEMORY, PAD_ID_HARD_CODED, PAD_ID_NOT_STORED,
                                     SEPARATE_EMBEDDINGS)
 from checkers.seq2seq import attention as _attention, decoder as _decoder, layer_norm as _norm, masks as _masks
 from course.mistakes import Mutant

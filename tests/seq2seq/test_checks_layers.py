@@ -170,6 +170,15 @@ def test_unnamed_mistake_fails(task, objects, words):
     assert words in message, message
 
 
+def test_cross_attention_sources_swapped_are_named_where_the_same_length_case_fails():
+    """Queries from the context, keys and values from x: named at the first case that shows it, never only
+    'differs', and never a merge mistake (the crash at L_k != L_q comes from the swap)."""
+    swapped = next(mutant for mutant in MUTANTS if mutant.name == "queries from the context, keys and values from x")
+    message = failure_of(3, variant(swapped)["MultiheadAttention"])
+    assert "context as long as x" in message and checkers.attention.SWAPPED in message, message
+    assert "differs from the expected values" not in message and "merge the heads" not in message, message
+
+
 def test_a_layer_norm_without_tensors_but_with_a_forward_is_not_called_unimplemented():
     """The stub creates no tensors and its forward raises NotImplementedError; a written forward is no stub."""
     with pytest.raises(CheckFailure) as failure:
