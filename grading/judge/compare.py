@@ -120,7 +120,6 @@ OBSERVED_PROBLEMS = {
     "gradients": "the model ran with gradients enabled: wrap the loop in `with torch.no_grad():`",
     "mode_after": ("the call left the model in another train/eval mode than it had: remember model.training first "
                    "and call model.train(was_training) before returning"),
-    "steps": "the model was called another number of times than needed: stop once every sequence has produced EOS",
     "idle_calls": "the model was called again after every sequence had produced EOS: stop once all are finished",
     "generator": ("the generator was drawn from another number of times than the pinned sampling draws from it: "
                   "once per call with torch.multinomial(probabilities, 1, generator=generator), never at "
