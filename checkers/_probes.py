@@ -207,8 +207,10 @@ def _expect_scale(task, what, attention, expected, x, head_dim, num_heads):
     divisor = head_dim / ratio ** 2
     sizes = {"embed_dim": x.size(-1), "seq_len": x.size(1), "num_heads": num_heads,
              "(number of keys)": attention.size(-1)}
-    found = "not scaled" if abs(divisor - 1) < 1e-3 else f"divided by √{divisor:.4g}{_divisor_named(divisor, sizes)}"
-    task.fail(f"{what}: the scores are {found} instead of divided by √head_dim = √{head_dim}.")
+    if abs(divisor - 1) < 1e-3:
+        task.fail(f"{what}: the scores are not scaled: divide them by √head_dim = √{head_dim}.")
+    task.fail(f"{what}: the scores are divided by √{divisor:.4g}{_divisor_named(divisor, sizes)} instead of by "
+              f"√head_dim = √{head_dim}.")
 
 
 def _explain_compressions(task, what, layer, x, attention, slots, generator, num_heads):

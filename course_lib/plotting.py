@@ -54,13 +54,24 @@ def plot_lr_schedule(base_lr, warmup_steps, max_steps, zoom_steps=None):
     return fig
 
 
-def plot_history(history, target_accuracy=0.95, chance_loss=np.log(2), chance_label="ln 2 (chance, binary)"):
+def percent(fraction):
+    """A fraction as a percentage with the fewest decimals (up to 2) that state it: 0.95 -> '95%', 0.998 -> '99.8%'."""
+    for digits in range(3):
+        text = f"{fraction:.{digits}%}"
+        if abs(float(text[:-1]) / 100 - fraction) < 1e-12:
+            return text
+    return text
+
+
+def plot_history(history, target_accuracy=0.95, chance_loss=np.log(2), chance_label="ln 2 (chance, binary)",
+                 target_label="target", check_accuracy=None):
     """Loss, validation accuracy and learning rate against optimizer step.
 
     Args:
         history: a training History.
-        target_accuracy: drawn as the accuracy's target line.
+        target_accuracy: drawn as the accuracy's target line, labelled target_label and the number.
         chance_loss, chance_label: the loss of a uniform guess, drawn as a dotted line, and its legend entry.
+        check_accuracy: optional, what the task's check asks, drawn as its own line where it differs from the target.
     """
     fig, (loss_ax, acc_ax, lr_ax) = plt.subplots(1, 3, figsize=(15, 3.8))
     loss_ax.plot(history.step[1:], history.train_loss[1:], label="train (mean since last eval)")
@@ -69,7 +80,10 @@ def plot_history(history, target_accuracy=0.95, chance_loss=np.log(2), chance_la
     loss_ax.set(title="Loss", xlabel="optimizer step", ylabel="cross-entropy (nats)")
     loss_ax.legend()
     acc_ax.plot(history.step, history.val_accuracy, color="tab:green")
-    acc_ax.axhline(target_accuracy, color="red", linestyle="--", label=f"target {target_accuracy:.0%}")
+    acc_ax.axhline(target_accuracy, color="red", linestyle="--", label=f"{target_label} {percent(target_accuracy)}")
+    if check_accuracy is not None and check_accuracy != target_accuracy:
+        acc_ax.axhline(check_accuracy, color="tab:orange", linestyle=":",
+                       label=f"the check needs {percent(check_accuracy)}")
     lowest = min([0.4, *(accuracy for accuracy in history.val_accuracy if accuracy == accuracy)])  # NaN skipped
     acc_ax.set(title="Validation accuracy", xlabel="optimizer step", ylabel="accuracy", ylim=(lowest - 0.01, 1.01))
     acc_ax.legend()
@@ -87,7 +101,8 @@ class LiveCurves:
     """
 
     def __init__(self, target_accuracy=0.95, min_seconds=2.0, **chance):
-        """chance: plot_history's chance_loss and chance_label (default: one binary logit's ln 2)."""
+        """chance: plot_history's other options (chance_loss and chance_label, default one binary logit's ln 2;
+        target_label, check_accuracy)."""
         self.target_accuracy, self.min_seconds, self.chance = target_accuracy, min_seconds, chance
         self.handle, self.last_draw = None, float("-inf")
 

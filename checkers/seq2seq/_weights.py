@@ -20,6 +20,9 @@ def layer_norm_slots(norm, path=""):
         found = "nothing" if norm is None else type(norm).__name__
         where = f"`{path.rstrip('.')}`" if path else "the layer norm"
         raise MissingPart(f"{where} should be a LayerNorm module, found {found}")
+    if all(getattr(norm, name, None) is None for name in ("weight", "bias")):
+        raise MissingPart(f"`{path}weight` and `{path}bias` should be nn.Parameters, the learned per-feature scale "
+                          "and shift (torch.ones(embed_dim) and torch.zeros(embed_dim) at the start), found neither")
     slots = {}
     for name in ("weight", "bias"):
         value = getattr(norm, name, None)

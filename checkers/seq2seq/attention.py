@@ -2,9 +2,10 @@
 import torch
 
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import check_function, expect_module_class, load_fixture, one_line
+from .._core import CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture, one_line
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, load
 from .._probes import explain_heads, explain_mask
+from ._attention_probes import explain_head_axis, explain_mask_error, explain_output_projection, explain_sources
 from ._weights import attention_slots
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -16,6 +17,8 @@ Q_FROM_CONTEXT = "the queries come from the context instead of x: query = q_proj
 MERGE_KEY_LEN = ("it works when the context is as long as x but not otherwise: something uses the context's length "
                  "L_k where x's length L_q belongs; the output has one row per query, "
                  "merge the heads with reshape(B, L_q, D).")
+SWAPPED = ("the queries come from the context and the keys and values from x, the other way round: query = "
+           "q_proj(x); key = k_proj(context), value = v_proj(context).")
 MASK_HEADS = ("the mask is not broadcast over the heads: a mask of shape (B, 1, 1, L_k) or (B, 1, L_q, L_k) must "
               "keep its head axis of size 1, so that it lines up with the scores (B, H, L_q, L_k).")
 
@@ -25,7 +28,13 @@ def _call(task, layer, run, return_attention=True):
     befores = {key: value.clone() for key, value in kwargs.items() if isinstance(value, torch.Tensor)}
     x = run["x"]
     before = x.clone()
-    result = task.call("MultiheadAttention.forward", layer, x, return_attention=return_attention, **kwargs)
+    try:
+        result = task.call("MultiheadAttention.forward", layer, x, return_attention=return_attention, **kwargs)
+    except NotImplementedYet:
+        raise
+    except CheckFailure:
+        explain_mask_error(task, layer, x, kwargs)
+        raise
     if not torch.equal(before, x) or any(not torch.equal(value, kwargs[key]) for key, value in befores.items()):
         task.fail("MultiheadAttention.forward modified one of its inputs in place (e.g. `x += ...`); build a new "
                   "tensor instead.")
@@ -34,45 +43,75 @@ def _call(task, layer, run, return_attention=True):
     return result
 
 
-def _expect_run(task, layer, name, run, num_heads):
-    what = f"MultiheadAttention with {num_heads} heads, {name}"
+def _expect_run(task, layer, name, runs, num_heads):
+    """One run of the fixture; a cross-attention that differs is also probed with L_k != L_q to name the cause."""
+    what, run = f"MultiheadAttention with {num_heads} heads, {name}", runs[name]
     x, key_len = run["x"], run.get("context", run["x"]).size(1)
     if name == "cross-attention":
         _expect_other_length(task, layer, run, what)
     outputs, attention = expect_output(task, what, _call(task, layer, run), x.shape, x.dtype, with_attention=True)
+    explain_head_axis(task, what, attention, run["attention"])
     expect_tensor(task, f"{what}: attention", attention, (x.size(0), num_heads, x.size(1), key_len), x.dtype)
     if not (matches(outputs, run["outputs"], ATOL, RTOL) and matches(attention, run["attention"], ATOL, RTOL)):
         expect_finite(task, f"{what}: attention", attention)
-        expect_finite(task, f"{what}: outputs", outputs)
+        expect_finite(task, f"{what}: the output", outputs)
         diagnose(task, f"{what}: attention", attention, signatures(run, "attention"), ATOL, RTOL)
-        diagnose(task, f"{what}: outputs", outputs, signatures(run, "outputs"), ATOL, RTOL)
+        diagnose(task, f"{what}: the output", outputs, signatures(run, "outputs"), ATOL, RTOL)
+        if name == SAME_LENGTH:
+            if _roles_swapped(layer, run):
+                task.fail(f"{what}: MultiheadAttention(context, context=x) gives the expected output of "
+                          f"MultiheadAttention(x, context=context): {SWAPPED}")
+            explain_sources(task, what, layer, run, attention_slots(layer), KV_FROM_X)
+            if "cross-attention" in runs:
+                _expect_other_length(task, layer, runs["cross-attention"], what, same_length_right=False)
+        explain_output_projection(task, what, layer, run, attention_slots(layer))
         if name == "self-attention":
             explain_heads(task, what, layer, x, run, attention_slots(layer), num_heads)
         if run.get("mask") is not None:
             explain_mask(task, what, attention, run["mask"])
     expect_close(task, f"{what}: attention", attention, run["attention"], ATOL, RTOL)
-    expect_close(task, f"{what}: outputs", outputs, run["outputs"], ATOL, RTOL)
+    expect_close(task, f"{what}: the output", outputs, run["outputs"], ATOL, RTOL)
 
 
-def _expect_other_length(task, layer, run, what):
-    """With L_k != L_q, name which length went where before the values are compared."""
+def _roles_swapped(layer, run):
+    """Whether the layer with x and the context exchanged gives the expected output (a probe, same lengths, no mask)."""
+    try:
+        outputs = layer(run["context"], context=run["x"])
+    except Exception:  # noqa: BLE001 -- only a probe: the caller reports the failure itself
+        return False
+    return isinstance(outputs, torch.Tensor) and matches(outputs, run["outputs"], ATOL, RTOL)
+
+
+def _expect_other_length(task, layer, run, what, same_length_right=True):
+    """With L_k != L_q, name which length went where before the values are compared.
+
+    Args:
+        same_length_right: whether the context as long as x gave the expected values (then a failure here is a
+            length put where the other belongs).
+    """
     (batch_size, query_len, embed_dim), key_len = run["x"].shape, run["context"].size(1)
     try:
         result = layer(run["x"], context=run["context"], return_attention=True)
     except NotImplementedError:
         return  # the call that follows reports it
     except Exception as error:  # noqa: BLE001 -- the student's error, named below
+        if not same_length_right:
+            return
         task.fail(f"{what} (L_q = {query_len}, L_k = {key_len}) raised {type(error).__name__}: {one_line(error, 120)}; "
                   f"{MERGE_KEY_LEN}")
     if not isinstance(result, (tuple, list)) or len(result) != 2 or not all(
             isinstance(part, torch.Tensor) for part in result):
         return
     outputs, attention = result
+    swapped = outputs.dim() == 3 and outputs.size(1) == key_len and attention.dim() == 4
+    if swapped and attention.size(-1) == query_len:
+        task.fail(f"{what} (L_q = {query_len}, L_k = {key_len}): the output has {key_len} rows and the attention "
+                  f"{query_len} keys: {SWAPPED}")
     if outputs.dim() == 3 and outputs.size(1) == key_len:
         task.fail(f"{what}: the output has L_k = {key_len} rows instead of L_q = {query_len}: {Q_FROM_CONTEXT}")
     if attention.dim() == 4 and attention.size(-1) == query_len:
         task.fail(f"{what}: the attention has {query_len} keys instead of the context's {key_len}: {KV_FROM_X}")
-    if tuple(outputs.shape) != (batch_size, query_len, embed_dim):
+    if tuple(outputs.shape) != (batch_size, query_len, embed_dim) and same_length_right:
         task.fail(f"{what}: the output has shape {tuple(outputs.shape)}, expected "
                   f"{(batch_size, query_len, embed_dim)}; {MERGE_KEY_LEN}")
 
@@ -92,7 +131,7 @@ def check_task_3(task, MultiheadAttention):
     for num_heads, case in fixture["cases"].items():
         layer = _loaded(task, MultiheadAttention, fixture, num_heads)
         for name in order + [name for name in case["runs"] if name not in order]:
-            _expect_run(task, layer, name, case["runs"][name], num_heads)
+            _expect_run(task, layer, name, case["runs"], num_heads)
     run = case["runs"]["cross-attention"]
     plain = _call(task, layer, run, return_attention=False)
     expect_output(task, "MultiheadAttention(x, context=context)", plain, run["x"].shape, run["x"].dtype)

@@ -40,6 +40,11 @@ SUBLAYER_FORMULAS = {"self_attention": "x = norm1(x + dropout(self_attention(x, 
 CROSS_QUERIES_FROM_MEMORY = ("cross_attention gets the memory as its queries: cross-attention takes its queries from x "
                              "and its keys and values from the memory, cross_attention(x, context=memory, "
                              "mask=memory_mask).")
+CROSS_QUERIES_FROM_INPUT = ("cross_attention gets the block's input x as its queries, not the output of the "
+                            "self-attention sub-layer: first x = norm1(x + dropout(attended)), then "
+                            "cross_attention(x, context=memory, mask=memory_mask) on that x.")
+WEIGHTS_SWAPPED = ("with return_attention=True it returns the cross-attention weights second and the self-attention "
+                   "weights third: return (x, self-attention weights, cross-attention weights).")
 CROSS_NO_CONTEXT = ("cross_attention gets no context, so it attends over x itself: pass the memory as its context, "
                     "cross_attention(x, context=memory, mask=memory_mask).")
 CROSS_CONTEXT_NOT_MEMORY = ("cross_attention's context is not the memory: its keys and values come from the memory, "
@@ -103,12 +108,27 @@ def _expect_values(task, cls, block, fixture, activation):
     if not isinstance(result, (tuple, list)) or len(result) != 3:
         task.fail(f"{what} with return_attention=True should return (x, self-attention weights, cross-attention "
                   "weights).")
+    _explain_weights_order(task, what, result, case)
     for got, key in zip(result, ("outputs", "self_attention", "cross_attention")):
         expect_tensor(task, f"{what}: returned {key.replace('_', '-')}", got, case[key].shape, x.dtype)
         expect_close(task, f"{what}: returned {key.replace('_', '-')}", got, case[key], ATOL, RTOL)
     unmasked = _outputs(task, block, fixture, masked=False, what=f"DecoderBlock (activation=nn.{activation})")
     expect_close(task, f"DecoderBlock (activation=nn.{activation}) without masks: output", unmasked,
                  case["unmasked"]["outputs"], ATOL, RTOL, signatures(case["unmasked"], "outputs"))
+
+
+def _explain_weights_order(task, what, result, case):
+    """Name the two attention maps returned in each other's place (by shape, or by values where shapes agree)."""
+    maps = result[1:]
+    if not all(isinstance(got, torch.Tensor) for got in maps):
+        return
+    swapped = zip(maps, (case["cross_attention"], case["self_attention"]))
+    same_values = all(got.shape == want.shape and matches(got.detach().to(want.dtype), want, ATOL, RTOL)
+                      for got, want in swapped)
+    same_shapes = maps[0].shape == case["cross_attention"].shape != case["self_attention"].shape and \
+        maps[1].shape == case["self_attention"].shape
+    if same_values or same_shapes:
+        task.fail(f"{what}: {WEIGHTS_SWAPPED}")
 
 
 class _Masked(nn.Module):
@@ -184,6 +204,8 @@ def _explain_wiring(task, block, fixture, what):
         queries, context, mask = received["cross_attention"]
         if _same(queries, memory):
             task.fail(f"{what}: {CROSS_QUERIES_FROM_MEMORY}")
+        if _same(queries, x):
+            task.fail(f"{what}: {CROSS_QUERIES_FROM_INPUT}")
         if context is None:
             task.fail(f"{what}: {CROSS_NO_CONTEXT}")
         if not _same(context, memory):

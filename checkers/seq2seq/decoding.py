@@ -5,7 +5,8 @@ import torch.nn.functional as F
 from course_lib.reversal import BOS_ID, EOS_ID
 from .._compare import diagnose, signatures
 from .._core import check_function, expect_callable, load_fixture
-from ._scripted import FILLER, WRONG, ScriptedModel
+from ._scripted import (FILLER, LOGIT, RUNNER_UP, RUNNER_UP_LOGIT, WRONG, ScriptedModel, idle_calls,
+                        random_state_kept)
 
 NAME = "greedy_decode"
 TRAIN_MODE = ("the model ran in train mode, so dropout stays active while decoding: call model.eval() first "
@@ -28,6 +29,23 @@ HARD_CODED_PAD = ("the positions after EOS hold {found}, but this model's pad_id
                   "not a fixed PAD id.")
 PREFIX_NOT_FED = ("the model was not given BOS followed by the tokens chosen so far: each step must decode the "
                   "whole prefix (BOS, then every chosen token) and take the logits of its last position.")
+SAMPLES = ("it samples the next token: the call drew from the global random generator, and sequence {row} got "
+           "token {token}, the runner-up, at output position {step} where the most likely token is {best}; greedy "
+           "decoding takes the argmax, logits[:, -1].argmax(dim=-1), and draws nothing.")
+DRAWS = ("the call changed the global random state (it drew from torch's default generator, or seeded it), though "
+         "greedy decoding draws nothing: take the argmax of the logits, with no random call in greedy_decode.")
+NOT_DETERMINISTIC = ("two calls on the same model and source gave different tokens ({first} and then {second} in "
+                     "sequence {row}): greedy decoding is deterministic, it takes the argmax and draws nothing.")
+RUNNER_UP_CHOSEN = ("sequence {row} got token {token} at output position {step}, the runner-up (logit "
+                    "{runner_up:g}), where the most likely token is {best} (logit {logit:g}): take the token of the "
+                    "largest logit, logits[:, -1].argmax(dim=-1).")
+FIRST_TOKEN = ("the first token it gives the model is {first}{which}, not bos_id = {bos_id}: start every sequence "
+               "from a (B, 1) column of bos_id.")
+FIRST_POSITION = ("every step repeats the first token of its sequence (sequence {row}: {tokens}): the next token is "
+                  "read from the first position's logits; take the last position's, logits[:, -1].argmax(dim=-1).")
+POSITIONS = ("the tokens it generated are 0, 1, 2, …, the positions of the prefix (sequence {row}: {tokens}): the "
+             "argmax is taken over the positions axis; take it over the vocabulary (the last axis) of the last "
+             "position, logits[:, -1].argmax(dim=-1).")
 EOS_CONSTANT = ("it stops at token {course}, the course's EOS_ID, though this call's eos_id is {eos_id} (with "
                 "eos_id={course} it is right): use the eos_id argument, not a constant.")
 BOS_CONSTANT = ("the first token it gives the model is {course}, the course's BOS_ID, though this call's bos_id is "
@@ -48,6 +66,35 @@ def _run(task, greedy_decode, case):
     if not torch.equal(source, case["source"]):
         task.fail(f"{NAME} modified `source` in place; build new tensors instead.")
     return tokens, model
+
+
+def _runner_up(tokens, case):
+    """Where a sequence first departs from its script by taking the runner-up token: dict(row, step, token, best)."""
+    got, want = _padded(tokens, case["tokens"], case["pad_id"])  # (B, width) each
+    for row in range(got.size(0)):
+        wrong = (got[row] != want[row]).nonzero()
+        step = int(wrong[0]) if len(wrong) else None
+        if step is not None and got[row, step] == RUNNER_UP and want[row, step] != case["pad_id"]:
+            return dict(row=row, step=step, token=RUNNER_UP, best=int(want[row, step]))
+    return None
+
+
+def _expect_no_draws(task, tokens, model, case):
+    """Greedy decoding draws nothing: the global random state is kept; a draw with a runner-up token is sampling."""
+    if random_state_kept(model):
+        return
+    departure = _runner_up(tokens, case)
+    task.fail(SAMPLES.format(**departure) if departure else DRAWS)
+
+
+def _expect_deterministic(task, greedy_decode, tokens, case):
+    """A second call on the same case gives the same tokens."""
+    again, _ = _run(task, greedy_decode, case)
+    _expect_output_type(task, again, case)
+    first, second = _padded(tokens, again, case["pad_id"])
+    if not torch.equal(first, second):
+        row = int((first != second).any(dim=1).nonzero()[0])
+        task.fail(NOT_DETERMINISTIC.format(first=tokens[row].tolist(), second=again[row].tolist(), row=row))
 
 
 def _expect_calls(task, model, case):
@@ -78,22 +125,47 @@ def _expect_steps(task, tokens, model, case):
         task.fail(KEEPS_BOS)
     if width > max_len or (expected.size(1) == max_len and width == max_len - 1):
         task.fail(MAX_LEN_OFF.format(width=width, max_len=max_len))
-    steps, needed = len(model.calls), int(case["steps"])
     right_so_far = width >= expected.size(1) and torch.equal(tokens[:, : expected.size(1)], expected)
-    if steps > needed and right_so_far:
-        task.fail(NEVER_STOPS if steps >= max_len else f"it called decode {steps} times where {needed} steps "
-                  "give every token: stop once every sequence has produced EOS.")
-    if steps < needed and width == int(case["first_finished"]):
+    idle = idle_calls(model)
+    if idle and right_so_far:
+        longest = max(call["shape"][-1] for call in model.calls)  # BOS and the tokens fed at the last call
+        task.fail(NEVER_STOPS if longest >= max_len else f"it called decode {idle} more time(s) after every sequence "
+                  "had produced EOS: stop once every sequence is finished.")
+    if len(model.calls) < int(case["steps"]) and width == int(case["first_finished"]):
         task.fail(FIRST_STOPS)
 
 
-def _expect_tokens(task, tokens, case):
+def _explain_departure(task, got, want, model, case):
+    """Name a wrong first token fed to the model, logits read at the first position, or an argmax over positions."""
+    firsts = {token for call in model.calls for token in call["first"]}
+    if len(firsts) == 1 and firsts != {case["bos_id"]}:
+        first = firsts.pop()
+        which = " (eos_id)" if first == case["eos_id"] else " (pad_id)" if first == case["pad_id"] else ""
+        task.fail(FIRST_TOKEN.format(first=first, which=which, bos_id=case["bos_id"]))
+    steps = min(got.size(1), 3)
+    if steps < 2:
+        return
+    positions = torch.arange(steps)
+    if (got[:, :steps] == positions).all() and not (want[:, :steps] == positions).all():
+        task.fail(POSITIONS.format(row=0, tokens=got[0].tolist()))
+    open_rows = want[:, 0] != case["eos_id"]  # rows whose script is longer than EOS alone
+    repeats = (got[:, :steps] == want[:, :1]).all(dim=1)
+    if open_rows.any() and repeats[open_rows].all() and (want[open_rows, 1] != want[open_rows, 0]).any():
+        row = int(open_rows.nonzero()[0])
+        task.fail(FIRST_POSITION.format(row=row, tokens=got[row].tolist()))
+
+
+def _expect_tokens(task, tokens, model, case):
     """Compare with the expected tokens (trailing all-PAD columns allowed), naming what differs."""
     expected, pad_id, eos_id = case["tokens"], case["pad_id"], case["eos_id"]
     got, want = _padded(tokens, expected, pad_id)  # (B, width) each
     if torch.equal(got, want):
         return
     wrong = got != want  # (B, width)
+    departure = _runner_up(tokens, case)
+    if departure:
+        task.fail(RUNNER_UP_CHOSEN.format(**departure, runner_up=RUNNER_UP_LOGIT, logit=LOGIT))
+    _explain_departure(task, got, want, model, case)
     if (got == WRONG).any():
         task.fail(PREFIX_NOT_FED)
     if (want[wrong] == eos_id).all() and (got[wrong] == pad_id).all():
@@ -170,13 +242,16 @@ def check_task_6(task, greedy_decode):
     """Check greedy_decode on scripted models: tokens, stopping, padding, mode and gradients."""
     expect_callable(task, greedy_decode, NAME)
     fixture = load_fixture(__package__, 6)
-    for case in fixture["cases"].values():
+    for index, case in enumerate(fixture["cases"].values()):
         tokens, model = _run(task, greedy_decode, case)
         _expect_output_type(task, tokens, case)
+        _expect_no_draws(task, tokens, model, case)
+        if index == 0:
+            _expect_deterministic(task, greedy_decode, tokens, case)
         _expect_calls(task, model, case)
         _expect_ids_used(task, greedy_decode, tokens, case)
         _expect_steps(task, tokens, model, case)
-        _expect_tokens(task, tokens, case)
+        _expect_tokens(task, tokens, model, case)
     task.passed("tokens without BOS, EOS kept, PAD after it, stops when all sequences finish or at max_len, "
                 "runs in eval mode and gives the caller's mode (train or eval) back afterwards, no gradients, "
-                "uses the bos_id and eos_id it is given.")
+                "uses the bos_id and eos_id it is given, takes the most likely token and draws nothing at random.")

@@ -76,6 +76,35 @@ def _expect_initial_values(task, norm, embed_dim):
                       f"({embed_dim}), so that a new layer only standardises.")
 
 
+def _changes_with(norm, x, slot, change):
+    """Whether norm(x) changes when one of its parameters is changed in place (then restored); None if it fails."""
+    saved = slot.detach().clone()
+    try:
+        with torch.no_grad():
+            before = norm(x)
+            slot.copy_(change(saved))
+            after = norm(x)
+        return not torch.allclose(before, after, atol=1e-9)
+    except Exception:  # noqa: BLE001 -- only a probe
+        return None
+    finally:
+        with torch.no_grad():
+            slot.copy_(saved)
+
+
+def _explain_affine(task, norm, x, what):
+    """Name the weight or the bias when the output does not change with it."""
+    slots = layer_norm_slots(norm)
+    changes = {"weight": lambda value: value * 2.0 + 0.5, "bias": lambda value: value + 1.0}
+    ignored = [name for name, change in changes.items() if _changes_with(norm, x, slots[name], change) is False]
+    if ignored == ["weight", "bias"]:
+        task.fail(f"{what} is wrong: {AFFINE_NOT_APPLIED}")
+    if ignored:
+        use = "multiply by self.weight" if ignored == ["weight"] else "add self.bias"
+        task.fail(f"{what}: the output does not change when `{ignored[0]}` changes: {use}, "
+                  "normalised * self.weight + self.bias.")
+
+
 def _standardised(rows, axes):
     """Whether rows have mean 0 and variance 1 over the given axes taken together."""
     mean = rows.mean(dim=axes)
@@ -139,6 +168,7 @@ def _expect_case(task, cls, fixture, name):
     if not matches(outputs, case["outputs"], ATOL, RTOL):
         expect_finite(task, what, outputs)
         diagnose(task, what, outputs, signatures(case, "outputs"), ATOL, RTOL)
+        _explain_affine(task, norm, case["x"], what)
         _explain(task, norm, case["x"], what)
     expect_close(task, what, outputs, case["outputs"], ATOL, RTOL)
     return norm

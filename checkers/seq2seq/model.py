@@ -35,6 +35,8 @@ BLOCK_MEMORY_IS_X = ("the decoder blocks get their own input x as the memory: pa
                      "block(x, memory, self_mask, memory_mask), so that cross-attention reads the source.")
 BLOCK_MEMORY_NOT_GIVEN = ("the decoder blocks are not given decode's memory argument as their memory: call "
                           "block(x, memory, self_mask, memory_mask) with the memory passed to decode.")
+DROPOUT_MISSING = ("{method} of Seq2SeqTransformer(dropout=0.5) in train mode gave the same output twice, though "
+                   "forward's logits vary: pass `dropout` on to every {stack} block too.")
 
 
 def _expect_structure(task, model, config):
@@ -198,6 +200,19 @@ def _expect_outputs(task, model, case):
         task.fail(NOT_COMPOSED)
 
 
+def _explain_swapped_maps(task, maps, expected):
+    """Name decoder_self and decoder_cross filled with each other's maps."""
+    def holds(key, other):
+        got, want = maps[key], expected[other]
+        return isinstance(got, (list, tuple)) and len(got) == len(want) and all(
+            isinstance(a, torch.Tensor) and a.shape == b.shape and matches(a.detach().to(b.dtype), b, ATOL, RTOL)
+            for a, b in zip(got, want))
+    if holds("decoder_self", "decoder_cross") and holds("decoder_cross", "decoder_self"):
+        task.fail(f"{NAME}.forward_attention(...) holds the cross-attention maps under 'decoder_self' and the "
+                  "self-attention maps under 'decoder_cross': append each block's self-attention weights to "
+                  "attention['decoder_self'] and its cross-attention weights to attention['decoder_cross'].")
+
+
 def _expect_attention(task, model, case):
     """forward_attention: a dict of one (B, H, ., .) map per block for each of its three keys, equal to the fixture's."""
     if not callable(getattr(model, "forward_attention", None)):
@@ -206,6 +221,7 @@ def _expect_attention(task, model, case):
     if not isinstance(maps, dict) or set(maps) != set(ATTENTION_KEYS):
         keys = sorted(maps) if isinstance(maps, dict) else type(maps).__name__
         task.fail(f"{NAME}.forward_attention should return a dict with the keys {list(ATTENTION_KEYS)}, got {keys}.")
+    _explain_swapped_maps(task, maps, case["attention"])
     for key in ATTENTION_KEYS:
         expected = case["attention"][key]
         if not isinstance(maps[key], (list, tuple)) or len(maps[key]) != len(expected):
@@ -227,6 +243,12 @@ def _expect_training_behaviour(task, cls, case):
     if torch.equal(first, second):
         task.fail(f"{NAME}(dropout=0.5) in train mode gave the same logits twice: pass `dropout` on to every "
                   "encoder and decoder block.")
+    for method, stack, run in (("encode", "encoder", lambda: model.encode(case["source"])),
+                               ("decode", "decoder", lambda: model.decode(case["target_input"], case["memory"],
+                                                                          case["source"]))):
+        once, again = (task.call(f"{NAME}.{method}", run) for _ in range(2))
+        if isinstance(once, torch.Tensor) and isinstance(again, torch.Tensor) and torch.equal(once, again):
+            task.fail(DROPOUT_MISSING.format(method=method, stack=stack))
     model.zero_grad(set_to_none=True)
     task.call(f"backward through {NAME}", first.pow(2).sum().backward)
     for name, parameter in model.named_parameters():

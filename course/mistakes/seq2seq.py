@@ -3,9 +3,9 @@ notebook). See course/mistakes/transformer.py for how they are used. Instructor-
 """
 from checkers.seq2seq.decoding import (BOS_CONSTANT, BUILDS_GRAPH, DROPS_EOS, EOS_CONSTANT, FIRST_STOPS,
                                        HARD_CODED_PAD, KEEPS_BOS, MODE_NOT_RESTORED, NEVER_STOPS, NOT_PADDED,
-                                       PADS_WITH_EOS, PREFIX_NOT_FED, TRAIN_MODE)
-from checkers.seq2seq.model import (BLOCK_MEMORY_IS_X, ENCODER_PADDING, MEMORY_MASK_FROM_TARGET, MEMORY_PADDING,
-                                    NO_OUTPUT_LAYER, OUTPUT_ON_MEMORY, PAD_ID_HARD_CODED, PAD_ID_NOT_STORED,
+                                       PADS_WITH_EOS, PREFIX_NOT_FED, SAMPLES, TRAIN_MODE)
+from checkers.seq2seq.model import (BLOCK_MEMORY_IS_X, DROPOUT_MISSING, ENCODER_PADDING, MEMORY_MASK_FROM_TARGET,
+                                    MEMORY_PADDING, NO_OUTPUT_LAYER, OUTPUT_ON_MEMORY, PAD_ID_HARD_CODED, PAD_ID_NOT_STORED,
                                     SEPARATE_EMBEDDINGS)
 from checkers.seq2seq import attention as _attention, decoder as _decoder, layer_norm as _norm, masks as _masks
 from course.mistakes import Mutant
@@ -38,6 +38,8 @@ PAD_AFTER_EOS = "next_token.masked_fill(finished, model.pad_id)"
 RESTORE = "model.train(mode_before)"
 LOOP = "for _ in range(max_len):"
 DECODE_STEP = "model.decode(tokens, memory, source)"
+ARGMAX_STEP = "model.decode(tokens, memory, source)[:, -1].argmax(dim=-1)"
+SAMPLED = SAMPLES.partition(":")[0]  # the rest names the row and token the draw gave
 DECODE_START = "    mode_before = model.training\n"
 IMPORT_IDS = "    from course_lib.reversal import BOS_ID, EOS_ID  # what the notebook's first cell imports\n"
 # Task 5: Seq2SeqTransformer
@@ -105,6 +107,12 @@ MODEL_MUTANTS = [
     Mutant(5, "activation not passed on", ((SIZES, SIZES.replace("activation,", "nn.ReLU,")),),
            "the blocks ignore the `activation` argument: pass activation on to every encoder and decoder block."),
     Mutant(5, "dropout not passed on", ((SIZES, SIZES.replace(", dropout)", ")")),), "pass `dropout` on"),
+    Mutant(5, "dropout given to the decoder blocks only",
+           (("EncoderBlock(*sizes) for", "EncoderBlock(*sizes[:-1]) for"),),
+           DROPOUT_MISSING.format(method="encode", stack="encoder")),
+    Mutant(5, "dropout given to the encoder blocks only",
+           (("DecoderBlock(*sizes) for", "DecoderBlock(*sizes[:-1]) for"),),
+           DROPOUT_MISSING.format(method="decode", stack="decoder")),
     Mutant(5, "one decoder block for every layer",
            (("nn.ModuleList(DecoderBlock(*sizes) for _ in range(num_decoder_layers))",
              "nn.ModuleList([DecoderBlock(*sizes)] * num_decoder_layers)"),), "is the same module as"),
@@ -159,6 +167,9 @@ MUTANTS = [
     Mutant(3, "keys and values from x", ((KEY, "key = self.k_proj(x).view("), (VALUE, "value = self.v_proj(x).view(")),
            _attention.KV_FROM_X),
     Mutant(3, "queries from the context", ((QUERY, "query = self.q_proj(context).view("),), _attention.Q_FROM_CONTEXT),
+    Mutant(3, "queries from the context, keys and values from x",
+           ((QUERY, "query = self.q_proj(context).view("), (KEY, "key = self.k_proj(x).view("),
+            (VALUE, "value = self.v_proj(x).view(")), _attention.SWAPPED),
     Mutant(3, "heads merged with the key length", ((MERGE, "reshape(batch_size, key_len, self.embed_dim)"),),
            _attention.MERGE_KEY_LEN),
     Mutant(3, "mask not broadcast over the heads", ((MHA_CALL, MHA_CALL.replace(
@@ -239,4 +250,9 @@ MUTANTS = [
     Mutant(6, "stops when the first sequence finishes", (("if finished.all():", "if finished.any():"),), FIRST_STOPS),
     Mutant(6, "only the last token fed back", ((DECODE_STEP, "model.decode(tokens[:, -1:], memory, source)"),),
            PREFIX_NOT_FED),
+    Mutant(6, "samples with torch.multinomial", ((ARGMAX_STEP, "torch.multinomial(torch.softmax(model.decode(tokens, "
+                                                              "memory, source)[:, -1], dim=-1), 1).squeeze(1)"),),
+           SAMPLED),
+    Mutant(6, "samples with Categorical", ((ARGMAX_STEP, "torch.distributions.Categorical(logits=model.decode("
+                                                        "tokens, memory, source)[:, -1]).sample()"),), SAMPLED),
 ]

@@ -122,10 +122,12 @@ OBSERVED_PROBLEMS = {
     "gradients": "the model ran with gradients enabled: wrap the loop in `with torch.no_grad():`",
     "mode_after": ("the call left the model in another train/eval mode than it had: remember model.training first "
                    "and call model.train(was_training) before returning"),
-    "steps": "the model was called another number of times than needed: stop once every sequence has produced EOS",
+    "idle_calls": "the model was called again after every sequence had produced EOS: stop once all are finished",
     "generator": ("the generator was drawn from another number of times than the pinned sampling draws from it: "
                   "once per call with torch.multinomial(probabilities, 1, generator=generator), never at "
                   "temperature 0 (greedy) and never from the global random generator"),
+    "random_state_kept": ("the call changed the global random state: greedy decoding takes the argmax of the logits "
+                          "and draws nothing (no torch.multinomial, no Categorical(...).sample(), no seeding)"),
     "fed": ("the model was not fed the positions generate should feed it: with use_cache=True the first call takes "
             "the whole prompt and every later call only the newest token with the cache it returned; with "
             "use_cache=False every call takes the whole sequence so far and no cache; one call per new token"),

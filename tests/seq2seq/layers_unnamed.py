@@ -117,6 +117,18 @@ TORCH_NORMS = {LayerNormOfTorch: "torch.nn.functional.layer_norm", LayerNormTorc
                LayerNormOneGroup: "torch.nn.functional.group_norm"}
 
 
+class LayerNormWithoutAffine(nn.Module):
+    """Standardises each token but has no weight and bias: a module without tensors whose forward is written."""
+
+    def __init__(self, embed_dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+
+    def forward(self, x):
+        var, mean = torch.var_mean(x, dim=-1, unbiased=False, keepdim=True)
+        return (x - mean) / torch.sqrt(var + self.eps)
+
+
 def causal_mask_float(seq_len, device=None):
     """0/1 floats instead of booleans."""
     return torch.tril(torch.ones(seq_len, seq_len, device=device))

@@ -143,6 +143,80 @@ def test_unnamed_mistake_fails(decode, words):
     assert words in str(failure.value)
 
 
+# ----- sampling is not greedy decoding ---------------------------------------------------------------------
+
+SAMPLERS = {name: next(m for m in TASK_6 if m.name == name)
+            for name in ("samples with torch.multinomial", "samples with Categorical")}
+
+
+@pytest.mark.parametrize("name", SAMPLERS)
+def test_a_sampler_fails_for_every_global_seed_and_is_named(name):
+    """The issue's sampler passed for 33 of 40 seeds and, when caught, was told the prefix was not fed."""
+    decode = variant(SAMPLERS[name])["greedy_decode"]
+    for seed in range(40):
+        torch.manual_seed(seed)
+        with pytest.raises(CheckFailure, match="^Task 6: ") as failure:
+            check_task_6(decode)
+        message = str(failure.value)
+        assert "it samples the next token: the call drew from the global random generator" in message, message
+        assert "the runner-up" in message and "was not given BOS" not in message, message
+
+
+def sample_with(generator, model, source, max_len, bos_id):
+    """Each next token drawn from the softmax of the last position's logits with the given generator, max_len steps."""
+    model.eval()
+    with torch.no_grad():
+        memory, tokens = model.encode(source), torch.full((len(source), 1), bos_id)
+        for _ in range(max_len):
+            probabilities = model.decode(tokens, memory, source)[:, -1].softmax(-1)
+            tokens = torch.cat([tokens, torch.multinomial(probabilities, 1, generator=generator)], dim=1)
+    return tokens[:, 1:]
+
+
+def decode_own_generator(model, source, max_len, bos_id, eos_id):
+    """A sampler with a generator of its own, seeded afresh at every call: it leaves the global random state alone
+    and gives the same tokens twice, but it does not take the argmax."""
+    return sample_with(torch.Generator().manual_seed(0), model, source, max_len, bos_id)
+
+
+SHARED_GENERATOR = torch.Generator().manual_seed(0)
+
+
+def decode_shared_generator(model, source, max_len, bos_id, eos_id):
+    """A sampler with one generator of its own for every call: two calls draw different tokens."""
+    return sample_with(SHARED_GENERATOR, model, source, max_len, bos_id)
+
+
+def decode_seeding(model, source, max_len, bos_id, eos_id):
+    """The reference decoder after torch.manual_seed(1234): right tokens, but the caller's random state is reset."""
+    torch.manual_seed(1234)
+    return reference()["greedy_decode"](model, source, max_len, bos_id, eos_id)
+
+
+def test_a_sampler_that_keeps_the_global_state_is_told_what_it_chose_not_that_it_samples():
+    with pytest.raises(CheckFailure, match="^Task 6: ") as failure:
+        check_task_6(decode_own_generator)
+    message = str(failure.value)
+    assert "got token 15 at output position 0, the runner-up (logit 7.9), where the most likely token is" in message
+    assert "samples" not in message and "was not given BOS" not in message, message
+
+
+def test_a_decoder_whose_two_calls_differ_is_told_so():
+    with pytest.raises(CheckFailure, match="^Task 6: ") as failure:
+        check_task_6(decode_shared_generator)
+    message = str(failure.value)
+    assert "two calls on the same model and source gave different tokens" in message, message
+    assert "samples" not in message and "was not given BOS" not in message, message
+
+
+def test_a_decoder_that_seeds_the_global_generator_fails_without_being_called_a_sampler():
+    torch.manual_seed(5)
+    with pytest.raises(CheckFailure, match="^Task 6: ") as failure:
+        check_task_6(decode_seeding)
+    message = str(failure.value)
+    assert "the call changed the global random state" in message and "samples" not in message, message
+
+
 # ----- bad input ----------------------------------------------------------------------------------------
 
 def _raises(error):

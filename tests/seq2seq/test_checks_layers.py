@@ -193,12 +193,14 @@ def unnamed_cases():
         (1, (unnamed.LayerNormMeanWithoutGradient,), checkers.layer_norm.MEAN_DETACHED),
         (1, (unnamed.LayerNormStdFromData,), checkers.layer_norm.VARIANCE_DETACHED),
         *((1, (cls,), checkers.layer_norm.BY_HAND) for cls in unnamed.TORCH_NORMS),
+        (1, (unnamed.LayerNormWithoutAffine,), "LayerNorm: `weight` and `bias` should be nn.Parameters, the learned "
+                                               "per-feature scale and shift"),
         (2, (unnamed.causal_mask_on_cpu, ref["padding_mask"]), "never passed the device on to torch: "
                                                                 + checkers.masks.DEVICE_IGNORED),
         (2, (unnamed.causal_mask_float, ref["padding_mask"]), "should be torch.bool"),
         (2, (unnamed.causal_mask_batched, ref["padding_mask"]), "has shape (1, 1, 5, 5), expected (5, 5)"),
         (2, (ref["causal_mask"], unnamed.padding_mask_pad_is_zero_int), "should be torch.bool"),
-        (3, (unnamed.MultiheadAttentionUnscaled,), "instead of divided by √head_dim = √4"),
+        (3, (unnamed.MultiheadAttentionUnscaled,), "the scores are not scaled: divide them by √head_dim = √4."),
         (3, (unnamed.MultiheadAttentionDroppedContext,), "raised RuntimeError"),
     ]
     for name, (cls, words) in unnamed.make_unnamed_decoder_blocks(ref["MultiheadAttention"], ref["LayerNorm"]).items():
@@ -214,6 +216,22 @@ UNNAMED = unnamed_cases()
 def test_unnamed_mistake_fails(task, objects, words):
     message = failure_of(task, *objects)
     assert words in message, message
+
+
+def test_cross_attention_sources_swapped_are_named_where_the_same_length_case_fails():
+    """Queries from the context, keys and values from x: named at the first case that shows it, never only
+    'differs', and never a merge mistake (the crash at L_k != L_q comes from the swap)."""
+    swapped = next(mutant for mutant in MUTANTS if mutant.name == "queries from the context, keys and values from x")
+    message = failure_of(3, variant(swapped)["MultiheadAttention"])
+    assert "context as long as x" in message and checkers.attention.SWAPPED in message, message
+    assert "differs from the expected values" not in message and "merge the heads" not in message, message
+
+
+def test_a_layer_norm_without_tensors_but_with_a_forward_is_not_called_unimplemented():
+    """The stub creates no tensors and its forward raises NotImplementedError; a written forward is no stub."""
+    with pytest.raises(CheckFailure) as failure:
+        check(1)(unnamed.LayerNormWithoutAffine)
+    assert not isinstance(failure.value, NotImplementedYet) and "not implemented" not in str(failure.value)
 
 
 # ----- Bad input ----------------------------------------------------------------------------------------
@@ -239,8 +257,8 @@ BROKEN_CLASSES = {
         "forward": lambda self, *a, **k: _nan(base.forward(self, *a, **k))}), "NaN"),
     "forward returns None": (lambda base: type("Broken", (base,), {"forward": lambda self, *a, **k: None}), "None"),
     "forward raises NotImplementedError": (lambda base: type("Broken", (base,), {"forward": _not_implemented}), None),
-    "__init__ creates no layers": (lambda base: type("Broken", (base,), {
-        "__init__": lambda self, *a, **k: nn.Module.__init__(self)}), None),
+    "__init__ creates no layers": (lambda base: type("Broken", (base,), {  # the notebook's stub: forward unwritten too
+        "__init__": lambda self, *a, **k: nn.Module.__init__(self), "forward": _not_implemented}), None),
 }
 NOT_IMPLEMENTED = {"forward raises NotImplementedError", "__init__ creates no layers"}
 

@@ -123,6 +123,17 @@ def test_the_training_curves_draw_the_task_s_own_target():
     assert seq2seq_defaults.CURVES["target_accuracy"] == seq2seq_defaults.STOP_AT_ACCURACY
 
 
+def test_the_training_curves_state_the_stop_and_the_check_s_bar_as_they_are():
+    """The legend said "target 100%" for a stop at 99.8% and a check that asks 99%."""
+    from checkers.seq2seq.trained import TARGET_ACCURACY
+    assert seq2seq_defaults.CURVES["check_accuracy"] == TARGET_ACCURACY
+    history = History(step=[0, 100], seconds=[0.0, 2.0], train_loss=[float("nan"), 1.2], val_loss=[2.6, 1.0],
+                      val_accuracy=[0.0, 0.5], lr=[0.0, 3e-3])
+    labels = [line.get_label() for line in plot_history(history, **seq2seq_defaults.CURVES).axes[1].get_lines()]
+    assert "training stops at 99.8%" in labels and "the check needs 99%" in labels, labels
+    assert not any("100%" in label for label in labels), labels
+
+
 def test_the_training_curves_show_an_exact_match_run_from_zero():
     history = History(step=[0, 100, 200], seconds=[0.0, 2.0, 4.0], train_loss=[float("nan"), 1.2, 0.3],
                       val_loss=[2.6, 1.0, 0.1], val_accuracy=[0.0, 0.2, 0.999], lr=[0.0, 3e-3, 3e-3])

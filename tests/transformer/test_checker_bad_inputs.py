@@ -66,8 +66,8 @@ BROKEN_CLASSES = {
     "forward returns NaN": (lambda base: _replace(base, forward=lambda self, *a, **k: _nan(base.forward(self, *a, **k))),
                             "NaN"),
     "forward raises NotImplementedError": (lambda base: _replace(base, forward=_not_implemented), None),
-    "__init__ creates no layers": (lambda base: _replace(base, __init__=lambda self, *a, **k: nn.Module.__init__(self)),
-                                   None),
+    "__init__ creates no layers": (lambda base: _replace(base, __init__=lambda self, *a, **k: nn.Module.__init__(self),
+                                                         forward=_not_implemented), None),  # the notebook's stub
 }
 NOT_IMPLEMENTED = {"forward raises NotImplementedError", "__init__ creates no layers"}
 

@@ -160,6 +160,7 @@ def model_cases(reference, generator):
     target = padded(generator, 3, 5, 11, 4, [5, 5, 5])
     full_source = padded(generator, 2, 6, 11, 4, [6, 6])
     memory = randn(generator, 3, 7, 12)
+    dropout = module("Seq2SeqTransformer", SEQ2SEQ, weights, mode="train", **dict(config, dropout=0.5))
     return [
         recipe(5, "hidden: logits, 1 encoder and 3 decoder layers, pad_id 4, padded batch", False, build=built,
                call=called(source, target), **TOLERANCE),
@@ -175,9 +176,13 @@ def model_cases(reference, generator):
         # The memory at PAD positions depends on the PAD embedding, whose row padding_idx keeps without a gradient.
         recipe(5, "hidden: gradients through encode of padded sources", False, build=built, grad=True,
                call=called(source, method="encode"), **TOLERANCE),
-        recipe(5, "hidden: dropout=0.5 in train mode", False, compare="differ",
-               build=module("Seq2SeqTransformer", SEQ2SEQ, weights, mode="train", **dict(config, dropout=0.5)),
+        recipe(5, "hidden: dropout=0.5 in train mode", False, compare="differ", build=dropout,
                call=called(source, target, repeat=2)),
+        # Each stack on its own: dropout given to the decoder blocks only (or the encoder's only) shows here.
+        recipe(5, "hidden: dropout=0.5 in train mode, encode", False, compare="differ", build=dropout,
+               call=called(source, method="encode", repeat=2)),
+        recipe(5, "hidden: dropout=0.5 in train mode, decode with a given memory", False, compare="differ",
+               build=dropout, call=called(target, memory, source, method="decode", repeat=2)),
     ]
 
 
