@@ -49,6 +49,7 @@ def student_call(function=None, *, calls=None):
             show_students_frames(error)
             raise
 
+    wrapper.student_call = True  # what tests/test_check_traceback.py looks for on every function the notebooks call
     return wrapper
 
 
@@ -125,7 +126,10 @@ def _signature(value):
 
 
 def _parameters(value):
+    """'(model, sources, targets)': value's parameters, without annotations."""
     try:
-        return str(_signature(value))
+        signature = _signature(value)
     except (TypeError, ValueError):
         return ""
+    bare = [parameter.replace(annotation=parameter.empty) for parameter in signature.parameters.values()]
+    return str(signature.replace(parameters=bare, return_annotation=signature.empty))
