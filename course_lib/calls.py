@@ -59,7 +59,8 @@ def check_arguments(name, signature, args, kwargs, calls):
     if not any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters.values()):
         unknown = next((keyword for keyword in kwargs if keyword not in parameters), None)
         if unknown is not None:
-            keywords = [key for key, parameter in parameters.items() if parameter.kind is not parameter.VAR_POSITIONAL]
+            keywords = [key for key, parameter in parameters.items()
+                        if key != "self" and parameter.kind is not parameter.VAR_POSITIONAL]
             close = difflib.get_close_matches(unknown, keywords, n=1, cutoff=0.5)
             wanted = f"{close[0]}=…, not {unknown}=" if close else f"no {unknown}="
             raise ArgumentError(f"{name}() takes {wanted}; it takes {accepted(signature)}.")

@@ -247,8 +247,8 @@ def test_an_error_inside_a_course_lib_function_keeps_its_type_and_shows_only_the
     with pytest.raises(RuntimeError, match="cannot be multiplied") as raised:
         train(Broken(), batches, batches, 1, 1e-3)  # the test's call
     text = ANSI.sub("", "\n".join(raised.value._render_traceback_()))
-    parts = ["# the test's call", "in Broken.forward", "# the test's forward", "in Broken.helper", "return x @ x * self.scale",
-             "RuntimeError: "]
+    parts = ["# the test's call", "in Broken.forward", "# the test's forward", "in Broken.helper",
+             "return x @ x * self.scale", "RuntimeError: "]
     positions = [text.find(part) for part in parts]
     assert -1 not in positions and positions == sorted(positions), text
     assert_none_of_ours(text)
