@@ -45,8 +45,8 @@ def student_call(function=None, *, calls=None):
         check_arguments(name, signature, args, kwargs, calls or {})
         try:
             return function(*args, **kwargs)
-        except Exception as error:  # noqa: BLE001 -- shown differently, raised unchanged
-            show_students_frames(error)
+        except (Exception, KeyboardInterrupt) as error:  # noqa: BLE001 -- shown differently, raised unchanged
+            show_students_frames(error)  # an interrupted train() too: the student's line, not 40 of ours
             raise
 
     wrapper.student_call = True  # what tests/test_check_traceback.py looks for on every function the notebooks call

@@ -26,7 +26,10 @@ def _library_folders():
     folders = [here, os.path.join(os.path.dirname(here), "checkers"), os.path.dirname(os.path.abspath(torch.__file__))]
     folders += [path for key, path in sysconfig.get_paths().items() if key in ("stdlib", "platstdlib", "purelib",
                                                                                "platlib")]
-    folders += getattr(site, "getsitepackages", lambda: [])() + [site.getusersitepackages()]
+    try:
+        folders += getattr(site, "getsitepackages", lambda: [])() + [site.getusersitepackages()]
+    except Exception:  # noqa: BLE001 -- an odd site module (a sandbox without a home): sysconfig's paths remain
+        pass
     folders += [os.path.dirname(os.__file__)]
     return tuple(os.path.abspath(folder) + os.sep for folder in folders if folder)
 
