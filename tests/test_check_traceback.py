@@ -282,3 +282,17 @@ def test_a_deep_traceback_shows_at_most_max_frames_and_says_how_many_are_left_ou
     assert text.count("----> ") == MAX_FRAMES and f"[... {62 - MAX_FRAMES} more frames of your code not shown]" in text
     assert text.rstrip().endswith("return other(depth - 1) if depth else 1 / 0  # the first function of the pair")
     assert "mutual(30)" in text.splitlines()[1], text  # the outermost frame is kept
+
+
+class Interrupted(Broken):
+    def forward(self, x):
+        raise KeyboardInterrupt  # as when the student stops training with the stop button
+
+
+def test_an_interrupted_train_shows_the_students_lines():
+    batches = [(torch.randn(8, 4), torch.randint(0, 2, (8,)))]
+    with pytest.raises(KeyboardInterrupt) as raised:
+        train(Interrupted(), batches, batches, 1, 1e-3)  # the interrupted call
+    text = ANSI.sub("", "\n".join(raised.value._render_traceback_()))
+    assert "# the interrupted call" in text and "in Interrupted.forward" in text, text
+    assert_none_of_ours(text)
