@@ -1,6 +1,7 @@
 """What every check shares: clean failures, guarded calls to student code, tensor comparisons."""
 import functools
 import inspect
+import sys
 from contextlib import contextmanager
 from importlib import resources
 
@@ -9,7 +10,7 @@ import torch.nn as nn
 
 from course_lib.device import cpu_threads
 
-from ._traceback import render_traceback
+from ._traceback import attach_student_error, render_traceback
 
 
 class CheckFailure(AssertionError):
@@ -21,6 +22,13 @@ class CheckFailure(AssertionError):
 
 class NotImplementedYet(CheckFailure):
     """The student's code still raises NotImplementedError."""
+
+
+def _with_cause(failure, handled):
+    """failure, with the student's exception being handled when it was raised (a CheckFailure passes its own on)."""
+    if isinstance(handled, CheckFailure):
+        handled = getattr(handled, "student_error", None)
+    return attach_student_error(failure, handled) if isinstance(handled, Exception) else failure
 
 
 def one_line(error, limit=200):
@@ -37,17 +45,19 @@ class Task:
         self.number = number
 
     def fail(self, message):
+        """Raise the one-sentence failure; raised while handling the student's exception, it shows that one's frames."""
         __tracebackhide__ = True  # IPython and pytest then show the message, not the checker's internals
-        raise CheckFailure(f"Task {self.number}: {message}")
+        raise _with_cause(CheckFailure(f"Task {self.number}: {message}"), sys.exc_info()[1])
 
     def call(self, what, fn, *args, **kwargs):
-        """Call student code; turn any exception it raises into a one-sentence failure."""
+        """Call student code; turn any exception it raises into a one-sentence failure that shows their frames."""
         __tracebackhide__ = True
         try:
             return fn(*args, **kwargs)
-        except NotImplementedError:
-            raise NotImplementedYet(f"Task {self.number} is not implemented yet: {what} raised NotImplementedError. "
-                                    "Replace the `raise NotImplementedError()` line with your code.") from None
+        except NotImplementedError as error:
+            raise attach_student_error(NotImplementedYet(
+                f"Task {self.number} is not implemented yet: {what} raised NotImplementedError. "
+                "Replace the `raise NotImplementedError()` line with your code."), error) from None
         except CheckFailure:
             raise
         except Exception as error:  # noqa: BLE001 -- any student error becomes a message

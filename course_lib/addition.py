@@ -10,6 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset
 
+from .calls import student_call
+
 PLUS_ID, EQUALS_ID = 10, 11  # the digits 0..9 are their own ids
 VOCAB_SIZE = 12
 ALPHABET = "0123456789+="
@@ -44,6 +46,7 @@ def answer_logits(model, sequences, prompt_len=PROMPT_LEN):
     return logits[:, prompt_len - 1:], sequences[:, prompt_len:]  # (N, n + 1, V), (N, n + 1)
 
 
+@student_call
 def answer_loss(model, inputs, targets, prompt_len=PROMPT_LEN):
     """The training loss of one batch: cross-entropy of the next token, over the answer positions only.
 
@@ -58,6 +61,7 @@ def answer_loss(model, inputs, targets, prompt_len=PROMPT_LEN):
     return F.cross_entropy(logits[:, start:].flatten(0, 1), targets[:, start:].flatten())
 
 
+@student_call
 @torch.no_grad()
 def answer_accuracy(model, sequences, prompt_len=PROMPT_LEN):
     """(loss, fraction of answers entirely right) as greedy decoding would score them, from one teacher-forced pass.
@@ -89,6 +93,7 @@ class AdditionDataset(Dataset):
         size: number of problems N; seed: the draw's seed (the same seed gives the same problems).
     """
 
+    @student_call
     def __init__(self, size, seed=0, num_digits=NUM_DIGITS):
         self.sequences = addition_sequences(size, torch.Generator().manual_seed(seed), num_digits)  # (N, L)
 
@@ -100,11 +105,13 @@ class AdditionDataset(Dataset):
         return sequence[:-1], sequence[1:]  # (L - 1,), (L - 1,)
 
 
+@student_call
 def show(tokens):
     """A token sequence (L,) as written, e.g. '730+540=2800' (every number least significant digit first)."""
     return "".join(ALPHABET[token] if 0 <= token < len(ALPHABET) else "?" for token in tokens.tolist())
 
 
+@student_call
 def as_sum(tokens, num_digits=NUM_DIGITS):
     """A sequence or a prompt (L,) as a person writes it, e.g. '37 + 45 = 82' (answer digits as far as given)."""
     digits = [str(token) if token < PLUS_ID else "?" for token in tokens.tolist()]

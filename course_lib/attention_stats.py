@@ -1,6 +1,8 @@
 """Numbers that describe attention maps: how low-rank they are and how peaked their rows are."""
 import torch
 
+from .calls import student_call
+
 
 def explained_variance(matrix):
     """Cumulative share of squared singular values: entry k-1 is the share kept by a rank-k approximation."""
@@ -9,6 +11,7 @@ def explained_variance(matrix):
     return (energy / energy[..., -1:]).numpy()
 
 
+@student_call
 def head_statistics(attention):
     """Per head, medians over examples of three numbers that tell learned structure from near-uniform rows.
 

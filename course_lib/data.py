@@ -2,6 +2,8 @@
 import torch
 from torch.utils.data import Dataset
 
+from .calls import student_call
+
 VOCAB_SIZE = 33
 # One printable character per token id, for showing sequences to people.
 ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456"
@@ -76,6 +78,7 @@ class PalindromeDataset(Dataset):
         seed: seed of the draw; the same seed gives the same data.
     """
 
+    @student_call
     def __init__(self, size, seq_len, vocab_size=VOCAB_SIZE, num_swaps=None, seed=0):
         generator = torch.Generator().manual_seed(seed)
         palindromes = random_palindromes(size, seq_len, vocab_size, generator)

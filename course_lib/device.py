@@ -5,12 +5,16 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
+from .calls import student_call
 
+
+@student_call
 def get_device():
     """Return the CUDA device when one is available, else the CPU."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+@student_call
 def seed_everything(seed):
     """Seed Python, NumPy and PyTorch (all devices) so runs repeat."""
     random.seed(seed)
@@ -18,6 +22,7 @@ def seed_everything(seed):
     torch.manual_seed(seed)
 
 
+@student_call
 @contextmanager
 def cpu_threads(count):
     """Run torch on `count` CPU threads inside the block (None: leave torch's setting), then restore the setting."""

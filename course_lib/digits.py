@@ -7,6 +7,8 @@ the split from here, so they agree on which images are held out.
 import torch
 from torch.utils.data import TensorDataset
 
+from .calls import student_call
+
 IMAGE_SIZE = 8
 IN_CHANNELS = 1
 NUM_CLASSES = 10
@@ -31,6 +33,7 @@ def split_indices(num_images, seed=SPLIT_SEED):
     return order[TEST_SIZE + VAL_SIZE:], val, test
 
 
+@student_call
 def digit_splits():
     """{"train", "val", "test"} -> (images (N, 1, 8, 8), labels (N,)): 1,257 / 180 / 360 images."""
     images, labels = load_digits()
@@ -38,6 +41,7 @@ def digit_splits():
     return {name: (images[index], labels[index]) for name, index in zip(("train", "val", "test"), (train, val, test))}
 
 
+@student_call
 def digit_datasets():
     """(train, val, test) TensorDatasets of (image, label), for DataLoaders."""
     splits = digit_splits()
@@ -59,12 +63,14 @@ def shift_images(images, rows, cols):
 ONE_PIXEL_SHIFTS = ((-1, 0), (1, 0), (0, -1), (0, 1))  # up, down, left, right
 
 
+@student_call
 def shifted_copies(images, labels):
     """Every image moved one pixel up, down, left and right: (4B, C, H, W) images and (4B,) labels."""
     moved = torch.cat([shift_images(images, rows, cols) for rows, cols in ONE_PIXEL_SHIFTS])
     return moved, labels.repeat(len(ONE_PIXEL_SHIFTS))
 
 
+@student_call
 @torch.no_grad()
 def classification_accuracy(model, images, labels, batch_size=512):
     """Fraction of images the model classifies right, in eval mode on the model's device (mode restored)."""
@@ -81,6 +87,7 @@ def classification_accuracy(model, images, labels, batch_size=512):
         model.train(was_training)
 
 
+@student_call
 def confusion_matrix(predicted, labels, num_classes=NUM_CLASSES):
     """(K, K) counts: row = true class, column = predicted class."""
     pairs = labels.long() * num_classes + predicted.long().cpu()  # (N,) one index per (true, predicted) cell

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from .calls import student_call
+
 BYTES_PER_MIB = 2**20
 CUDA_METHOD = "torch.cuda.max_memory_allocated"
 CPU_METHOD = "torch.profiler memory events (CPU allocator)"
@@ -92,6 +94,7 @@ def peak_memory_bytes(fn, device):
     raise ValueError(f"peak memory is measured on cpu or cuda only, not {device.type}")
 
 
+@student_call
 def median_seconds(fn, device, repeats=3, warmup=1):
     """Median wall time of fn() over `repeats` runs, after `warmup` untimed runs.
 

@@ -5,6 +5,8 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
+from .calls import student_call
+
 
 def grid_distances(side):
     """(N, N) steps between patch positions on a side x side grid (row-major), moving along rows and columns."""
@@ -19,6 +21,7 @@ def position_similarity(position_embedding):
     return F.cosine_similarity(positions[:, None], positions[None], dim=-1)  # (N, N)
 
 
+@student_call
 def plot_position_similarity(position_embedding):
     """Print the mean similarity at each grid distance, then draw every position against every other on the grid.
 

@@ -7,9 +7,11 @@ import numpy as np
 import torch
 
 from .attention_stats import explained_variance
+from .calls import student_call
 from .schedule import warmup_cosine_factor
 
 
+@student_call
 def plot_positional_encoding(pe):
     """Heatmap of a positional-encoding table.
 
@@ -26,6 +28,7 @@ def plot_positional_encoding(pe):
     return fig
 
 
+@student_call
 def plot_lr_schedule(base_lr, warmup_steps, max_steps, zoom_steps=None):
     """Learning rate against optimizer step: the warm-up enlarged on the left, the whole schedule on the right.
 
@@ -100,6 +103,7 @@ class LiveCurves:
     min_seconds; train() calls finish() at the end, which draws the final state.
     """
 
+    @student_call
     def __init__(self, target_accuracy=0.95, min_seconds=2.0, **chance):
         """chance: plot_history's other options (chance_loss and chance_label, default one binary logit's ln 2;
         target_label, check_accuracy)."""
@@ -131,6 +135,7 @@ class LiveCurves:
         self.last_draw = time.perf_counter()
 
 
+@student_call
 def plot_explained_variance(attention, untrained=None, threshold=0.99, title=None):
     """Explained variance of each head's attention maps against the rank kept, with references to compare.
 
@@ -179,6 +184,7 @@ def _rank_at(curve, threshold):
     return int(np.searchsorted(curve, threshold - 1e-12) + 1)
 
 
+@student_call
 def plot_scaling(seq_lens, series, ylabel, title, ideal_slopes=None):
     """Log-log plot of measurements against sequence length, with optional ideal slopes.
 
@@ -202,6 +208,7 @@ def plot_scaling(seq_lens, series, ylabel, title, ideal_slopes=None):
     return fig
 
 
+@student_call
 def plot_attention_maps(attention, title="Attention weights"):
     """Heatmaps of attention weights, one panel per head, on one colour scale from 0 to the largest weight shown.
 

@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset
 
+from .calls import student_call
+
 PAD_ID, BOS_ID, EOS_ID = 0, 1, 2  # PAD = 0, so nn.Embedding(padding_idx=0) and zero-filled tensors agree
 FIRST_SYMBOL = 3  # the symbols are FIRST_SYMBOL .. VOCAB_SIZE - 1
 NUM_SYMBOLS = 10
@@ -41,22 +43,26 @@ def reversal_targets(sources):
     return targets.scatter(1, lengths, EOS_ID)  # (N, S + 1)
 
 
+@student_call
 def teacher_forcing_input(targets):
     """targets (N, T) -> decoder input (N, T): BOS followed by targets[:, :-1], the target shifted right."""
     bos = torch.full_like(targets[:, :1], BOS_ID)  # (N, 1)
     return torch.cat([bos, targets[:, :-1]], dim=1)  # (N, T)
 
 
+@student_call
 def sequence_loss(logits, targets):
     """Mean cross-entropy over the real target tokens: logits (N, T, V), targets (N, T); PAD positions ignored."""
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD_ID)
 
 
+@student_call
 def teacher_forcing_loss(model, sources, targets):
     """The training loss of a seq2seq model on one batch: sources (N, S), targets (N, T) -> scalar tensor."""
     return sequence_loss(model(sources, teacher_forcing_input(targets)), targets)
 
 
+@student_call
 def exact_match(predicted, targets):
     """Fraction of rows of predicted (N, T') equal to targets (N, T) token for token, PAD-padded to one width."""
     width = max(predicted.size(1), targets.size(1))
@@ -65,6 +71,7 @@ def exact_match(predicted, targets):
     return (predicted == targets).all(dim=1).float().mean().item()
 
 
+@student_call
 @torch.no_grad()
 def decoding_accuracy(model, sources, targets):
     """(loss, accuracy) of a causal seq2seq model: accuracy is the exact match greedy decoding would score.
@@ -93,6 +100,7 @@ def decoding_accuracy(model, sources, targets):
         model.train(was_training)
 
 
+@student_call
 def init_embedding(model):
     """Re-draw model.embedding as N(0, 1 / embed_dim), its padding row zero, so sqrt(embed_dim) scaling gives ~1.
 
@@ -123,6 +131,7 @@ class ReversalDataset(Dataset):
         min_len, max_len, num_symbols: as in random_sources.
     """
 
+    @student_call
     def __init__(self, size, seed=0, min_len=MIN_LEN, max_len=MAX_LEN, num_symbols=NUM_SYMBOLS):
         generator = torch.Generator().manual_seed(seed)
         self.sources = random_sources(size, generator, min_len, max_len, num_symbols)  # (N, max_len)
@@ -135,6 +144,7 @@ class ReversalDataset(Dataset):
         return self.sources[index], self.targets[index]
 
 
+@student_call
 def show(tokens):
     """A token sequence (L,) as a string, one character per token ('_' PAD, '<' BOS, '>' EOS)."""
     return "".join(ALPHABET[token] if 0 <= token < len(ALPHABET) else "?" for token in tokens.tolist())

@@ -1,9 +1,11 @@
 """Peak memory and time of attention layers as the sequence grows (used by the notebook and the bench)."""
 import torch
 
+from .calls import student_call
 from .measure import measure
 
 
+@student_call
 def measure_attention_scaling(layers, seq_lens, batch_size=32, embed_dim=8, device="cpu", backward=False, repeats=3):
     """Measure one pass of each attention layer at each sequence length.
 

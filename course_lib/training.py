@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
+from .calls import student_call
 from .device import cpu_threads
 from .metrics import accuracy, classification_loss
 from .schedule import WarmupCosineSchedule, warmup_cosine_factor
@@ -13,6 +14,9 @@ from .schedule import WarmupCosineSchedule, warmup_cosine_factor
 # shared machine a thread that loses its core makes every op wait for it: one thread cost 6% on an idle 2-core
 # machine and saved 4.6-88x beside other jobs (`python -m tools.measure_threads`; figures in the README).
 CPU_THREADS = 1
+# the arguments train() passes to the callables it is given: a loss given under the wrong keyword (loss_fn=
+# teacher_forcing_loss) is named before training starts instead of failing deep inside the loop
+TRAIN_CALLS = {"loss_fn": ("logits", "labels"), "batch_loss": ("model", "inputs", "labels"), "evaluate_fn": ("model",)}
 
 
 @dataclass
@@ -51,11 +55,13 @@ def evaluate(model, loader, device, loss_fn=classification_loss):
     return total_loss / count, total_correct / count
 
 
+@student_call
 def stop_at_accuracy(target):
     """Callback that stops training once validation accuracy reaches target."""
     return lambda history: history.val_accuracy[-1] >= target
 
 
+@student_call(calls=TRAIN_CALLS)
 def train(model, train_loader, val_loader, num_epochs, lr, warmup_steps=0, device=None, weight_decay=0.0,
           betas=(0.9, 0.98), eval_every=50, max_seconds=None, callbacks=(), loss_fn=classification_loss,
           threads=CPU_THREADS, batch_loss=None, evaluate_fn=None):
