@@ -28,16 +28,32 @@ def perturbed(model, scale):
     return noisy
 
 
-@pytest.mark.parametrize("scale", [0.0, 1.0], ids=["trained", "trained, output layer perturbed"])
-def test_teacher_forced_accuracy_is_greedy_exact_match(scale):
-    """The premise of check_task_7: one teacher-forced pass scores what the reference greedy decoder scores."""
-    model = perturbed(trained_reference(), scale)
-    sources, targets = check_data()
+def greedy_and_teacher_forced(model, sources, targets):
+    """(exact match of the reference greedy decoder, exact match of one teacher-forced pass)."""
     decoded = reference()["greedy_decode"](model, sources, sources.size(1) + 1, BOS_ID, EOS_ID)
-    greedy = exact_match(decoded, targets)
-    assert decoding_accuracy(model, sources, targets)[1] == greedy
-    print(f"exact match {greedy:.1%}")
-    assert greedy < 1.0  # some sequences wrong, so the equality says something about the wrong ones too
+    return exact_match(decoded, targets), decoding_accuracy(model, sources, targets)[1]
+
+
+def test_teacher_forced_accuracy_is_greedy_exact_match():
+    """The premise of check_task_7: one teacher-forced pass scores what the reference greedy decoder scores."""
+    greedy, teacher_forced = greedy_and_teacher_forced(trained_reference(), *check_data())
+    assert teacher_forced == greedy
+
+
+def test_the_premise_holds_when_some_sequences_are_wrong():
+    """The same equality on a perturbed model that gets some sequences wrong, so it says something about wrong ones.
+
+    How far the trained weights must be perturbed depends on the run (threads change the training's float sums),
+    so the noise grows until some sequences are wrong; the equality is asserted at that noise.
+    """
+    sources, targets = check_data()
+    for scale in (1.0, 1.5, 2.5, 4.0, 6.0):
+        greedy, teacher_forced = greedy_and_teacher_forced(perturbed(trained_reference(), scale), sources, targets)
+        if 0.05 < greedy < 0.95:
+            break
+    print(f"noise {scale}: exact match {greedy:.1%}")
+    assert 0.05 < greedy < 0.95, f"no noise scale left between 5% and 95% of the sequences right ({greedy:.1%})"
+    assert teacher_forced == greedy
 
 
 def test_trained_reference_passes_and_is_left_as_it_was(capsys):
