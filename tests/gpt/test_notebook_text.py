@@ -240,3 +240,10 @@ def test_attention_maps_tick_whole_token_positions():
             assert all(float(tick).is_integer() for tick in ticks), ticks
         assert "token" in ax.get_xlabel()
     assert "token" in figure.axes[0].get_ylabel() and figure.get_suptitle() == "ten tokens"
+
+
+def test_the_curves_draw_the_check_s_bar_beside_the_stop():
+    """The accuracy plot labels the 99% stop as the stop and draws the 95% that check_task_7 asks as its own line."""
+    from checkers.gpt.trained import TARGET_ACCURACY
+    assert gpt_defaults.CURVES["check_accuracy"] == TARGET_ACCURACY
+    assert gpt_defaults.CURVES["target_label"] == "training stops at"
