@@ -106,8 +106,9 @@ def _gpt_variants(ref):
 def _gpt_unnamed(ref):
     wrong = tests_module("gpt.layers_unnamed")
     attentions = wrong.make_unnamed_attentions(ref["RotaryEmbedding"])
-    return by_names([(1, (c,)) for c in (wrong.RotarySquaredPositions, wrong.RotaryFullWidthTables,
-                                         wrong.RotaryOneAngle, wrong.RotaryTablesInForward, wrong.RotaryTablesSwapped)] +
+    rotaries = (wrong.RotarySquaredPositions, wrong.RotaryFullWidthTables, wrong.RotaryOneAngle,
+                wrong.RotaryTablesInForward, wrong.RotaryTablesSwapped)
+    return by_names([(1, (c,)) for c in rotaries] +
                     [(2, (attentions["sdpa_unmasked"],)), (3, (attentions["sdpa_causal_with_cache"],)),
                      (3, (attentions["cache_ignored"],)), (2, (attentions["rotated_before_transpose"],))], False)
 
@@ -171,6 +172,9 @@ BEING_FIXED = {
     ("seq2seq", 6, "greedy by torch.multinomial"): "s2s fixes the check and the hidden cases on branch s2s",
     ("seq2seq", 5, "dropout given to the decoder blocks only"): "s2s fixes the check and the hidden cases on branch "
                                                                  "s2s",
+    # reported, not fixed here: the grader runs on the CPU, where a device argument ignored changes nothing
+    ("seq2seq", 2, "causal_mask_on_cpu-padding_mask"): "check ✗ (device ignored), grader pays: no hidden case "
+                                                       "asks for another device (reported to the lead)",
 }
 
 

@@ -16,7 +16,7 @@ def recipe(task, name, visible, obj=0, **parts):
         visible: True for a case the notebook's own check also runs.
         obj: index of the object in the task's check call, e.g. 1 for LinformerBlock in task 7.
         parts: "build", "call", "grad", "facts", "attribute", "trained", and comparison settings
-            ("atol", "rtol", "row_atol", "compare").
+            ("atol", "rtol", "row_atol", "compare", "grads_up_to": "row constants" for inputs whose rows sum to 1).
     """
     return {"task": task, "name": name, "visible": visible, "object": obj, **parts}
 

@@ -74,14 +74,14 @@ NEEDS = ("Task {task}: the trained model's classes do not pass Task {needed}, so
 
 
 def apply_needs(verdicts, needs):
-    """A trained task scores 0 unless every task it needs (course.toml's `needs`: the classes of its model) earned
-    its points, as its check runs those tasks' checks on the model's class first; a needed task not scored here is
-    not judged."""
+    """A trained task scores 0, saying which task to fix first, unless every task it needs (course.toml's `needs`: the
+    classes of its model) earned its points, as its check runs those tasks' checks on the model's class first; a
+    needed task not scored here is not judged."""
     for task, needed in needs.items():
         verdict = verdicts.get(task)
         failed = [number for number in needed
                   if number in verdicts and verdicts[number].score < verdicts[number].points]
-        if verdict is not None and verdict.score and failed:
+        if verdict is not None and failed:  # the first thing to fix, whatever else the model's record shows
             verdict.score, verdict.message = 0.0, NEEDS.format(task=task, needed=failed[0])
 
 
