@@ -59,28 +59,28 @@ def dict_entries(entries, right):
     return [Case(e["task"], e["name"], right, objects=dict(e["objects"])) for e in entries]
 
 
-def tests_module(name):
+def slice_module(name):
     return importlib.import_module(name)
 
 
 # ----- where the cases come from, per assignment: (label, reference namespace -> [Case]) -----------------------
 
 def _transformer_variants(ref):
-    alt = tests_module("transformer.valid_variants")
+    alt = slice_module("transformer.valid_variants")
     return by_names([(1, (f,)) for f in alt.ATTENTIONS] + [(2, (c,)) for c in alt.MULTIHEADS] +
                     [(3, (c,)) for c in alt.BLOCKS] + [(4, (c,)) for c in alt.POSITIONALS] +
                     [(5, (c,)) for c in alt.CLASSIFIERS] + [(7, classes) for classes in alt.LINFORMERS], True)
 
 
 def _seq2seq_variants(ref):
-    alt = tests_module("seq2seq.layers_variants")
+    alt = slice_module("seq2seq.layers_variants")
     blocks = alt.make_decoder_blocks(ref["MultiheadAttention"], ref["LayerNorm"])
     return by_names([(1, (c,)) for c in alt.LAYER_NORMS] + [(2, pair) for pair in alt.MASKS] +
                     [(3, (c,)) for c in alt.MULTIHEADS] + [(4, (c,)) for c in blocks], True)
 
 
 def _seq2seq_unnamed(ref):
-    wrong = tests_module("seq2seq.layers_unnamed")
+    wrong = slice_module("seq2seq.layers_unnamed")
     blocks = wrong.make_unnamed_decoder_blocks(ref["MultiheadAttention"], ref["LayerNorm"])
     return by_names([(1, (c,)) for c in (wrong.LayerNormLastAxisHardCoded, wrong.LayerNormSequenceAxis,
                                          wrong.LayerNormWholeInput, wrong.LayerNormMeanWithoutGradient,
@@ -93,7 +93,7 @@ def _seq2seq_unnamed(ref):
 
 
 def _gpt_variants(ref):
-    layers, models = tests_module("gpt.layers_variants"), tests_module("gpt.model_variants")
+    layers, models = slice_module("gpt.layers_variants"), slice_module("gpt.model_variants")
     attentions = layers.make_attentions(ref["RotaryEmbedding"])
     return by_names([(1, (c,)) for c in layers.ROTARIES] + [(task, (c,)) for task in (2, 3) for c in attentions] +
                     [(4, (models.block_with_named_sublayers(ref),)), (4, (models.block_rebuilding_the_cache(ref),)),
@@ -104,7 +104,7 @@ def _gpt_variants(ref):
 
 
 def _gpt_unnamed(ref):
-    wrong = tests_module("gpt.layers_unnamed")
+    wrong = slice_module("gpt.layers_unnamed")
     attentions = wrong.make_unnamed_attentions(ref["RotaryEmbedding"])
     rotaries = (wrong.RotarySquaredPositions, wrong.RotaryFullWidthTables, wrong.RotaryOneAngle,
                 wrong.RotaryTablesInForward, wrong.RotaryTablesSwapped)
@@ -114,7 +114,7 @@ def _gpt_unnamed(ref):
 
 
 def _vit_variants(ref):
-    layers, models = tests_module("vit.layers_variants"), tests_module("vit.model_variants")
+    layers, models = slice_module("vit.layers_variants"), slice_module("vit.model_variants")
     return by_names([(1, (f,)) for f in layers.PATCHIFIES] + [(2, (c,)) for c in layers.EMBEDDINGS] +
                     [(3, (build(ref),)) for build in (models.model_with_a_shared_helper, models.model_with_hooks,
                                                       models.model_norming_every_token)] +
@@ -135,18 +135,18 @@ WRITTEN_HERE = {
 
 SOURCES = {  # assignment: [(label, reference -> [Case])]; every assignment also gets COMMON_SOURCES
     "transformer": [
-        ("unnamed", lambda ref: by_names([(t, o) for t, o, _ in tests_module("transformer.unnamed_mistakes").UNNAMED],
+        ("unnamed", lambda ref: by_names([(t, o) for t, o, _ in slice_module("transformer.unnamed_mistakes").UNNAMED],
                                          False)),
         ("variants", _transformer_variants),
     ],
     "seq2seq": [("unnamed", _seq2seq_unnamed), ("variants", _seq2seq_variants),
-                ("hidden-case variants", lambda ref: mutants(True)(tests_module("seq2seq.test_hidden_cases").VALID))],
+                ("hidden-case variants", lambda ref: mutants(True)(slice_module("seq2seq.test_hidden_cases").VALID))],
     "gpt": [("unnamed", _gpt_unnamed), ("variants", _gpt_variants),
-            ("hidden-case variants", lambda ref: mutants(True)(tests_module("gpt.test_hidden_cases").VALID))],
-    "vit": [("unnamed", lambda ref: by_names([(t, (o,)) for t, o, _ in tests_module("vit.test_checks_layers").UNNAMED],
+            ("hidden-case variants", lambda ref: mutants(True)(slice_module("gpt.test_hidden_cases").VALID))],
+    "vit": [("unnamed", lambda ref: by_names([(t, (o,)) for t, o, _ in slice_module("vit.test_checks_layers").UNNAMED],
                                              False)),
             ("variants", _vit_variants),
-            ("hidden-case variants", lambda ref: mutants(True)(tests_module("vit.test_hidden_cases").VALID))],
+            ("hidden-case variants", lambda ref: mutants(True)(slice_module("vit.test_hidden_cases").VALID))],
 }
 
 
@@ -154,7 +154,7 @@ def _extra_module(name):
     """tests/<name>/unnamed_mistakes.py's MISTAKES and VARIANTS (dict entries), if the module has them."""
     if not (Path(__file__).parent / name / "unnamed_mistakes.py").exists():
         return []
-    module = tests_module(f"{name}.unnamed_mistakes")
+    module = slice_module(f"{name}.unnamed_mistakes")
     return dict_entries(getattr(module, "MISTAKES", []), False) + dict_entries(getattr(module, "VARIANTS", []), True)
 
 
