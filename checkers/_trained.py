@@ -1,10 +1,16 @@
 """What the checks of a trained model share: bad input refused, its device, and its weights drawn afresh (to ask
-whether its accuracy lives in its weights)."""
+whether its accuracy lives in its weights), and the check of the task whose class the model is."""
+import contextlib
 import copy
 import inspect
+import io
 
 import torch
 import torch.nn as nn
+
+from ._core import CheckFailure, one_line
+
+NOT_THE_CLASS_TASK = "the model's class does not pass check_task_{number}: fix Task {number} first, then train again"
 
 
 def expect_trained_model(task, model, kind):
@@ -50,3 +56,18 @@ def redrawn(model, seed, then=None):
         if then is not None:
             then(fresh)
     return fresh
+
+
+def expect_class_passes(task, number, check, *classes):
+    """Fail unless check(*classes), the check of Task `number` on the model's own classes, passes (run quietly).
+
+    The grade loads the trained weights into the reference classes and pays the trained task only when Task `number`
+    earns its points (course.toml's `needs`): a model whose class computes something else (a pre-norm block where
+    the task asks post-norm, say) was trained for another function than the one graded.
+    """
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # a passing check prints its ✓ line
+            check(*classes)
+    except CheckFailure as failure:
+        inner = one_line(str(failure).split(": ", 1)[-1], 160)
+        task.fail(f"{NOT_THE_CLASS_TASK.format(number=number)} (check_task_{number}: {inner}).")

@@ -26,12 +26,14 @@ class Limits:
 
 @dataclass(frozen=True)
 class Task:
-    """One task: its number, its points, the check function ("module:function") and whether it trains a model."""
+    """One task: its number, its points, the check function ("module:function"), whether it trains a model, and
+    the tasks whose classes its trained model is built from (its points need theirs)."""
 
     number: int
     points: float
     check: str
     trains: bool
+    needs: tuple = ()
 
     @property
     def check_module(self):
@@ -66,6 +68,11 @@ class Assignment:
         return {number: task.points for number, task in self.tasks.items()}
 
     @property
+    def needs(self):
+        """{task: the definition tasks its trained model's classes come from}, for the tasks that say so."""
+        return {number: task.needs for number, task in self.tasks.items() if task.needs}
+
+    @property
     def definition_tasks(self):
         """Numbers of the tasks answered by definitions (classes and functions), not by training."""
         return tuple(number for number, task in self.tasks.items() if not task.trains)
@@ -78,15 +85,19 @@ class Assignment:
 def _task(name, number, entry):
     if not str(number).isdigit():
         raise RegistryError(f"{name}: task {number!r} is not a number")
-    if set(entry) != {"points", "check", "trains"}:
-        raise RegistryError(f"{name}: task {number} needs exactly points, check and trains (has {sorted(entry)})")
+    if not {"points", "check", "trains"} <= set(entry) <= {"points", "check", "trains", "needs"}:
+        raise RegistryError(f"{name}: task {number} needs points, check and trains, and may say needs "
+                            f"(has {sorted(entry)})")
     if not isinstance(entry["check"], str) or entry["check"].count(":") != 1:
         raise RegistryError(f"{name}: task {number}'s check must read 'module:function'")
     if not isinstance(entry["points"], (int, float)) or entry["points"] <= 0:
         raise RegistryError(f"{name}: task {number}'s points must be a positive number")
     if not isinstance(entry["trains"], bool):
         raise RegistryError(f"{name}: task {number}'s trains must be true or false")
-    return Task(int(number), entry["points"], entry["check"], entry["trains"])
+    needs = entry.get("needs", [])
+    if not isinstance(needs, list) or any(type(n) is not int or not 0 < n < int(number) for n in needs):
+        raise RegistryError(f"{name}: task {number}'s needs must list earlier tasks' numbers")
+    return Task(int(number), entry["points"], entry["check"], entry["trains"], tuple(needs))
 
 
 def _assignment(entry, limits, root):
@@ -97,6 +108,10 @@ def _assignment(entry, limits, root):
                         (_task(name, number, task) for number, task in entry.get("tasks", {}).items())))
     if not tasks:
         raise RegistryError(f"{name}: no tasks")
+    for task in tasks.values():
+        if any(needed not in tasks or tasks[needed].trains or not task.trains for needed in task.needs):
+            raise RegistryError(f"{name}: task {task.number} trains nothing or needs a task that is not a definition "
+                                f"task ({list(task.needs)})")
     return Assignment(name, entry.get("title", ""), tasks, limits, root)
 
 

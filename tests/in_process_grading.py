@@ -27,3 +27,18 @@ def verdict_of(task, namespace, graded_cases):
         except Exception as error:  # noqa: BLE001 -- a failing case is a record too
             records.append({"error": f"{type(error).__name__}: {error}"})
     return score_submission({task: cases[task]}, expected, {task: records}, points, reference)[task]
+
+
+def verdicts_of(tasks, namespace, graded_cases, needs):
+    """{task: Verdict} of several tasks scored together, as the grader scores a notebook, with course.toml's needs
+    (a trained task needs the task of its model's class)."""
+    cases, expected, names, points, reference = graded_cases
+    records = {}
+    for task in tasks:
+        records[task] = []
+        for recipe in cases[task]:
+            try:
+                records[task].append(run(recipe, [namespace[name] for name in names[task]], namespace))
+            except Exception as error:  # noqa: BLE001 -- a failing case is a record too
+                records[task].append({"error": f"{type(error).__name__}: {error}"})
+    return score_submission({task: cases[task] for task in tasks}, expected, records, points, reference, needs)

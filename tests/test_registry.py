@@ -94,7 +94,8 @@ def test_every_assignment_matches_its_notebooks_and_checkers(name):
     (lambda text: text.replace('"checkers.transformer:check_task_7"', '"grading.judge.score:score_submission"'),
      "not in the student package"),
     (lambda text: text.replace('name = "transformer"', 'name = "decoder"'), "is missing"),
-    (lambda text: text.replace('8 = { points = 1, check = "checkers.transformer:check_task_8", trains = true }\n', ""),
+    (lambda text: text.replace('8 = { points = 1, check = "checkers.transformer:check_task_8", trains = true, '
+                               'needs = [7] }\n', ""),
      "grade cells"),
     (lambda text: text.replace('8 = { points = 1, check = "checkers.transformer:check_task_8"',
                                '8 = { points = 1, check = "checkers.transformer:check_task_6"'), "does not call check_task_6"),
@@ -109,6 +110,12 @@ def test_a_broken_registry_is_caught(tmp_path, edit, problem):
     lambda text: text.replace("trains = false", "trains = 0", 1),
     lambda text: text.replace('check = "checkers.transformer:check_task_1"', 'check = "check_task_1"'),
     lambda text: text.replace("[limits]", "[limitz]"),
+    lambda text: text.replace("needs = [7]", "needs = [8]"),  # itself, not an earlier task
+    lambda text: text.replace("needs = [7]", "needs = [6]"),  # a trained task
+    lambda text: text.replace("needs = [7]", 'needs = "7"'),
+    lambda text: text.replace("trains = false }", "trains = false, needs = [] }", 1).replace(
+        "2 = { points = 1, check = \"checkers.transformer:check_task_2\", trains = false }",
+        "2 = { points = 1, check = \"checkers.transformer:check_task_2\", trains = false, needs = [1] }"),
     lambda text: text.replace('name = "transformer"', 'name = "my assignment"'),
     lambda text: text + '\n[[assignments]]\nname = "transformer"\n[assignments.tasks]\n'
                         '1 = { points = 10, check = "checkers.transformer:check_task_1", trains = false }\n',
@@ -141,6 +148,13 @@ def test_nbgrader_config_limits_are_the_registry_s(tmp_path):
         assert execute.timeout == limits.cell_seconds
         assert execute.timeout_func(new_code_cell("x = 1")) == limits.cell_seconds
         assert execute.timeout_func(new_code_cell("history = train(model, loader)")) == limits.training_cell_seconds
+
+
+def test_every_trained_task_needs_the_task_of_its_model_s_class():
+    """A trained task's points need the definition task whose class its model is (its check runs that check)."""
+    classes = {"transformer": {6: [5], 8: [7]}, "seq2seq": {7: [5]}, "gpt": {7: [5]}, "vit": {4: [3]}}
+    for assignment in registry.assignments():
+        assert {task: list(needed) for task, needed in assignment.needs.items()} == classes[assignment.name]
 
 
 def test_training_tasks_are_the_ones_the_grader_judges_by_weights():

@@ -3,8 +3,10 @@
 No generator is run here (one is Task 8's answer, and checkers ship to students): for a model that cannot see the
 future, greedy decoding writes an answer exactly if and only if every answer position's most likely token, given the
 true prefix, is the true token, so one teacher-forced pass (course_lib.addition.answer_accuracy) gives greedy
-decoding's exact verdict. The check therefore first makes sure that the model cannot see the future, and afterwards
-that the accuracy comes from the trained weights.
+decoding's exact verdict. The check therefore first makes sure that the model cannot see the future and that the
+accuracy comes from the trained weights, then that the model's class passes check_task_5: the grade loads the weights
+into the reference GPT and pays Task 7 only when Task 5 earns its points (course.toml's `needs`), so a model whose
+blocks compute something else (post-norm, say) was trained for another function than the one graded.
 """
 
 import torch
@@ -12,9 +14,10 @@ import torch
 from course_lib.addition import SEQ_LEN, VOCAB_SIZE, addition_sequences, answer_accuracy
 
 from .._core import check_function
-from .._trained import expect_trained_model, model_device, redrawn
+from .._trained import expect_class_passes, expect_trained_model, model_device, redrawn
 from .._compare import expect_finite, expect_tensor
 from ._roles import MissingPart, tied_gpt_slots
+from .model import check_task_5
 
 CHECK_SEED = 5151  # never a seed of the notebook's data (1 and 2)
 CHECK_SIZE = 2000
@@ -81,7 +84,8 @@ def _accuracy(task, model, sequences):
 
 @check_function(7)
 def check_task_7(task, model):
-    """Check the trained GPT: pinned layout, causal, >= 95% exact answers on fresh problems, from its weights."""
+    """Check the trained GPT: pinned layout, causal, answers from its weights, its class passing Task 5, >= 95% exact
+    answers on fresh problems."""
     expect_trained_model(task, model, "GPT")
     sequences = addition_sequences(CHECK_SIZE, torch.Generator().manual_seed(CHECK_SEED))  # (N, SEQ_LEN)
     caller_mode = model.training
@@ -89,15 +93,16 @@ def check_task_7(task, model):
     try:
         _expect_layout(task, model, sequences[:4, :SEQ_LEN - 1])
         _expect_causal(task, model, sequences[:16, :SEQ_LEN - 1])
+        fresh = task.call(f"re-drawing the weights of a copy of {NAME}", redrawn, model, CHECK_SEED + 2)
+        chance = _accuracy(task, fresh, sequences[:RESET_SIZE])
+        if chance >= RESET_CEILING:
+            task.fail(NOT_FROM_WEIGHTS.format(accuracy=chance, size=RESET_SIZE))
+        expect_class_passes(task, 5, check_task_5, type(model))
         accuracy = _accuracy(task, model, sequences)
         if accuracy < TARGET_ACCURACY:
             task.fail(f"training has not reached the target: the model answers {accuracy:.1%} of {CHECK_SIZE} fresh "
                       f"problems exactly and needs at least {TARGET_ACCURACY:.0%}. Train longer, or check Tasks 1-5 "
                       "if it never improves.")
-        fresh = task.call(f"re-drawing the weights of a copy of {NAME}", redrawn, model, CHECK_SEED + 2)
-        chance = _accuracy(task, fresh, sequences[:RESET_SIZE])
-        if chance >= RESET_CEILING:
-            task.fail(NOT_FROM_WEIGHTS.format(accuracy=chance, size=RESET_SIZE))
     finally:
         model.train(caller_mode)
     task.passed(f"the model answers {accuracy:.1%} of {CHECK_SIZE} fresh problems exactly, as greedy decoding would "

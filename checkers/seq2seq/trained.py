@@ -3,7 +3,10 @@
 No decoder is run here: for a decoder that cannot see the future, greedy decoding reproduces a target exactly if
 and only if every position's most likely token, given the true prefix, is the true token, so one teacher-forced
 pass (course_lib.reversal.decoding_accuracy) gives greedy decoding's exact match. The check therefore first makes
-sure that the decoder cannot see the future, and afterwards that the accuracy comes from the trained weights.
+sure that the decoder cannot see the future and that the accuracy comes from the trained weights, then that the
+model's class passes check_task_5: the grade loads the weights into the reference Seq2SeqTransformer and pays Task 7
+only when Task 5 earns its points (course.toml's `needs`), so a model whose blocks compute something else (pre-norm,
+say) was trained for another function than the one graded.
 """
 
 import torch
@@ -13,9 +16,10 @@ from course_lib.reversal import (BOS_ID, decoding_accuracy, init_embedding, rand
 
 from .._compare import expect_finite, expect_tensor
 from .._core import check_function
-from .._trained import expect_trained_model, model_device, redrawn
+from .._trained import expect_class_passes, expect_trained_model, model_device, redrawn
 from .._weights import MissingPart
 from ._weights import seq2seq_slots
+from .model import check_task_5
 
 CHECK_SEED = 4242  # never a seed of the notebook's data (1 and 2)
 CHECK_SIZE = 1000
@@ -83,7 +87,8 @@ def _reinitialised(model):
 
 @check_function(7)
 def check_task_7(task, model):
-    """Check the trained model: causal, >= 99% exact match on fresh sequences, and the accuracy is its weights'."""
+    """Check the trained model: causal, its accuracy its weights', its class passing Task 5, >= 99% exact match on
+    fresh sequences."""
     expect_trained_model(task, model, "Seq2SeqTransformer")
     generator = torch.Generator().manual_seed(CHECK_SEED)
     sources = random_sources(CHECK_SIZE, generator)  # (N, S)
@@ -93,14 +98,15 @@ def check_task_7(task, model):
     try:
         _expect_layout(task, model, sources[:4], targets[:4])
         _expect_causal(task, model, sources[:16], targets[:16])
-        accuracy = _accuracy(task, model, sources, targets)
-        if accuracy < TARGET_ACCURACY:
-            task.fail(f"greedy decoding would reverse {accuracy:.1%} of {CHECK_SIZE} fresh sequences exactly; it "
-                      f"needs at least {TARGET_ACCURACY:.0%}. Train longer, or check Tasks 1-5 if it never improves.")
         fresh = task.call(f"re-initialising a copy of {NAME}", _reinitialised, model)
         chance = _accuracy(task, fresh, sources[:RESET_SIZE], targets[:RESET_SIZE])
         if chance >= RESET_CEILING:
             task.fail(NOT_FROM_WEIGHTS.format(accuracy=chance, size=RESET_SIZE))
+        expect_class_passes(task, 5, check_task_5, type(model))
+        accuracy = _accuracy(task, model, sources, targets)
+        if accuracy < TARGET_ACCURACY:
+            task.fail(f"greedy decoding would reverse {accuracy:.1%} of {CHECK_SIZE} fresh sequences exactly; it "
+                      f"needs at least {TARGET_ACCURACY:.0%}. Train longer, or check Tasks 1-5 if it never improves.")
     finally:
         model.train(caller_mode)
     task.passed(f"greedy decoding reverses {accuracy:.1%} of {CHECK_SIZE} fresh sequences exactly "

@@ -1,4 +1,9 @@
-"""Tasks 6 and 8: the trained classifiers, evaluated on palindromes the checker draws itself."""
+"""Tasks 6 and 8: the trained classifiers, evaluated on palindromes the checker draws itself.
+
+Before the accuracy, each check runs the check of the task whose classes the model is made of (Task 5's, Task 7's)
+on the model's own classes: the grade pays a trained task only when that task earns its points (course.toml's
+`needs`), so a model whose class computes something else was trained for another function than the one graded.
+"""
 import inspect
 
 import torch
@@ -10,6 +15,9 @@ from course_lib.metrics import predictions
 
 from .._compare import expect_finite, expect_tensor
 from .._core import check_function
+from .._trained import expect_class_passes
+from .classifier import check_task_5
+from .linformer import check_task_7
 
 CHECK_SEED = 31337  # never the seed of the notebook's training or validation data
 CHECK_SIZE = 2000
@@ -42,14 +50,38 @@ def _predict(task, model, inputs, name):
     return predictions(logits)
 
 
-def expect_accuracy(task, model, seq_len, name):
-    """Fail unless model classifies fresh palindromes of length seq_len with accuracy >= 95%."""
+def _expect_a_model(task, model, name):
     if model is None:
         task.fail(f"got None instead of the trained {name}: build and train it in the cells above.")
     if inspect.isclass(model):
         task.fail(f"got the class {model.__name__}, not a trained model: pass the model object you trained.")
     if not isinstance(model, nn.Module):
         task.fail(f"expected the trained {name} (an nn.Module), got {type(model).__name__}.")
+
+
+def _linformer_classes(task, model):
+    """(LinformerAttention, LinformerBlock, the model's class): the classes Task 7's check takes, found in the model by
+    the names the notebook gives them."""
+    found = {type(module).__name__: type(module) for module in model.modules()}
+    missing = [name for name in ("LinformerAttention", "LinformerBlock") if name not in found]
+    if missing:
+        task.fail(f"the model holds no {missing[0]}: build the Linformer classifier from Task 7's classes, then "
+                  "train it.")
+    return found["LinformerAttention"], found["LinformerBlock"], type(model)
+
+
+def expect_model_class(task, model):
+    """The model's classes pass the check of the task they come from: Task 5's for Task 6, Task 7's for Task 8."""
+    if task.number == 6:
+        expect_class_passes(task, 5, check_task_5, type(model))
+    else:
+        expect_class_passes(task, 7, check_task_7, *_linformer_classes(task, model))
+
+
+def expect_accuracy(task, model, seq_len, name):
+    """Fail unless model classifies fresh palindromes of length seq_len with accuracy >= 95%; once the model has
+    answered, before its accuracy is judged, its classes must pass the task they come from (expect_model_class)."""
+    _expect_a_model(task, model, name)
     if not isinstance(seq_len, int) or not MIN_SEQ_LEN <= seq_len <= MAX_SEQ_LEN:
         task.fail(f"the {name} would be evaluated on sequences of length {seq_len!r}, but the check can only draw "
                   f"lengths {MIN_SEQ_LEN} to {MAX_SEQ_LEN}: build and train it for SEQ_LEN = {DEFAULT_SEQ_LEN} "
@@ -60,6 +92,7 @@ def expect_accuracy(task, model, seq_len, name):
     if predicted.unique().numel() == 1:
         task.fail(f"the {name} predicts the same class for all {CHECK_SIZE} sequences: it has not learned yet "
                   "(still on the ln 2 plateau). Train it (longer), or check tasks 1-5.")
+    expect_model_class(task, model)
     accuracy = (predicted == data.labels.long()).float().mean().item()
     if accuracy < TARGET_ACCURACY:
         task.fail(f"the {name} is right on {accuracy:.1%} of {CHECK_SIZE} fresh sequences of length {seq_len}; "
@@ -69,7 +102,8 @@ def expect_accuracy(task, model, seq_len, name):
 
 @check_function(6)
 def check_task_6(task, model, seq_len=DEFAULT_SEQ_LEN):
-    """Check that the trained Transformer classifier reaches 95% on fresh palindromes."""
+    """Check that the trained Transformer classifier's class passes Task 5 and that it reaches 95% on fresh
+    palindromes."""
     accuracy = expect_accuracy(task, model, seq_len, "Transformer classifier")
     task.passed(f"accuracy {accuracy:.1%} on {CHECK_SIZE} fresh sequences of length {seq_len}.")
 
@@ -85,7 +119,8 @@ def _linformer_seq_len(model):
 
 @check_function(8)
 def check_task_8(task, model):
-    """Check that the trained Linformer classifier reaches 95% on fresh palindromes."""
+    """Check that the trained Linformer classifier's classes pass Task 7 and that it reaches 95% on fresh
+    palindromes."""
     seq_len = _linformer_seq_len(model)
     accuracy = expect_accuracy(task, model, seq_len, "Linformer classifier")
     task.passed(f"accuracy {accuracy:.1%} on {CHECK_SIZE} fresh sequences of length {seq_len}.")

@@ -23,6 +23,7 @@ class Judging:
     cases: dict
     expected: dict
     points: dict  # {task: points}
+    needs: dict = field(default_factory=dict)  # {trained task: the definition tasks it needs}, course.toml's
 
 
 @dataclass
@@ -56,7 +57,8 @@ class Result:
 def prepare_judging(course, checks, reference, cases):
     """The expected records of every case, from the reference; checks: the release's {task: check cell}."""
     expected = expected_records(cases, reference, {task: cell.names for task, cell in checks.items()})
-    return Judging(reference, cases, expected, {task: cell.points for task, cell in checks.items()})
+    return Judging(reference, cases, expected, {task: cell.points for task, cell in checks.items()},
+                   course.registered.needs)
 
 
 def not_graded(judging, reason, flag=""):
@@ -71,7 +73,8 @@ def judge(program, run, judging, layout):
     Args:
         program: the cells the probe ran (grading.run); run: its ProbeRun; layout: the release's layout.
     """
-    verdicts = score_submission(judging.cases, judging.expected, run.records, judging.points, judging.reference)
+    verdicts = score_submission(judging.cases, judging.expected, run.records, judging.points, judging.reference,
+                                judging.needs)
     unreadable_records(program, run, verdicts)
     tampering_flags(program, run, verdicts)
     probe_failures(run, verdicts)

@@ -70,9 +70,26 @@ def score_task(task, points, recipes, expected, records, context):
                    "hidden.", trained=trained)
 
 
-def score_submission(cases, expected, records, points, reference):
-    """{task: Verdict} for every task, in order."""
+NEEDS = ("Task {task}: the trained model's classes do not pass Task {needed}, so its weights were trained for another "
+         "function than the one graded (the reference classes): fix Task {needed} first, then train again.")
+
+
+def apply_needs(verdicts, needs):
+    """A trained task scores 0, saying which task to fix first, unless every task it needs (course.toml's `needs`: the
+    classes of its model) earned its points, as its check runs those tasks' checks on the model's class first; a
+    needed task not scored here is not judged."""
+    for task, needed in needs.items():
+        verdict = verdicts.get(task)
+        failed = [number for number in needed
+                  if number in verdicts and verdicts[number].score < verdicts[number].points]
+        if verdict is not None and failed:  # the first thing to fix, whatever else the model's record shows
+            verdict.score, verdict.message = 0.0, NEEDS.format(task=task, needed=failed[0])
+
+
+def score_submission(cases, expected, records, points, reference, needs=None):
+    """{task: Verdict} for every task, in order; needs: {trained task: the definition tasks it needs}."""
     verdicts, context = {}, {"reference": reference}
     for task in sorted(cases):
         verdicts[task] = score_task(task, points[task], cases[task], expected[task], records.get(task), context)
+    apply_needs(verdicts, needs or {})
     return verdicts

@@ -39,11 +39,29 @@ class Constant(nn.Module):
         return self.bias.expand(len(x), 2)
 
 
+@pytest.fixture
+def any_class(monkeypatch):
+    """The trained checks with their class check (check_task_5 / check_task_7 on the model's classes) passing, so
+    their accuracy logic can be tried on a hand-built model."""
+    import checkers.transformer.trained as trained
+    monkeypatch.setattr(trained, "expect_model_class", lambda *args: None)
+
+
 @pytest.mark.parametrize("task", [6, 8])
-def test_trained_checks_accept_an_accurate_model(task, capsys):
+def test_trained_checks_accept_an_accurate_model(task, capsys, any_class):
     check = getattr(checkers, f"check_task_{task}")
     check(MirrorModel() if task == 6 else MirrorModel(seq_len=20))
     assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
+
+
+@pytest.mark.parametrize("task, needed", [(6, "check_task_5: fix Task 5 first"),
+                                          (8, "holds no LinformerAttention: build the Linformer classifier")])
+def test_an_accurate_model_of_another_class_fails(task, needed):
+    """The grade loads the weights into the reference classes and needs Task 5 (7) to pass: a hand-built palindrome
+    detector, however accurate, is not a trained classifier of those classes."""
+    with pytest.raises(CheckFailure, match=f"^Task {task}") as failure:
+        getattr(checkers, f"check_task_{task}")(MirrorModel() if task == 6 else MirrorModel(seq_len=20))
+    assert needed in str(failure.value), str(failure.value)
 
 
 @pytest.mark.parametrize("task", [6, 8])
@@ -54,7 +72,7 @@ def test_trained_checks_accept_an_accurate_model(task, capsys):
     (None, "None"),
     ("model", "nn.Module"),
 ])
-def test_trained_checks_reject(task, model, words):
+def test_trained_checks_reject(task, model, words, any_class):
     check = getattr(checkers, f"check_task_{task}")
     with pytest.raises(CheckFailure, match=f"^Task {task}") as failure:
         check(model)

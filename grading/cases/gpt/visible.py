@@ -7,9 +7,10 @@ read from the fixture.
 from checkers._core import load_fixture
 
 from ..parts import called, module, recipe
-from .hidden import GPT_SLOTS, seeded, standin
+from .hidden import GPT_SLOTS, rotary_check, seeded, standin
 
 CHECK_TOLERANCE = dict(atol=1e-6, rtol=1e-6)
+FAR_TOLERANCE = dict(atol=rotary_check.FAR_ATOL, rtol=rotary_check.FAR_RTOL)  # angles far from 0 (float32 angles)
 
 
 def rotary_cases():
@@ -17,10 +18,11 @@ def rotary_cases():
     fixture, cases = load_fixture("checkers.gpt", 1), []
     for name, case in fixture["cases"].items():
         built = module("RotaryEmbedding", **case["config"])
+        tolerance = FAR_TOLERANCE if name == rotary_check.FAR else CHECK_TOLERANCE  # the check's own rule
         cases.append(recipe(1, f"check: {name}", True, build=built, call=called(case["x"], offset=case["offset"]),
-                            **CHECK_TOLERANCE))
-    cases.append(recipe(1, "check: gradients", True, build=built, grad=True,
-                        call=called(case["x"], offset=case["offset"]), **CHECK_TOLERANCE))
+                            **tolerance))
+    cases.append(recipe(1, "check: gradients", True, build=built, grad=True,  # the last case's inputs and tolerance
+                        call=called(case["x"], offset=case["offset"]), **tolerance))
     tables = module("RotaryEmbedding", **fixture["tables"]["config"])
     return cases + [recipe(1, f"check: the table `{name}`", True, build=tables, attribute=name, **CHECK_TOLERANCE)
                     for name in ("cos", "sin")]

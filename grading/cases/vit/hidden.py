@@ -17,7 +17,8 @@ VIT_SLOTS = "checkers.vit._roles:vit_slots"
 
 def patch_cases(reference, generator):
     """Task 1: 1 to 4 channels, square and oblong images, patches of 1 to 5 and the whole image, gradients, float32,
-    and the ValueError of a side that is not a multiple of the patch, its message naming that side and the patch."""
+    non-contiguous images, and the ValueError of a side that is not a multiple of the patch, its message naming that
+    side and the patch."""
     cases = []
     for shape, patch_size in (((3, 1, 6, 6), 3), ((2, 4, 10, 5), 5), ((1, 2, 4, 8), 4), ((2, 3, 9, 6), 3),
                               ((4, 1, 2, 2), 1), ((1, 3, 12, 12), 12), ((2, 2, 8, 4), 2)):
@@ -29,6 +30,8 @@ def patch_cases(reference, generator):
         recipe(1, "hidden: patch_size by keyword", False, call=called(images, patch_size=3), **TOLERANCE),
         recipe(1, "hidden: gradients", False, grad=True, call=called(images, 3), **TOLERANCE),
         recipe(1, "hidden: float32 images", False, call=called(images.float(), 3), atol=1e-6, rtol=1e-6),
+        recipe(1, "hidden: non-contiguous images (a batch transposed to (B, C, W, H))", False,
+               call=called(images.transpose(-1, -2), 3), **TOLERANCE),  # as the check's: `view` cannot take them
         recipe(1, "hidden: height not a multiple of the patch", False,
                call=called(randn(generator, 1, 2, 7, 6), 3, raises=True, names=(7, 3))),
         recipe(1, "hidden: width not a multiple of the patch", False,
