@@ -91,8 +91,21 @@ def counts(record):
             len(record.get("observed", [])))
 
 
+def compare_devices(got, expected):
+    """The problem with where a call made its outputs (recipes.devices), or None; got None: an op of the student's
+    had no kernel there, which only a call that sent its tensors there meets, so there is nothing to hold against it."""
+    if got is None or got == expected:
+        return None
+    if not isinstance(got, list) or not all(isinstance(device, str) for device in got):
+        raise ValueError("the record's devices are not a list of names")
+    return (f"the output is on {', '.join(sorted(set(got))) or 'no device'} where the call asked for "
+            f"{', '.join(sorted(set(expected)))}: the device argument never reaches the tensors it makes")
+
+
 def compare_outputs(recipe, got, expected):
     """Structure, then every output tensor, then the inputs (unchanged), then the gradients."""
+    if recipe.get("compare") == "devices":
+        return compare_devices(got.get("devices"), expected["devices"])
     if got.get("structure") != expected["structure"]:
         return f"returned {human(got.get('structure', 'nothing'))}, expected {human(expected['structure'])}"
     if counts(got) != counts(expected):  # a real call records every output and input: a short list is forged

@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 
 from checkers._calls import recorded_calls
-from checkers._core import Task
+from checkers._core import NotImplementedYet, Task
 from checkers._modules import build, load
 from checkers._weights import (LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots,
                                encoder_blocks)
@@ -166,6 +166,8 @@ def call(task, target, recipe):
         task.fail(f"{type(target).__name__} has no method {spec['method']}.")
     if spec.get("raises"):
         return raising(function, args, kwargs, spec)
+    if recipe.get("compare") == "devices":
+        return devices(task, recipe, function, args, kwargs)
     calls = [] if "calls" in recipe else None
     results = [invoke(task, recipe.get("what", "the call"), function, args, kwargs, calls)
                for _ in range(spec.get("repeat", 1))]
@@ -189,6 +191,19 @@ def call(task, target, recipe):
         record["grads"] = gradients(task, target, recipe, args, outputs[0])
     record["outputs"] = [[snapshot(t) for t in result] for result in outputs]
     return record
+
+
+def devices(task, recipe, function, args, kwargs):
+    """The record of a call asked to make its outputs on another device (e.g. "meta"): only where they are.
+
+    An op with no kernel for that device raises NotImplementedError, which only code that did send its tensors there
+    can meet: recorded as None, nothing to judge ("Task N is not implemented yet" is then left to the other cases).
+    """
+    try:
+        result = invoke(task, recipe.get("what", "the call"), function, args, kwargs)
+    except NotImplementedYet:
+        return {"devices": None}
+    return {"devices": [str(tensor.device) for tensor in leaves(result)]}
 
 
 def invoke(task, what, function, args, kwargs, calls=None):

@@ -171,14 +171,7 @@ def test_hidden_tests_reject_what_the_check_rejects_in_greedy_decoding(decode, g
     assert verdict.score == 0 and verdict.message.startswith("Task 6"), verdict.message
 
 
-# The check sees a causal_mask that never passes its device on to torch (it watches the torch calls); the grader
-# compares values on the CPU only, so it pays such a mask. Known, not yet mended: strict, so a fix shows here.
-DEVICE_NOT_WATCHED = pytest.mark.xfail(strict=True, reason="the grader cannot see an ignored device argument on a CPU")
-HELD_OUT_MISTAKES = [pytest.param(entry, marks=DEVICE_NOT_WATCHED) if entry["name"] == "causal_mask_ignores_device"
-                     else entry for entry in unnamed_mistakes.MISTAKES]
-
-
-@pytest.mark.parametrize("entry", HELD_OUT_MISTAKES, ids=lambda entry: entry["name"])
+@pytest.mark.parametrize("entry", unnamed_mistakes.MISTAKES, ids=lambda entry: entry["name"])
 def test_hidden_tests_reject_the_held_out_mistakes(entry, graded_cases):
     """Every held-out mistake (tests/seq2seq/unnamed_mistakes.py) fails its check: the grader pays it nothing."""
     torch.manual_seed(0)

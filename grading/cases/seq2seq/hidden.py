@@ -55,6 +55,8 @@ def mask_cases(reference, generator):
     cases = [recipe(2, f"hidden: causal_mask({size})", False, call=called(size)) for size in (1, 2, 9)]
     cases.append(recipe(2, "hidden: causal_mask(6, device='cpu')", False, call=called(6, device="cpu")))
     cases.append(recipe(2, "hidden: causal_mask(4, None)", False, call=called(4, None)))
+    cases.append(recipe(2, "hidden: causal_mask(5, device='meta')", False, call=called(5, device="meta"),
+                        compare="devices"))  # where the mask is made, as a GPU run needs: the check's cpu:0 probe
     for batch_size, length, pad_id in ((1, 1, 0), (3, 8, 0), (4, 6, 7), (2, 5, 12)):
         tokens = torch.randint(VOCAB_SIZE, (batch_size, length), generator=generator)
         tokens[0, -1] = pad_id  # at least one padded position, and the pad id may appear anywhere
