@@ -57,17 +57,18 @@ def grade_all(submissions, grade_one, jobs, progress):
 def load_warning(jobs, cores=None, load=None):
     """A warning when JOBS asks for more probes at once than the machine has free cores, else ''.
 
-    Free cores: the CPUs this process may use minus the 1-minute load average. Limits count CPU time, so a busy
-    machine costs no points, only time (and re-runs alone of cells stopped by the wall-clock backstop).
+    Free cores: the CPUs this process may use minus the 1-minute load average, to the nearest whole core. Limits
+    count CPU time, so a busy machine costs no points, only time (and re-runs alone of cells stopped by the
+    wall-clock backstop).
     """
     cores = cores or usable_cores()
     load = os.getloadavg()[0] if load is None else load
-    free = max(0.0, cores - load)
+    free = max(0, round(cores - load))
     if jobs <= free:
         return ""
-    return (f"WARNING: JOBS={jobs} but only {free:.1f} of {cores} cores are free (load average {load:.1f}): cells are "
+    return (f"WARNING: JOBS={jobs} but only {free} of {cores} cores are free (load average {load:.1f}): cells are "
             "limited by CPU time, so scores do not change, but grading takes longer, and a cell stopped by its "
-            "wall-clock backstop is re-run alone. Use JOBS<={max(1, int(free))} for a faster run.")
+            f"wall-clock backstop is re-run alone. JOBS={max(1, free)} would grade as fast with less waiting.")
 
 
 class LoadSampler:
