@@ -95,8 +95,8 @@ class LoadSampler:
     def summary(self):
         """{"cores", "mean", "max", "samples", "every"}: the load during grading, for the report."""
         samples = self.samples or [os.getloadavg()[0]]
-        return {"cores": usable_cores(), "mean": sum(samples) / len(samples), "max": max(samples), "samples": len(samples),
-                "every": self.every}
+        return {"cores": usable_cores(), "mean": sum(samples) / len(samples), "max": max(samples),
+                "samples": len(samples), "every": self.every}
 
 
 def training_cells(submission):

@@ -77,7 +77,7 @@ class ProbeRun:
     cells: dict = field(default_factory=dict)  # program index -> output (stdout, stderr, error, ...)
     records: dict = field(default_factory=dict)  # task -> [record per case]
     notes: list = field(default_factory=list)  # for the report
-    limits: list = field(default_factory=list)  # every limit reached: {"cell", "kind", "cpu", "wall", "load", "alone"}
+    limits: list = field(default_factory=list)  # every limit reached (supervise.limit_reached): cell, kind, cpu, wall
     seconds: float = 0.0
 
 
@@ -182,13 +182,14 @@ class Clock:
 
 
 def kill(process, job):
-    """Kill the sandbox: its process group (bwrap, whose PID namespace then ends) and its memory group."""
+    """Kill the sandbox: its process group (bwrap, whose PID namespace then ends) and its cgroups."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    if job.cap is not None:
-        cgroups.kill_pids(job.cap.members())
+    for group in dict.fromkeys([job.cap, job.account]):
+        if group is not None:
+            cgroups.kill_pids(group.members())
 
 
 def watch(process, progress, job, clock):
@@ -332,7 +333,7 @@ def attempts(job, run, uid):
     the attempts after it run alone too. That re-run is not counted in MAX_ATTEMPTS.
     """
     skip, alone = [], False
-    for _ in range(MAX_ATTEMPTS + 1):
+    while len(skip) < MAX_ATTEMPTS:
         kills = job.cap.oom_kills() if job.cap else 0
         ended, cell = attempt(job, skip, alone)
         survivors = sandbox.sweep(uid)
@@ -369,7 +370,8 @@ def limit_reached(job, ended, cell, alone, rerun):
         spent = dict(spent, cpu=job.cpu, wall=time.monotonic() - job.begun)
     where = "the whole notebook" if ended == "total" else cell_label(job.program[cell]) if cell >= 0 else \
         "the probe's start"
-    return {"cell": where, "kind": {"timeout": "CPU limit", "backstop": "wall-clock backstop"}.get(ended, "total"),
+    kinds = {"timeout": "CPU limit", "backstop": "wall-clock backstop", "total": "limit for the whole notebook"}
+    return {"cell": where, "kind": kinds[ended],
             "cpu": round(spent["cpu"], 1), "wall": round(spent["wall"], 1), "load": round(spent["load"], 2),
             "waited": round(spent.get("waited", 0.0), 1), "alone": alone,
             "then": "run again alone (the machine was oversubscribed)" if rerun else "stopped"}
