@@ -7,8 +7,9 @@ supervisor asks for, so these tests need neither torch in the sandbox nor a note
 (the /proc meter), and, with root and bubblewrap, in the sandbox with the /proc meter and with the cgroup one.
 No assertion here is about wall-clock time: which limit stopped a cell is what the supervisor records.
 """
-import json
 import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -122,18 +123,44 @@ def test_cpu_of_processes_the_cell_forks_and_kills_is_counted(tmp_path, quick, m
 
 
 def test_a_cell_that_sleeps_is_stopped_by_the_backstop_not_the_cpu_limit(tmp_path, monkeypatch):
+    """However busy the machine, a cell that sleeps was not starved: the backstop stops it once, for good."""
     monkeypatch.setattr(supervise, "GRACE", 0.5)
-    monkeypatch.setattr(cpuclock, "load_per_core", lambda: 0.2)  # an idle machine: nothing to re-run alone for
     run = grade(tmp_path, sandbox.Sandbox("none"), SLEEP, "print('after')")
     (limit,) = run.limits
     assert limit["kind"] == "wall-clock backstop" and limit["cpu"] < 1.0 and limit["then"] == "stopped", limit
     assert "it slept or waited" in run.cells[0]["error"]["evalue"]
 
 
+@pytest.mark.parametrize("waits, spent, starved", [
+    (True, {"cpu": 30.0, "waited": 70.0, "load": 0.5}, True),  # runnable most of the time, on a CPU a third of it
+    (True, {"cpu": 0.1, "waited": 0.2, "load": 6.0}, False),  # asleep on a busy machine
+    (True, {"cpu": 60.0, "waited": 20.0, "load": 3.0}, False),  # got most of what it asked for: it hung later
+    (False, {"cpu": 0.1, "waited": 0.0, "load": 1.5}, True),  # no run-queue waits here: the load decides
+    (False, {"cpu": 0.1, "waited": 0.0, "load": 0.8}, False)])
+def test_a_cell_is_starved_when_it_waited_for_a_cpu_longer_than_it_ran(monkeypatch, waits, spent, starved):
+    monkeypatch.setattr(cpuclock, "WAITS", waits)
+    assert cpuclock.oversubscribed(spent) is starved
+
+
+@pytest.mark.skipif(not cpuclock.WAITS, reason="the kernel reports no run-queue waits (/proc/<pid>/schedstat)")
+def test_run_queue_waits_of_starved_processes_are_measured():
+    """Two busy processes pinned to one CPU: each waits while the other runs, and the meter sees it."""
+    burn = (f"import os, time\nos.sched_setaffinity(0, {{{min(os.sched_getaffinity(0))}}})\n"
+            "end = time.process_time() + 1.0\nwhile time.process_time() < end:\n    pass\n")
+    meter = cpuclock.ProcessMeter(os.getpid())
+    before = meter.read()
+    children = [subprocess.Popen([sys.executable, "-c", burn]) for _ in range(2)]
+    while any(child.poll() is None for child in children):
+        meter.read()
+        threading.Event().wait(0.1)
+    cpu, waited = (after - start for after, start in zip(meter.read(), before))
+    assert cpu > 1.9 and waited > 0.5, (cpu, waited)
+
+
 def test_a_cell_stopped_by_the_backstop_on_a_busy_machine_runs_again_alone(tmp_path, monkeypatch):
-    """The first stop under load is not final: the cell runs again with SOLO held alone, then it is stopped."""
+    """The first stop of a starved cell is not final: it runs again with SOLO held alone, then it is stopped."""
     monkeypatch.setattr(supervise, "GRACE", 0.5)
-    monkeypatch.setattr(cpuclock, "load_per_core", lambda: 5.0)
+    monkeypatch.setattr(cpuclock, "oversubscribed", lambda spent: True)  # as if starved (a sleep stands in)
     alone, original = [], cpuclock.SOLO.alone
     monkeypatch.setattr(cpuclock.SOLO, "alone", lambda: alone.append(True) or original())
     run = grade(tmp_path, sandbox.Sandbox("none"), SLEEP, "print('after')")
