@@ -29,7 +29,7 @@ from .judge import Result, judge, not_graded, prepare_judging, reference_namespa
 from .publish import LAYOUTS, grader_error, publish, write_graded
 from .run import (SandboxUnavailable, UnreadableNotebook, bounded, choose_sandbox, prepare_release, read,
                   release_program, run_submission)
-from .schedule import Progress, grade_all
+from .schedule import LoadSampler, Progress, grade_all, load_warning
 
 
 class UnpackFailed(UnreadableNotebook):
@@ -65,7 +65,8 @@ def grade_one(submission, grading, slot):
         scratch = course.build / "scratch" / submission.student
         program, run, deviations = run_submission(notebook, grading.release, scratch, grading.box, slot)
         verdicts, attention = judge(program, run, grading.judging, grading.release.layout)
-        student_notes, cells, error = ([cut] if cut else []) + deviations + run.notes, run.cells, ""
+        student_notes, cells, error, limits = ([cut] if cut else []) + deviations + run.notes, run.cells, "", \
+            run.limits
         notes += student_notes + attention
     except Exception as failure:  # noqa: BLE001 -- unreadable, or a grader bug: the other submissions go on
         error = flag = str(failure) if isinstance(failure, UnpackFailed) else ""
@@ -73,10 +74,10 @@ def grade_one(submission, grading, slot):
             traceback.print_exc()
             error = flag = grader_error(failure)
         error = error or str(failure)
-        program, cells, student_notes = release_program(grading.release), {}, [error]
+        program, cells, student_notes, limits = release_program(grading.release), {}, [error], []
         verdicts = not_graded(grading.judging, error, flag)
         notes.append(error)
-    result = Result(submission.student, verdicts, notes, error=error)
+    result = Result(submission.student, verdicts, notes, error=error, limits=limits)
     if cut:
         result.flag_all(cut)
     write_graded(course, grading.release, submission, result, program, cells, student_notes)
@@ -148,9 +149,13 @@ def main(argv=None):
     course, box, layouts = setting_up(args)
     submissions = chosen(course, args.student)
     grading, jobs = Grading(course, box), max(1, args.jobs)
-    results = grade_all(submissions, lambda submission, slot: grade_one(submission, grading, slot), jobs,
-                        Progress(len(submissions)))
-    context = {"jobs": jobs, "sandbox": box.warning or "; ".join(box.found), "seconds": time.monotonic() - started}
+    if load_warning(jobs):
+        print(load_warning(jobs), file=sys.stderr, flush=True)
+    with LoadSampler() as load:
+        results = grade_all(submissions, lambda submission, slot: grade_one(submission, grading, slot), jobs,
+                            Progress(len(submissions)))
+    context = {"jobs": jobs, "sandbox": box.warning or "; ".join(box.found), "seconds": time.monotonic() - started,
+               "load": load.summary()}
     problems = publish(course, grading.release, submissions, results, context, args.student, layouts)
     print(f"graded {len(results)} submission(s) of {course.assignment} in {time.monotonic() - started:.0f} s: "
           f"grades.csv, grades_by_task.csv, grading_report_{course.assignment}"

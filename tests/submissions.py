@@ -94,7 +94,13 @@ def scratch_course(folder):
     return folder
 
 
-def collect_and_grade(course, name, submissions, timeout):
+# Seconds after which a test's grading run counts as stuck: a runaway bound, not a speed requirement. Limits count
+# CPU time, so a busy machine changes no score, only the time: 17 transformer submissions take several minutes on an
+# idle 2-core machine, and a load of 8 on 2 cores makes that about four times as long.
+GRADING_RUNAWAY = 3 * 3600
+
+
+def collect_and_grade(course, name, submissions, timeout=GRADING_RUNAWAY):
     """Zip submissions ({student: (file name, notebook, expected)}) as an LMS download, then `grading.collect` and
     `grading.grade --jobs 2` them in course for the assignment name; returns (seconds grading took, its output)."""
     with zipfile.ZipFile(course / "download.zip", "w") as archive:
@@ -140,6 +146,11 @@ def report_sections(text):
     """{student: their notes} from grading_report_<assignment>.md's 'Needs attention' part."""
     part = text.split("## Needs attention", 1)[1].split("## Why tasks failed", 1)[0]
     return {chunk.split(" (", 1)[0].strip(): chunk for chunk in part.split("### ")[1:]}
+
+
+def limits_section(text):
+    """The 'Time limits reached' part of grading_report_<assignment>.md ('' when no limit was reached)."""
+    return text.split("## Time limits reached", 1)[1].split("\n## ", 1)[0] if "## Time limits reached" in text else ""
 
 
 def visible_text(path):

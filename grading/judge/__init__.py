@@ -35,6 +35,7 @@ class Result:
     notes: list = field(default_factory=list)
     seconds: float = 0.0
     error: str = ""  # why it could not be run and judged ('' when it was)
+    limits: list = field(default_factory=list)  # the time limits its probe reached (grading.run's ProbeRun.limits)
 
     @property
     def score(self):

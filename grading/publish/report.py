@@ -86,20 +86,46 @@ def failures_section(results):
     return lines + [""]
 
 
+def load_line(load):
+    """The machine's load while grading ran, from grading.schedule.LoadSampler's summary."""
+    return (f"Load during grading (1-minute load average, sampled every {load['every']:g} s, {load['samples']} "
+            f"samples): mean {load['mean']:.1f}, highest {load['max']:.1f}, on {load['cores']} cores; time limits "
+            "count CPU time, so the load changes no score.")
+
+
+def limits_section(results):
+    """Every submission whose probe reached a time limit: which cell, which limit, the CPU and wall seconds used."""
+    reached = [result for result in results if result.limits]
+    if not reached:
+        return []
+    lines = ["## Time limits reached", "",
+             "A cell's limit counts its CPU time; a wall-clock backstop stops cells that sleep or hang; one stopped "
+             "by the backstop on an oversubscribed machine was run again alone before it could score 0.", ""]
+    for result in reached:
+        for limit in result.limits:
+            lines.append(f"- **{markdown(result.student, 100)}**, {markdown(limit['cell'], 200)}: {limit['kind']} "
+                         f"reached after {limit['cpu']:.0f} s of CPU time in {limit['wall']:.0f} s (load "
+                         f"{limit['load']:.1f} per core{', running alone' if limit['alone'] else ''}): {limit['then']}")
+    return lines + [""]
+
+
 def write_report(path, assignment, results, context):
     """The instructor's report, in Markdown.
 
     Args:
         results: one grading result per submission (student, score, max_score, verdicts, notes, seconds, flags).
-        context: dict with "jobs", "sandbox" (what containment was found, or the warning without it), "seconds" and "problems" (run-level notes).
+        context: dict with "jobs", "sandbox" (what containment was found, or the warning without it), "seconds",
+            "load" (grading.schedule.LoadSampler.summary; optional) and "problems" (run-level notes).
     """
     lines = [f"# Grading report: {assignment}", "",
              f"{len(results)} submission(s) graded on {datetime.now():%Y-%m-%d %H:%M} with {context['jobs']} "
              f"job(s) in {context['seconds']:.0f} s; sandbox: {context['sandbox']}.",
              "Scores come from the grader's own comparison with the reference (hidden tests included); "
-             "nothing a notebook prints or patches changes them.", ""]
+             "nothing a notebook prints or patches changes them."]
+    lines += [load_line(context["load"]), ""] if context.get("load") else [""]
     lines += [f"**{markdown(problem, 2000)}**" for problem in context.get("problems", [])] + [""] \
         if context.get("problems") else []
-    lines += summary_table(results) + [""] + flagged_section(results) + attention_section(results)
+    lines += summary_table(results) + [""] + flagged_section(results) + limits_section(results)
+    lines += attention_section(results)
     lines += failures_section(results)
     path.write_text(encodable("\n".join(lines)), encoding="utf-8")

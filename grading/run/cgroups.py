@@ -1,9 +1,11 @@
-"""A memory cap per probe: a child of this process's own memory cgroup (v1 memory controller, or v2).
+"""A memory cap and a CPU count per probe: children of this process's own cgroups (v1 or v2).
 
 Found from /proc/self/cgroup and /proc/self/mountinfo; used only when a child group can actually be
-created and capped (root, a writable hierarchy, on v2 the memory controller delegated to this group).
+created (root, a writable hierarchy; for a v2 memory cap, the memory controller delegated to this group).
 When the cap is reached the kernel's OOM killer ends a process of that group only; the group's
 own counter says so afterwards, so the grader can name the cause instead of "the process died".
+The CPU count is the kernel's own sum over every process that ever ran in the group (v1 cpuacct.usage,
+v2 cpu.stat usage_usec): a process the student forks, kills or orphans is counted all the same.
 """
 import os
 import signal
@@ -11,8 +13,12 @@ import time
 from pathlib import Path
 
 
-def own_group():
-    """(version, folder of this process's memory cgroup) or (None, None) when there is none to use."""
+def own_group(controller="memory"):
+    """(version, folder of this process's cgroup for controller) or (None, None) when there is none to use.
+
+    controller: "memory" (a v2 group must have it delegated) or "cpuacct" (a v2 group's cpu.stat counts
+    CPU time whether or not the cpu controller is enabled).
+    """
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
         mounts = Path("/proc/self/mountinfo").read_text().splitlines()
@@ -22,15 +28,17 @@ def own_group():
     for line in lines:
         _, controllers, path = line.split(":", 2)
         paths["v2" if controllers == "" else ",".join(sorted(controllers.split(",")))] = path
+    key = next((k for k in paths if k != "v2" and controller in k.split(",")), None)
     for mount in mounts:
         fields = mount.split()
         fstype, options = fields[fields.index("-") + 1], fields[-1].split(",")
         root, point = fields[3], fields[4]
-        key = next((k for k in paths if k != "v2" and "memory" in k.split(",")), None)
-        if fstype == "cgroup" and "memory" in options and key:
+        if fstype == "cgroup" and controller in options and key:
             return "v1", Path(point) / os.path.relpath(paths[key], root)
-        if fstype == "cgroup2" and "v2" in paths and "memory" not in paths:
+        if fstype == "cgroup2" and "v2" in paths and not key:
             folder = Path(point) / os.path.relpath(paths["v2"], root)
+            if controller == "cpuacct":
+                return "v2", folder
             try:  # v2 lets a group with processes of its own cap children only when memory was delegated to it
                 if "memory" in (folder / "cgroup.subtree_control").read_text().split():
                     return "v2", folder
@@ -39,12 +47,59 @@ def own_group():
     return None, None
 
 
-class MemoryCap:
-    """A memory cgroup for one probe slot: create, let processes join, read OOM kills, empty and remove."""
+class Group:
+    """A child cgroup for one probe slot: create, let processes join, list them, read their CPU time, remove."""
+
+    def __init__(self, version, folder):
+        self.version, self.folder = version, folder
+        folder.mkdir()
+
+    @property
+    def procs(self):
+        """The file a process writes its pid to in order to join the group."""
+        return self.folder / "cgroup.procs"
+
+    def members(self):
+        try:
+            return [int(pid) for pid in self.procs.read_text().split()]
+        except (OSError, ValueError):
+            return []
+
+    def threads(self):
+        """Thread ids of the group's processes (for their run-queue waits)."""
+        try:
+            return [int(tid) for tid in (self.folder / ("tasks" if self.version == "v1" else "cgroup.threads"))
+                    .read_text().split()]
+        except (OSError, ValueError):
+            return []
+
+    def cpu_seconds(self):
+        """CPU seconds the group's processes used, dead ones included (None when the group does not count them)."""
+        try:
+            if (self.folder / "cpuacct.usage").exists():
+                return int((self.folder / "cpuacct.usage").read_text()) / 1e9
+            for line in (self.folder / "cpu.stat").read_text().splitlines():
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) / 1e6
+        except (OSError, ValueError):
+            pass
+        return None
+
+    def remove(self):
+        """Kill whatever is left in the group and remove it (a group with processes cannot be removed)."""
+        kill_until_gone(self.members, rounds=50)
+        try:
+            self.folder.rmdir()
+        except OSError:
+            pass
+
+
+class MemoryCap(Group):
+    """A memory cgroup for one probe slot: a Group with a limit, whose OOM kills can be read."""
 
     def __init__(self, version, folder, limit):
-        self.version, self.folder, self.limit = version, folder, limit
-        folder.mkdir()
+        super().__init__(version, folder)
+        self.limit = limit
         if version == "v1":
             (folder / "memory.limit_in_bytes").write_text(str(limit))
             if (folder / "memory.memsw.limit_in_bytes").exists():
@@ -53,11 +108,6 @@ class MemoryCap:
             (folder / "memory.max").write_text(str(limit))
             if (folder / "memory.swap.max").exists():
                 (folder / "memory.swap.max").write_text("0")
-
-    @property
-    def procs(self):
-        """The file a process writes its pid to in order to join the group."""
-        return self.folder / "cgroup.procs"
 
     def oom_kills(self):
         """How many processes the kernel killed for reaching the cap so far."""
@@ -70,33 +120,28 @@ class MemoryCap:
         except (OSError, ValueError):
             return 0
 
-    def members(self):
-        try:
-            return [int(pid) for pid in self.procs.read_text().split()]
-        except (OSError, ValueError):
-            return []
-
-    def remove(self):
-        """Kill whatever is left in the group and remove it (a group with processes cannot be removed)."""
-        kill_until_gone(self.members, rounds=50)
-        try:
-            self.folder.rmdir()
-        except OSError:
-            pass
-
 
 def try_cap(name, limit):
     """A MemoryCap named name under this process's memory cgroup, or (None, why not)."""
-    version, parent = own_group()
+    return _try("memory", name, lambda version, folder: MemoryCap(version, folder, limit))
+
+
+def try_account(name):
+    """A Group named name under this process's cpuacct cgroup (v1) or its v2 group, to count CPU; or (None, why)."""
+    return _try("cpuacct", name, Group)
+
+
+def _try(controller, name, make):
+    version, parent = own_group(controller)
     if version is None:
-        return None, "no memory cgroup controller is mounted for this process"
+        return None, f"no {controller} cgroup controller is mounted for this process"
     try:
         folder = parent / name
         if folder.exists():
             _empty_and_remove(folder)
-        return MemoryCap(version, folder, limit), ""
+        return make(version, folder), ""
     except OSError as error:
-        return None, f"cannot create a memory cgroup under {parent} ({error.strerror})"
+        return None, f"cannot create a {controller} cgroup under {parent} ({error.strerror})"
 
 
 def _empty_and_remove(folder):

@@ -7,7 +7,8 @@ given and check cells of the pristine release. It never sees an expected value: 
 cases.pt and checks.json beside this file and SCRATCH/input/{program.json, resume.json}, writes the start and end of
 each cell to the pipe the grader passes as file descriptor GRADING_PROGRESS_FD, and writes SCRATCH/out/:
 cell_<i>.json (each cell's output) and task_<n>.pt (records of the task's cases, written at its check
-cell). The grader trusts none of it except as data to compare, and keeps the time itself.
+cell). The grader trusts none of it except as data to compare, and keeps the time itself; the probe's own alarm
+(ITIMER_PROF: this process's CPU time, as the grader counts a cell's limit) only stops a cell more gently.
 """
 import importlib
 import json
@@ -24,6 +25,7 @@ import torch  # noqa: E402
 import recipes  # noqa: E402
 
 _save, _replace, _dumps, _open = torch.save, os.replace, json.dumps, os.open  # captured before student code runs
+THREADS = int(os.environ.get("GRADING_THREADS", "1"))  # read before student code runs
 TEXT_LIMIT = 20_000
 LINE_LIMIT = 2000  # characters of a source line in a traceback: a cell's output stays far below the grader's 1 MB
 WATCHED = {"torch": ("allclose", "equal", "isclose", "save", "load"), "torch.testing": ("assert_close",),
@@ -40,6 +42,11 @@ class CellTimeout(BaseException):
 
 def on_alarm(signum, frame):
     raise CellTimeout("the cell ran past its time limit and was stopped")
+
+
+def alarm(seconds):
+    """Raise CellTimeout once this process has used `seconds` of CPU time per thread it may use (0: no alarm)."""
+    signal.setitimer(signal.ITIMER_PROF, seconds * THREADS)
 
 
 def one_line(error):
@@ -139,7 +146,7 @@ class Probe:
 def record_cases(recipes_of_task, objects, namespace, names, seconds):
     """One record per case, within `seconds` in all; after a case runs out of time the rest are not run."""
     records = []
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    alarm(seconds)
     try:
         for recipe in recipes_of_task:
             try:
@@ -152,7 +159,7 @@ def record_cases(recipes_of_task, objects, namespace, names, seconds):
     except CellTimeout:
         pass  # fired between two cases: the rest count as not run
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        alarm(0)
     stopped = "not run: an earlier test of this task ran past the time limit"
     return records + [{"error": stopped}] * (len(recipes_of_task) - len(records))
 
@@ -178,12 +185,12 @@ def make_shell():
 def execute(shell, source, limit):
     """Run one cell with a time limit; its stdout, stderr, displays and error as plain data."""
     from IPython.utils.capture import capture_output
-    signal.setitimer(signal.ITIMER_REAL, max(limit, 1))
+    alarm(max(limit, 1))
     try:
         with capture_output(display=True) as captured:
             result = shell.run_cell(source, store_history=False)
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        alarm(0)
         close_figures()
     error = result.error_before_exec or result.error_in_exec
     displays = [out.data.get("text/plain", "") for out in captured.outputs if isinstance(out.data, dict)]
@@ -231,7 +238,8 @@ def quiet_live_plots():
 
 def main(scratch):
     signal.signal(signal.SIGALRM, on_alarm)
-    torch.set_num_threads(int(os.environ.get("GRADING_THREADS", "1")))
+    signal.signal(signal.SIGPROF, on_alarm)
+    torch.set_num_threads(THREADS)
     quiet_live_plots()
     os.chdir(os.path.join(scratch, "work"))
     Probe(scratch).run()

@@ -7,7 +7,8 @@ private /tmp and /run; no network, IPC or UTS of the host; a new session (no TIO
 grader's terminal). The end of the sandbox's PID namespace kills every process in it, and it dies
 with the grader (--die-with-parent). Inside, setpriv drops to the job slot's own uid with no groups,
 no capabilities and no_new_privs. Outside, the scratch folder is a size-capped tmpfs, memory is
-capped by a cgroup (else RLIMIT_AS), and RLIMIT_CPU, NPROC, FSIZE, NOFILE and CORE are set.
+capped by a cgroup (else RLIMIT_AS), CPU time is counted by a cgroup (else from /proc, cpuclock.py),
+and RLIMIT_CPU, NPROC, FSIZE, NOFILE and CORE are set.
 "none" (only with --sandbox none): a plain child process; student code can read what this user can.
 """
 import fcntl
@@ -23,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cgroups
+from . import cgroups, cpuclock
 
 FIRST_UID = 62000  # one uid per job slot, so no probe can touch another's files or processes
 SLOTS = 1000  # uids FIRST_UID .. FIRST_UID + SLOTS - 1, shared by every grading run on this machine
@@ -47,6 +48,7 @@ class Sandbox:
     scratch: int = GIB  # bytes of the scratch tmpfs
     cpu: int = 1500  # CPU seconds per probe process (the watchdog's wall clock normally ends it first)
     cgroup: tuple = (None, None)  # (version, folder) of this process's memory cgroup, when usable
+    cpuacct: tuple = (None, None)  # (version, folder) of the cgroup under which a probe's CPU time is counted
     found: list = field(default_factory=list)  # what `make grade` prints about containment
     warning: str = ""
 
@@ -99,14 +101,39 @@ def choose(requested="auto", memory_gib=4.0, scratch_gib=1.0):
         why = why or "no memory cgroup controller is mounted for this process"
     else:
         cap.remove()
+    box.cpuacct = cpu_accounting(box)
     box.found = [f"containment: {version} at {shutil.which('bwrap')}: own mount, PID, network, IPC and UTS "
                  "namespaces; an unprivileged uid per job",
                  f"memory: {memory_gib:g} GiB per submission, " + (
                      f"by a cgroup {box.cgroup[0]} memory group under {box.cgroup[1]}" if box.cgroup[0] else
                      f"by RLIMIT_AS only ({why}; mount the memory cgroup controller for an exact cap)"),
                  f"disk: {scratch_gib:g} GiB tmpfs scratch per submission, deleted once read; "
-                 f"CPU: {box.cpu} s per process"]
+                 f"CPU: {box.cpu} s per process",
+                 "time limits: CPU time, counted " + (
+                     f"by a cgroup {box.cpuacct[0]} group under {box.cpuacct[1]}" if box.cpuacct[0] else
+                     "from /proc/<pid>/stat of the sandbox's processes (no cpuacct cgroup to use)") +
+                 f"; a wall-clock backstop at {cpuclock.BACKSTOP:g} times a cell's limit"]
     return box
+
+
+def cpu_accounting(box):
+    """(version, folder) under which a group counting a probe's CPU time can be made and joined, or (None, None).
+
+    On cgroup v2 the memory cap's own group counts CPU time too (a process is in one v2 group only).
+    """
+    if box.cgroup[0] == "v2":
+        return box.cgroup
+    account, _ = cgroups.try_account(f"grading-check-cpu-{os.getpid()}")
+    if account is None:
+        return None, None
+    try:
+        joined = subprocess.run(["/bin/sh", "-c", 'echo $$ > "$0"', str(account.procs)], capture_output=True,
+                                timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        joined = False
+    counts = account.cpu_seconds() is not None
+    account.remove()
+    return (account.version, account.folder.parent) if joined and counts else (None, None)
 
 
 def python_folders():
@@ -180,7 +207,7 @@ def bwrap_arguments(scratch, runtime):
                    "--chdir", str(INSIDE / "scratch" / "work")], setpriv
 
 
-def command(box, scratch, runtime, slot, threads, cgroup_procs=None):
+def command(box, scratch, runtime, slot, threads, cgroup_procs=()):
     """(argv, env, cwd) that start the probe of one submission in its scratch folder.
 
     Args:
@@ -189,20 +216,26 @@ def command(box, scratch, runtime, slot, threads, cgroup_procs=None):
         runtime: the folder with probe.py, recipes.py, cases.pt, checkers/ and course_lib/.
         slot: which concurrent probe this is (0 .. jobs-1), for its own uid.
         threads: torch threads for the probe.
-        cgroup_procs: the memory cgroup's cgroup.procs, joined before anything else starts.
+        cgroup_procs: the cgroup.procs files of the memory and CPU groups, joined before anything else starts.
     """
     if box.mode == "none":
         probe = [sys.executable, "-I", str(runtime / "probe.py"), str(scratch)]
-        return probe, probe_environment(scratch, threads), str(scratch / "work")
+        return joining(cgroup_procs, probe), probe_environment(scratch, threads), str(scratch / "work")
     uid = FIRST_UID + slot
     argv, setpriv = bwrap_arguments(scratch, runtime)
     drop = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
             "--bounding-set=-all", "--no-new-privs", "--"]
     probe = [sys.executable, "-I", str(INSIDE / "runtime" / "probe.py"), str(INSIDE / "scratch")]
     argv = ["prlimit", *box.limits(), "--", *argv, "--", *drop, *probe]
-    if cgroup_procs:  # the shell joins the group, then becomes prlimit, which becomes bwrap: all inside the cap
-        argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup_procs), *argv]
-    return argv, probe_environment(INSIDE / "scratch", threads), str(scratch)
+    return joining(cgroup_procs, argv), probe_environment(INSIDE / "scratch", threads), str(scratch)
+
+
+def joining(cgroup_procs, argv):
+    """argv started by a shell that first joins each group: it becomes prlimit, which becomes bwrap, all inside."""
+    if not cgroup_procs:
+        return argv
+    join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
+    return ["/bin/sh", "-c", join, "join", *map(str, cgroup_procs), "--", *argv]
 
 
 def is_mount(path):

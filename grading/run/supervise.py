@@ -2,15 +2,18 @@
 
 The probe reports when each cell starts through a pipe; student code can write to it too, so events only
 say which cell the probe claims to have reached, never how long it may take. The clock is the
-supervisor's: an attempt's deadline is set when the next cell of the program (in order, none
-skipped, none twice) starts, to that moment plus the cell's limit and a grace; an "end" event
-stops no clock. A fake start can only spend the limits of cells that follow, never add time, and
-MAX_TOTAL bounds all attempts from this side (a timer thread kills the sandbox even if reading
-stalls). A cell that runs past its deadline, or a process that dies inside a cell (os._exit, a
-crash, the memory cap), gets the whole sandbox killed; the probe then starts again without that
-cell, skipping tasks already recorded, at most MAX_ATTEMPTS times. The "done" event (counted only once the
-program's last cell has started) ends an attempt at once and the sandbox is killed: threads or atexit handlers
-the notebook left are never waited for. Everything read back is
+supervisor's, and counts CPU time (cpuclock.py: the sandbox's cgroup, or /proc, read from outside): when
+the next cell of the program (in order, none skipped, none twice) starts, the cell may use its limit plus
+a grace in CPU seconds (times the probe's threads), and a wall-clock backstop of cpuclock.BACKSTOP times
+its limit stops it if it sleeps or hangs; an "end" event stops no clock. A fake start can only spend the
+limits of cells that follow, never add time, and MAX_TOTAL bounds all attempts from this side (a timer
+thread kills the sandbox at its wall-clock backstop even if reading stalls). A cell that runs past its
+limit, or a process that dies inside a cell (os._exit, a crash, the memory cap), gets the whole sandbox
+killed; the probe then starts again without that cell, skipping tasks already recorded, at most
+MAX_ATTEMPTS times. A cell stopped by the backstop while the machine was oversubscribed is first run
+again alone (no other probe of this grading run meanwhile). The "done" event (counted only once the
+program's last cell has started) ends an attempt at once and the sandbox is killed: threads or atexit
+handlers the notebook left are never waited for. Everything read back is
 untrusted: events are read without blocking and size-capped; files as regular files only (no links,
 FIFOs or devices), opened without blocking, size-capped,
 tensors loaded with weights_only=True. The scratch folder is deleted once read.
@@ -29,14 +32,14 @@ from pathlib import Path
 
 import torch
 
-from . import cgroups, sandbox
+from . import cgroups, cpuclock, sandbox
 from .match import DEFINES
 from .program import cell_label
 
-GRACE = 10.0  # seconds past a cell's limit before the sandbox is killed
-STARTUP = 90.0  # seconds for the probe to start (torch, IPython) and reach its first cell
+GRACE = 10.0  # seconds past a cell's limit before the sandbox is killed (CPU seconds per thread; on the backstop, wall)
+STARTUP = 90.0  # CPU seconds per thread for the probe to start (torch, IPython) and reach its first cell
 MAX_ATTEMPTS = 4
-MAX_TOTAL = 1200.0  # seconds for all attempts of one submission
+MAX_TOTAL = 1200.0  # CPU seconds per thread for all attempts of one submission (wall-clock backstop: BACKSTOP times)
 MAX_FILE = 256 << 20
 MAX_CELL = 1 << 20  # a cell's output as the probe writes it (two streams of 20,000 characters, five displays) is less
 MAX_PICKLE = 1 << 20  # the pickle in a task file (records of tensors by reference: about 12 kB for 33 cases)
@@ -56,7 +59,12 @@ class Job:
     threads: int = 1
     deadline: float = 0.0
     cap: object = None  # the memory cgroup (grading/run/cgroups.py), when there is one
+    account: object = None  # the cgroup that counts the sandbox's CPU time, when there is one
     used: int = 0  # most bytes the scratch folder held after an attempt
+    cpu: float = 0.0  # CPU seconds the sandbox used in the attempts before this one
+    meter: object = None  # this attempt's cpuclock meter
+    stopped: dict = None  # what the last cell stopped at a limit had used: cpu, wall, waited, load
+    begun: float = 0.0  # when grading this submission began (time.monotonic())
 
     def recorded_tasks(self):
         """Tasks whose records the probe has written so far."""
@@ -71,6 +79,7 @@ class ProbeRun:
     cells: dict = field(default_factory=dict)  # program index -> output (stdout, stderr, error, ...)
     records: dict = field(default_factory=dict)  # task -> [record per case]
     notes: list = field(default_factory=list)  # for the report
+    limits: list = field(default_factory=list)  # every limit reached (supervise.limit_reached): cell, kind, cpu, wall
     seconds: float = 0.0
     endings: list = field(default_factory=list)  # how each attempt ended ("done": torn down at the "done" event)
 
@@ -126,21 +135,34 @@ class Progress:
 
 
 class Clock:
-    """The supervisor's clock for one attempt: which cell runs, and when the attempt must end."""
+    """The supervisor's clock for one attempt: which cell runs, and the CPU and wall-clock time it may still take.
 
-    def __init__(self, program, skip, started):
-        self.program, self.skip = program, set(skip)
+    Args:
+        used: the meter's (CPU seconds, run-queue seconds) when the attempt started.
+        threads: the threads the probe may use: CPU time of several threads adds up, so a cell's CPU limit is
+            its limit times threads (the same as comparing its CPU time divided by threads with its limit).
+    """
+
+    def __init__(self, program, skip, started, used=(0.0, 0.0), threads=1):
+        self.program, self.skip, self.threads = program, set(skip), threads
         self.top, self.ended, self.done = -1, set(), False
-        self.deadline = started + STARTUP
+        self.begin(started, used, STARTUP)
+
+    def begin(self, now, used, limit):
+        """A cell (or the probe's start) begins now: its CPU limit and its wall-clock backstop count from here."""
+        self.started, self.used, self.loads = now, tuple(used), []
+        self.cpu_deadline = used[0] + (limit + GRACE) * self.threads
+        self.deadline = now + cpuclock.BACKSTOP * limit + GRACE
 
     def next_cell(self):
         return next((i for i in range(self.top + 1, len(self.program)) if i not in self.skip), None)
 
-    def see(self, event, now):
-        """Take one event into account: only the start of the next cell moves the deadline."""
+    def see(self, event, now, used=(0.0, 0.0)):
+        """Take one event into account: only the start of the next cell moves the deadlines."""
         kind, cell = event.get("event"), event.get("cell")
         if kind == "start" and isinstance(cell, int) and cell == self.next_cell():
-            self.top, self.deadline = cell, now + self.program[cell].limit + GRACE
+            self.top = cell
+            self.begin(now, used, self.program[cell].limit)
         elif kind == "end" and cell == self.top:
             self.ended.add(cell)
         elif kind == "done" and self.next_cell() is None:
@@ -151,33 +173,47 @@ class Clock:
         """The cell the probe is in, as far as the clock knows (-1: between cells or before the first)."""
         return self.top if self.top >= 0 and self.top not in self.ended else -1
 
+    def expired(self, now, used):
+        """"timeout" past the cell's CPU limit, "backstop" past its wall-clock backstop, else None."""
+        return "timeout" if used[0] > self.cpu_deadline else "backstop" if now > self.deadline else None
+
+    def spent(self, now, used):
+        """What the current cell used so far: CPU, wall and run-queue seconds, and the mean load per core."""
+        load = sum(self.loads) / len(self.loads) if self.loads else cpuclock.load_per_core()
+        return {"cpu": used[0] - self.used[0], "wall": now - self.started, "waited": used[1] - self.used[1],
+                "load": load}
+
 
 def kill(process, job):
-    """Kill the sandbox: its process group (bwrap, whose PID namespace then ends) and its memory group."""
+    """Kill the sandbox: its process group (bwrap, whose PID namespace then ends) and its cgroups."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    if job.cap is not None:
-        cgroups.kill_pids(job.cap.members())
+    for group in dict.fromkeys([job.cap, job.account]):
+        if group is not None:
+            cgroups.kill_pids(group.members())
 
 
 def watch(process, progress, job, clock):
-    """Follow one attempt until it finishes: ("done" | "died" | "timeout" | "total", cell index or -1)."""
+    """Follow one attempt until it finishes: ("done" | "died" | "timeout" | "backstop" | "total", cell or -1)."""
     while True:
         finished = process.poll() is not None  # before reading, so the last events of a finished probe are seen
         events = progress.events()
-        now = time.monotonic()
+        now, used = time.monotonic(), job.meter.read()
         for event in events:
-            clock.see(event, now)
+            clock.see(event, now, used)
         if finished or clock.done:  # done: the last records are written; what the notebook left running is not
             return ("done" if clock.done else "died"), clock.current  # waited for (attempt's finally kills it)
-        if now > job.deadline:
+        clock.loads.append(cpuclock.load_per_core())
+        job.stopped = clock.spent(now, used)
+        if now > job.deadline or job.cpu + used[0] > MAX_TOTAL * job.threads:
             kill(process, job)
             return "total", clock.top
-        if now > clock.deadline:
+        ended = clock.expired(now, used)
+        if ended:
             kill(process, job)
-            return "timeout", clock.top
+            return ended, clock.top
         time.sleep(0.2)
 
 
@@ -193,7 +229,12 @@ def resume_plan(program, skip, done_tasks):
 
 STOPPED = {
     "timeout": ("CellTimeoutError",
-                "the cell ran past its {limit:.0f} s limit and was stopped; grading went on without it"),
+                "the cell ran past its {limit:.0f} s limit of CPU time ({cpu:.0f} CPU s in {wall:.0f} s) and was "
+                "stopped; grading went on without it"),
+    "backstop": ("CellTimeoutError",
+                 "the cell ran past its {limit:.0f} s limit: it was still running after {wall:.0f} s, "
+                 f"{cpuclock.BACKSTOP:g} times its limit, having used {{cpu:.0f}} s of CPU time (it slept or waited),"
+                 " and was stopped; grading went on without it"),
     "died": ("KernelDied", "the Python process exited while running this cell (os._exit, a crash, a signal), or the "
                            "cell tampered with the probe's progress log; grading went on without it"),
     "disk": ("DiskFull", "the cell filled the sandbox's {disk:g} GiB scratch space, so the probe could not write its "
@@ -203,19 +244,30 @@ STOPPED = {
 }
 
 
-def stopped_output(kind, cell, box):
+def stopped_output(kind, cell, box, spent=None):
+    """The output of a cell the supervisor stopped; spent: what it used (cpu, wall seconds), for the limits."""
     ename, text = STOPPED[kind]
-    evalue = text.format(limit=cell.limit, memory=box.memory / sandbox.GIB, disk=box.scratch / sandbox.GIB)
-    return {"stdout": "", "stderr": "", "displays": [], "tampered": [], "seconds": cell.limit,
+    spent = spent or {"cpu": 0.0, "wall": cell.limit}
+    evalue = text.format(limit=cell.limit, memory=box.memory / sandbox.GIB, disk=box.scratch / sandbox.GIB,
+                         cpu=spent["cpu"], wall=spent["wall"])
+    return {"stdout": "", "stderr": "", "displays": [], "tampered": [], "seconds": round(spent["wall"], 3),
             "error": {"ename": ename, "evalue": evalue, "frames": []}}
 
 
-def attempt(job, skip):
+def attempt(job, skip, alone=False):
+    """Start the probe once with these cells skipped, alone or beside other probes; (how it ended, cell index)."""
+    waiting = time.monotonic()
+    with cpuclock.SOLO.alone() if alone else cpuclock.SOLO.shared():
+        job.deadline += time.monotonic() - waiting  # time spent waiting for other probes is not this submission's
+        return run_attempt(job, skip)
+
+
+def run_attempt(job, skip):
     """Start the probe once with these cells skipped; (how it ended, cell index)."""
     plan = resume_plan(job.program, skip, sorted(job.recorded_tasks()))
     (job.scratch / "input" / "resume.json").write_text(json.dumps({"skip": plan}))
-    argv, env, cwd = sandbox.command(job.box, job.scratch, job.runtime, job.slot, job.threads,
-                                     job.cap.procs if job.cap else None)
+    groups = [group.procs for group in dict.fromkeys([job.cap, job.account]) if group is not None]
+    argv, env, cwd = sandbox.command(job.box, job.scratch, job.runtime, job.slot, job.threads, groups)
     reader, writer = os.pipe()  # the progress channel: a cell can write to it, but not replace or block it
     try:
         with open(job.scratch / "probe.log", "ab") as log:
@@ -224,22 +276,26 @@ def attempt(job, skip):
                                        pass_fds=(writer,))
     finally:
         os.close(writer)
+    job.meter = cpuclock.GroupMeter(job.account) if job.account else \
+        cpuclock.ProcessMeter(process.pid, sandbox.uid_of(job.box, job.slot))
     watchdog = threading.Timer(max(0.0, job.deadline - time.monotonic()) + 5, kill, (process, job))
     watchdog.daemon = True
     watchdog.start()  # the total limit holds even if watching stalls
     try:
-        return watch(process, Progress(reader), job, Clock(job.program, plan, time.monotonic()))
+        clock = Clock(job.program, plan, time.monotonic(), job.meter.read(), job.threads)
+        return watch(process, Progress(reader), job, clock)
     finally:
         watchdog.cancel()
         kill(process, job)  # whatever is left of a finished probe
         process.wait()
         os.close(reader)
+        job.cpu += job.meter.read()[0]
 
 
 def run_probe(job):
     """Run a submission's probe, restarting past cells that hang or kill it; return what it recorded."""
     started, run = time.monotonic(), ProbeRun()
-    job.deadline = started + MAX_TOTAL
+    job.begun, job.deadline = started, started + cpuclock.BACKSTOP * MAX_TOTAL
     uid = sandbox.uid_of(job.box, job.slot)
     left = sandbox.sweep(uid, settle=0)
     if left:
@@ -248,6 +304,7 @@ def run_probe(job):
     sandbox.prepare_scratch(job.scratch, job.box, job.slot, job.runtime / "mpl")
     if job.box.cgroup[0]:
         job.cap, _ = cgroups.try_cap(f"grading-{os.getpid()}-{job.slot}", job.box.memory)
+    job.account = cpu_account(job)
     try:
         (job.scratch / "input" / "program.json").write_text(json.dumps([asdict(cell) for cell in job.program]))
         attempts(job, run, uid)
@@ -256,18 +313,32 @@ def run_probe(job):
     finally:
         keep_log(job, run.endings)
         sandbox.release_scratch(job.scratch)
-        if job.cap is not None:
-            job.cap.remove()
+        for group in dict.fromkeys([job.cap, job.account]):
+            if group is not None:
+                group.remove()
     run.seconds = time.monotonic() - started
     return run
 
 
+def cpu_account(job):
+    """The cgroup that counts the sandbox's CPU time: the memory cap's own on v2, else a cpuacct group; or None."""
+    if job.cap is not None and job.cap.cpu_seconds() is not None:
+        return job.cap
+    if not job.box.cpuacct[0]:
+        return None
+    return cgroups.try_account(f"grading-cpu-{os.getpid()}-{job.slot}")[0]
+
+
 def attempts(job, run, uid):
-    """Attempts until the probe finishes, restarting past each stopped cell; notes say what was stopped."""
-    skip = []
-    for _ in range(MAX_ATTEMPTS):
+    """Attempts until the probe finishes, restarting past each stopped cell; notes say what was stopped.
+
+    A cell stopped by the backstop while the machine was oversubscribed runs again, once per submission, alone;
+    the attempts after it run alone too. That re-run is not counted in MAX_ATTEMPTS.
+    """
+    skip, alone = [], False
+    while len(skip) < MAX_ATTEMPTS:
         kills = job.cap.oom_kills() if job.cap else 0
-        ended, cell = attempt(job, skip)
+        ended, cell = attempt(job, skip, alone)
         run.endings.append(ended)
         survivors = sandbox.sweep(uid)
         if survivors:
@@ -275,23 +346,47 @@ def attempts(job, run, uid):
         job.used = max(job.used, sandbox.scratch_usage(job.scratch))
         if ended == "done":
             return
+        rerun = ended == "backstop" and cell >= 0 and not alone and cpuclock.oversubscribed(job.stopped)
+        if ended in ("timeout", "backstop", "total"):
+            run.limits.append(limit_reached(job, ended, cell, alone, rerun))
         if cell < 0 or ended == "total":
             run.notes.append(probe_failure(job, ended))
             return
+        if rerun:  # the machine starved it: no note for the student, the report's limits section says so
+            alone = True
+            sandbox.reset_scratch(job.scratch, job.box, job.slot, job.runtime / "mpl")
+            continue
         full = job.box.mode == "bwrap" and sandbox.scratch_usage(job.scratch) >= 0.9 * job.box.scratch
-        kind = "timeout" if ended == "timeout" else \
+        kind = ended if ended in ("timeout", "backstop") else \
             "memory" if job.cap and job.cap.oom_kills() > kills else "disk" if full else "died"
-        run.cells[cell] = stopped_output(kind, job.program[cell], job.box)
+        run.cells[cell] = stopped_output(kind, job.program[cell], job.box, job.stopped)
         run.notes.append(f"{cell_label(job.program[cell])}: {run.cells[cell]['error']['evalue']}")
         skip.append(cell)
         sandbox.reset_scratch(job.scratch, job.box, job.slot, job.runtime / "mpl")
     run.notes.append(f"grading gave up after {MAX_ATTEMPTS} stopped cells; cells not reached count as not run")
 
 
+def limit_reached(job, ended, cell, alone, rerun):
+    """The report's entry for a limit reached: which cell (or the whole notebook), the CPU and wall seconds, the
+    load per core, whether the probe ran alone, and what followed."""
+    spent = job.stopped or {"cpu": 0.0, "wall": 0.0, "load": cpuclock.load_per_core()}
+    if ended == "total":
+        spent = dict(spent, cpu=job.cpu, wall=time.monotonic() - job.begun)
+    where = "the whole notebook" if ended == "total" else cell_label(job.program[cell]) if cell >= 0 else \
+        "the probe's start"
+    kinds = {"timeout": "CPU limit", "backstop": "wall-clock backstop", "total": "limit for the whole notebook"}
+    return {"cell": where, "kind": kinds[ended],
+            "cpu": round(spent["cpu"], 1), "wall": round(spent["wall"], 1), "load": round(spent["load"], 2),
+            "waited": round(spent.get("waited", 0.0), 1), "alone": alone,
+            "then": "run again alone (the machine was oversubscribed)" if rerun else "stopped"}
+
+
 def probe_failure(job, ended):
     """A note for an attempt that ended outside any cell (the sandbox failed, or the total limit)."""
     if ended == "total":
-        return f"grading stopped after {MAX_TOTAL:.0f} s in all; cells not reached count as not run"
+        return (f"grading stopped at the limit for the whole notebook ({MAX_TOTAL * job.threads:.0f} s of CPU time, "
+                f"{cpuclock.BACKSTOP * MAX_TOTAL:.0f} s of wall-clock time) after {job.cpu:.0f} s of CPU time; "
+                "cells not reached count as not run")
     log = (read_untrusted(job.scratch / "probe.log", max(0, log_size(job) - MAX_LOG), MAX_LOG) or b"")
     lines = log.decode(errors="replace").strip().splitlines()
     return "the probe stopped outside any cell: " + (lines[-1][:200] if lines else "no output")

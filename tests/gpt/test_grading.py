@@ -143,7 +143,7 @@ def submissions():
 def graded(tmp_path_factory):
     """(course folder, seconds grading took, its output) after collect + grade --jobs 2 of the gpt submissions."""
     course = scratch_course(tmp_path_factory.mktemp("course"))
-    seconds, output = collect_and_grade(course, NAME, submissions(), timeout=900)
+    seconds, output = collect_and_grade(course, NAME, submissions())
     return course, seconds, output
 
 

@@ -1,4 +1,4 @@
-"""Checks are instant: 1-5 and 7 on the reference within 1 s, 6 and 8 on a perfect model within 10 s.
+"""Checks are instant: 1-5 and 7 on the reference within 1 s, 6 and 8 on a perfect model within 10 s (CPU time).
 
 Each check runs once to warm up (imports, first allocations), then five timed times; every timed run
 must be within the limit. `pytest -s` prints the median and maximum.

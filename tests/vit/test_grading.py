@@ -94,7 +94,7 @@ def submissions():
 def graded(tmp_path_factory):
     """(course folder, seconds grading took, its output) after collect + grade --jobs 2 of the vit submissions."""
     course = scratch_course(tmp_path_factory.mktemp("course"))
-    seconds, output = collect_and_grade(course, NAME, submissions(), timeout=900)
+    seconds, output = collect_and_grade(course, NAME, submissions())
     return course, seconds, output
 
 

@@ -1,0 +1,45 @@
+"""An honest full solution graded beside two CPU hogs keeps full marks: limits count CPU time, not the machine's load.
+
+The hogs (`python -c "while True: pass"`, started here) take two cores' worth of CPU for the whole run, on top of
+whatever else the machine runs; the transformer's full solution (its two training cells use about 35 and 6 s of CPU
+time on a 2-core machine, of 300 s limits) is collected and graded with `grade --jobs 2`. The report must give the
+load it was graded under and name no CPU limit reached. Select it with `pytest -m grading`.
+"""
+import subprocess
+import sys
+
+import pytest
+
+from course_paths import NAME, POINTS, SOURCE
+from grading.run.notebook import read
+from submissions import collect_and_grade, limits_section, scratch_course, seconds_per_submission, wrong_scores
+
+HOG = "while True: pass"
+
+
+@pytest.fixture(scope="module")
+def graded_beside_hogs(tmp_path_factory):
+    """(course, submissions, grade's output) after grading the full solution with two CPU hogs running."""
+    course = scratch_course(tmp_path_factory.mktemp("loaded"))
+    submissions = {"honest": ("honest_transformer.ipynb", read(SOURCE), dict(POINTS))}
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(2)]
+    try:
+        _, output = collect_and_grade(course, NAME, submissions)
+        assert all(hog.poll() is None for hog in hogs)  # they ran the whole time
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    return course, submissions, output
+
+
+@pytest.mark.grading
+def test_an_honest_solution_beside_cpu_hogs_keeps_full_marks(graded_beside_hogs):
+    course, submissions, output = graded_beside_hogs
+    assert not wrong_scores(course, NAME, submissions)
+    report = (course / f"grading_report_{NAME}.md").read_text()
+    limits = limits_section(report)
+    load = [line for line in report.splitlines() if line.startswith("Load during grading (1-minute load average")]
+    print(f"\nbeside two hogs: {seconds_per_submission(output)} s; {load}\n{limits}")
+    assert load
+    assert "CPU limit" not in limits and "whole notebook" not in limits
