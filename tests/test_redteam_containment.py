@@ -11,6 +11,7 @@ end-to-end ones need root and bubblewrap and are skipped with the reason otherwi
 (`pytest -rs` shows it). Select them with `pytest -m grading tests/test_redteam_containment.py`.
 """
 import copy
+import fcntl
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -279,14 +281,29 @@ def test_nothing_got_out(redteam):
         listener.accept()  # nobody connected to the host
 
 
+def held_by_another_run(slot):
+    """Whether another grading run on this machine holds the slot's lease now (its processes are its own), else
+    processes of the slot's uid are left over from the runs before (sandbox.lease_slots: one flock per slot)."""
+    folder = sandbox.LOCKS if os.access(sandbox.LOCKS.parent, os.W_OK) else Path(tempfile.gettempdir()) / \
+        sandbox.LOCKS.name
+    with open(folder / f"uid-{sandbox.FIRST_UID + slot}.lock", "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
 @needs_bwrap
 @pytest.mark.grading
 def test_no_process_outlives_grading(redteam):
     """setsid, ignored signals, threads up to the uid's limit, a fork bomb: nothing of the sandbox users is left."""
     course, _, _, _, _ = redteam
     assert "survivor threads:" in rendered_text(course, "survivor")
-    for slot in range(2):
-        assert sandbox.processes_of(sandbox.FIRST_UID + slot) == [], f"slot {slot}: processes left"
+    for slot in range(8):  # the run took the lowest free slots: these, unless six other runs hold slots now
+        left = sandbox.processes_of(sandbox.FIRST_UID + slot)
+        assert not left or held_by_another_run(slot), f"slot {slot}: processes {left} left"
     forks = int(re.search(r"forks: (\d+)", rendered_text(course, "forkbomb")).group(1))
     assert 10 < forks < 520  # it forked, and RLIMIT_NPROC stopped it
 
@@ -462,7 +479,7 @@ def test_watchdog_bounds_a_submission_that_keeps_claiming_progress(tmp_path, mon
     run = supervise.run_probe(job)
     assert any("grading stopped at the limit for the whole notebook (3 s of CPU time" in note for note in run.notes)
     (limit,) = run.limits
-    assert limit["cell"] == "the whole notebook" and limit["wall"] > supervise.cpuclock.BACKSTOP * 3.0, limit
+    assert limit["cell"] == "the whole notebook" and limit["wall"] >= supervise.cpuclock.BACKSTOP * 3.0, limit
     assert not job.scratch.exists() and (tmp_path / "logs" / "someone.log").is_file()
 
 
