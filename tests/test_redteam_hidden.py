@@ -1,0 +1,100 @@
+"""Red team (issue 22's hidden cases): attacks no issue listed, each held by a mechanism tested here at unit level.
+
+- Cells that each sleep just under their wall-clock backstop: no CPU, so no CPU limit stops them, and each cell's
+  backstop (3 x its limit) let a notebook of them hold a grading slot for the whole notebook's backstop (an hour).
+  Now a submission may idle (neither run nor wait for a CPU) MAX_IDLE seconds in all; after that a cell that idles
+  GRACE seconds more is stopped as one that slept (grading/run/supervise.py).
+- A saved model too large for the grader to read (sizes far beyond the task's defaults): it was reported as "records
+  could not be read: possible tampering"; now the task says the size and is flagged for a person without that claim.
+"""
+import os
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from grading.judge import unreadable_records
+from grading.judge.score import Verdict
+from grading.run import cpuclock, supervise
+
+
+class StillMeter:
+    """A sandbox that never runs: its CPU and run-queue seconds stay at 0."""
+
+    def read(self):
+        return 0.0, 0.0
+
+
+class BusyMeter:
+    """A sandbox whose one thread is always running or waiting for a CPU (a starved or working cell)."""
+
+    def __init__(self):
+        self.started = supervise.time.monotonic()
+
+    def read(self):
+        elapsed = supervise.time.monotonic() - self.started
+        return elapsed * 0.1, elapsed * 0.9  # 10% running, 90% queued: a machine loaded 10 x over
+
+
+def watched(meter, monkeypatch, seconds=4.0):
+    """How watch() ends a sandbox (a `sleep`) that is in its first cell, of 20 s, under meter, with MAX_IDLE = 1 s."""
+    monkeypatch.setattr(supervise, "MAX_IDLE", 1.0)
+    monkeypatch.setattr(supervise, "GRACE", 0.5)
+    monkeypatch.setattr(cpuclock, "WAITS", True)
+    program = [SimpleNamespace(limit=20.0)]
+    job = SimpleNamespace(meter=meter, cpu=0.0, threads=1, deadline=supervise.time.monotonic() + 600, idle=0.0,
+                          stopped=None, cap=None, account=None)
+    reader, writer = os.pipe()
+    os.write(writer, b'{"event": "start", "cell": 0}\n')
+    process = subprocess.Popen(["sleep", str(seconds)], start_new_session=True)
+    try:
+        clock = supervise.Clock(program, [], supervise.time.monotonic(), meter.read())
+        return supervise.watch(process, supervise.Progress(reader), job, clock), job
+    finally:
+        process.kill()
+        process.wait()
+        os.close(reader)
+        os.close(writer)
+
+
+def test_a_cell_that_sleeps_past_the_submissions_idle_allowance_is_stopped(monkeypatch):
+    (ended, cell), job = watched(StillMeter(), monkeypatch, seconds=60)
+    assert (ended, cell) == ("idle", 0)
+    assert job.idle > supervise.MAX_IDLE and job.stopped["idle"] > supervise.GRACE
+    output = supervise.stopped_output("idle", SimpleNamespace(limit=20.0), SimpleNamespace(memory=1, scratch=1),
+                                      job.stopped)
+    assert output["error"]["ename"] == "CellTimeoutError" and "slept or waited" in output["error"]["evalue"]
+
+
+def test_a_starved_cell_is_not_idle(monkeypatch):
+    """Time spent waiting for a CPU on a busy machine is not sleep: the cell runs to its end."""
+    (ended, _), job = watched(BusyMeter(), monkeypatch, seconds=3)
+    assert ended == "died" and job.idle < supervise.MAX_IDLE  # "died": the sandbox's process ended by itself
+
+
+def test_idle_is_the_wall_time_neither_run_nor_queued(monkeypatch):
+    monkeypatch.setattr(cpuclock, "WAITS", True)
+    assert supervise.idle_seconds((10.0, (5.0, 1.0)), (12.0, (5.5, 1.0))) == pytest.approx(1.5)
+    assert supervise.idle_seconds((10.0, (5.0, 1.0)), (12.0, (7.0, 3.0))) == 0.0  # two threads busy: not negative
+    monkeypatch.setattr(cpuclock, "WAITS", False)  # without run-queue waits a starved cell would look asleep
+    assert supervise.idle_seconds((10.0, (5.0, 1.0)), (12.0, (5.0, 1.0))) == 0.0
+
+
+def test_a_saved_model_beyond_the_read_limit_is_flagged_as_too_large_not_as_tampering(tmp_path, monkeypatch):
+    monkeypatch.setattr(supervise, "MAX_FILE", 10_000)
+    (tmp_path / "out").mkdir()
+    torch.save([{"weights": {"w": torch.zeros(5_000)}}], tmp_path / "out" / "task_6.pt")  # 20 kB of weights
+    torch.save([{"outputs": [1]}], tmp_path / "out" / "task_5.pt")
+    job = SimpleNamespace(program=[], scratch=tmp_path, recorded_tasks=lambda: {5, 6})
+    run = supervise.ProbeRun()
+    supervise.collect(job, run)
+    assert set(run.records) == {5} and run.oversized == {6: (tmp_path / "out" / "task_6.pt").stat().st_size}
+    program = [SimpleNamespace(kind="check", task=5), SimpleNamespace(kind="check", task=6)]
+    run.cells = {0: {"error": None}, 1: {"error": None}}
+    verdicts = {task: Verdict(task, 1.0, 1.0, "") for task in (5, 6)}
+    unreadable_records(program, run, verdicts)
+    assert verdicts[5].score == 1.0 and not verdicts[5].flag
+    assert verdicts[6].score == 0.0 and "MiB, more than the 256 MiB the grader reads" in verdicts[6].message
+    assert "exceeds" in verdicts[6].flag and "tampering" not in verdicts[6].flag + verdicts[6].message
