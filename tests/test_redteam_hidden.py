@@ -38,8 +38,9 @@ class BusyMeter:
         return elapsed * 0.1, elapsed * 0.9  # 10% running, 90% queued: a machine loaded 10 x over
 
 
-def watched(meter, monkeypatch, seconds=4.0):
-    """How watch() ends a sandbox (a `sleep`) that is in its first cell, of 20 s, under meter, with MAX_IDLE = 1 s."""
+def watched(meter, monkeypatch, seconds=4.0, started=True):
+    """How watch() ends a sandbox (a `sleep`) that is in its first cell (started) or still starting, of 20 s, under
+    meter, with MAX_IDLE = 1 s."""
     monkeypatch.setattr(supervise, "MAX_IDLE", 1.0)
     monkeypatch.setattr(supervise, "GRACE", 0.5)
     monkeypatch.setattr(cpuclock, "WAITS", True)
@@ -47,7 +48,7 @@ def watched(meter, monkeypatch, seconds=4.0):
     job = SimpleNamespace(meter=meter, cpu=0.0, threads=1, deadline=supervise.time.monotonic() + 600, idle=0.0,
                           stopped=None, cap=None, account=None)
     reader, writer = os.pipe()
-    os.write(writer, b'{"event": "start", "cell": 0}\n')
+    os.write(writer, b'{"event": "start", "cell": 0}\n' if started else b"")
     process = subprocess.Popen(["sleep", str(seconds)], start_new_session=True)
     try:
         clock = supervise.Clock(program, [], supervise.time.monotonic(), meter.read())
@@ -72,6 +73,12 @@ def test_a_starved_cell_is_not_idle(monkeypatch):
     """Time spent waiting for a CPU on a busy machine is not sleep: the cell runs to its end."""
     (ended, _), job = watched(BusyMeter(), monkeypatch, seconds=3)
     assert ended == "died" and job.idle < supervise.MAX_IDLE  # "died": the sandbox's process ended by itself
+
+
+def test_the_probes_start_is_left_to_its_own_backstop(monkeypatch):
+    """Reading torch from a slow disk after the allowance is spent does not stop the next attempt before any cell."""
+    (ended, cell), job = watched(StillMeter(), monkeypatch, seconds=3, started=False)
+    assert (ended, cell) == ("died", -1) and job.idle > supervise.MAX_IDLE
 
 
 def test_idle_is_the_wall_time_neither_run_nor_queued(monkeypatch):

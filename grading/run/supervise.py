@@ -43,7 +43,7 @@ MAX_TOTAL = 1200.0  # CPU seconds per thread for all attempts of one submission 
 # Wall-clock seconds a submission may spend neither running nor waiting for a CPU (asleep or blocked), over all its
 # attempts: an honest notebook spends a few (reading files); without this bound, cells that each sleep just under
 # their backstop held a grading slot for the whole notebook's wall-clock backstop (an hour) at no CPU cost. Once it is
-# spent, a cell (or the probe's start) that idles GRACE seconds more is stopped as one that slept.
+# spent, a cell that idles GRACE seconds more is stopped as one that slept (the probe's start: its own backstop).
 MAX_IDLE = 300.0
 MAX_FILE = 256 << 20
 MAX_CELL = 1 << 20  # a cell's output as the probe writes it (two streams of 20,000 characters, five displays) is less
@@ -231,7 +231,8 @@ def watch(process, progress, job, clock):
         if now > job.deadline or job.cpu + used[0] > MAX_TOTAL * job.threads:
             kill(process, job)
             return "total", clock.top
-        ended = clock.expired(now, used) or ("idle" if job.idle > MAX_IDLE and clock.idle > GRACE else None)
+        asleep = job.idle > MAX_IDLE and clock.idle > GRACE and clock.current >= 0  # a start has its own backstop
+        ended = clock.expired(now, used) or ("idle" if asleep else None)
         if ended:
             kill(process, job)
             return ended, clock.top
