@@ -4,20 +4,25 @@
   backstop (3 x its limit) let a notebook of them hold a grading slot for the whole notebook's backstop (an hour).
   Now a submission may idle (neither run nor wait for a CPU) MAX_IDLE seconds in all; after that a cell that idles
   GRACE seconds more is stopped as one that slept (grading/run/supervise.py).
+- A notebook that fills out/ with 150,000 empty task_N.pt files: the grader listed and opened every one, outside any
+  budget (8-21 s per 150,000 files; a notebook can make millions); now it looks up only its check cells' tasks.
 - A saved model too large for the grader to read (sizes far beyond the task's defaults): it was reported as "records
   could not be read: possible tampering"; now the task says the size and is flagged for a person without that claim.
 """
 import os
 import subprocess
-import sys
 from types import SimpleNamespace
 
 import pytest
 import torch
 
+from course_paths import NAME
 from grading.judge import unreadable_records
 from grading.judge.score import Verdict
 from grading.run import cpuclock, supervise
+from redteam_builders import extra_cell
+from submissions import (DEFINITION_POINTS, collect_and_grade, definitions_only, limits_section, report_sections,
+                         scratch_course, seconds_per_submission, wrong_scores)
 
 
 class StillMeter:
@@ -105,3 +110,54 @@ def test_a_saved_model_beyond_the_read_limit_is_flagged_as_too_large_not_as_tamp
     assert verdicts[5].score == 1.0 and not verdicts[5].flag
     assert verdicts[6].score == 0.0 and "MiB, more than the 256 MiB the grader reads" in verdicts[6].message
     assert "exceeds" in verdicts[6].flag and "tampering" not in verdicts[6].flag + verdicts[6].message
+
+
+def test_files_left_in_out_are_looked_up_by_task_never_listed(tmp_path):
+    (tmp_path / "out").mkdir()
+    for name in ("task_3.pt", "task_99.pt", "task_0100.pt", "task_x.pt"):
+        (tmp_path / "out" / name).write_bytes(b"")
+    program = [SimpleNamespace(kind="check", task=3), SimpleNamespace(kind="check", task=4),
+               SimpleNamespace(kind="answer", task=99)]
+    job = supervise.Job(program=program, scratch=tmp_path, runtime=tmp_path, box=None)
+    assert job.recorded_tasks() == {3}
+
+
+# ----- End to end: graded beside an honest notebook (marker `grading`: needs root and bubblewrap) ----------------
+
+SLEEPS = 6  # cells of 65 s each, under the scratch course's 20 s cells' backstop (70 s): 390 s, past MAX_IDLE
+BIG_MODEL = '''from course_lib.data import VOCAB_SIZE
+model = TransformerForSequenceClassification(input_dim=VOCAB_SIZE, num_classes=1, embed_dim=1024, num_heads=2,
+                                             feedforward_dim=4096, num_layers=4)  # 50 M weights: 400 MB recorded'''
+
+
+def hidden_submissions():
+    """{student: (file name, notebook, {task: expected score})}: an honest notebook, a sleeper and a huge model."""
+    honest = definitions_only()
+    sleeper = honest
+    for number in range(SLEEPS):
+        sleeper = extra_cell(sleeper, "check_task_5", f"import time\ntime.sleep(65)  # {number}")
+    return {"honest": (f"honest_{NAME}.ipynb", honest, DEFINITION_POINTS),
+            "sleeper": (f"sleeper_{NAME}.ipynb", sleeper, DEFINITION_POINTS),
+            "bigmodel": (f"bigmodel_{NAME}.ipynb", extra_cell(honest, "task_6_training", BIG_MODEL),
+                         DEFINITION_POINTS)}
+
+
+@pytest.fixture(scope="module")
+def hidden_graded(tmp_path_factory):
+    course = scratch_course(tmp_path_factory.mktemp("course"))
+    seconds, output = collect_and_grade(course, NAME, hidden_submissions())
+    print(f"\nhidden red team, grade --jobs 2: {seconds:.0f} s; each: {seconds_per_submission(output)}")
+    return course
+
+
+@pytest.mark.grading
+def test_hidden_attacks_keep_what_they_earned_and_say_why(hidden_graded):
+    course = hidden_graded
+    assert not wrong_scores(course, NAME, hidden_submissions())
+    report = (course / f"grading_report_{NAME}.md").read_text()
+    assert "limit on sleeping" in limits_section(report) and "**sleeper**" in limits_section(report)
+    assert "honest" not in report_sections(report) and "**honest**" not in limits_section(report)
+    assert "idle" in (course / "build" / "grading" / "logs" / "sleeper.log").read_text()
+    flagged = report.split("## Flagged for manual grading", 1)[1].split("\n## ", 1)[0]
+    assert "**bigmodel**, task 6: the saved model" in flagged and "exceeds the 256 MiB" in flagged
+    assert "tampering" not in flagged
