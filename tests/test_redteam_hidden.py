@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from course_paths import NAME
-from grading.judge import unreadable_records
+from grading.judge import trained, unreadable_records
 from grading.judge.score import Verdict
 from grading.run import cpuclock, supervise
 from redteam_builders import extra_cell
@@ -120,6 +120,19 @@ def test_files_left_in_out_are_looked_up_by_task_never_listed(tmp_path):
                SimpleNamespace(kind="answer", task=99)]
     job = supervise.Job(program=program, scratch=tmp_path, runtime=tmp_path, box=None)
     assert job.recorded_tasks() == {3}
+
+
+def test_one_size_rule_bounds_sizes_both_ways_and_leaves_ids_alone():
+    """1..4 x the default for every size: above it flagged (BeyondDefaults), below 1 no model; pad_id 0 is no size."""
+    from course_lib.seq2seq_defaults import MODEL
+    spec = {"defaults": "course_lib.seq2seq_defaults:MODEL"}
+    trained.within_defaults(dict(MODEL), spec)
+    assert MODEL["pad_id"] == 0
+    with pytest.raises(trained.InvalidModel, match="embed_dim = 0 is not a size") as refused:
+        trained.within_defaults(dict(MODEL, embed_dim=0), spec)
+    assert not isinstance(refused.value, trained.BeyondDefaults)
+    with pytest.raises(trained.BeyondDefaults, match="num_decoder_layers = 9 is above 8"):
+        trained.within_defaults(dict(MODEL, num_decoder_layers=9), spec)
 
 
 # ----- End to end: graded beside an honest notebook (marker `grading`: needs root and bubblewrap) ----------------

@@ -53,7 +53,7 @@ def within_defaults(config, spec):
     defaults = getattr(importlib.import_module(module), name)
     for key, default in defaults.items():
         value = config.get(key)
-        if type(default) is int and type(value) is int and value < 1:
+        if type(default) is int and default >= 1 and type(value) is int and value < 1:  # pad_id 0 is no size
             raise InvalidModel(f"{key} = {value} is not a size: every size is at least 1")
         if type(default) is int and type(value) is int and value > max(default, 1) * SIZE_FACTOR:
             raise BeyondDefaults(f"{key} = {value} is above {max(default, 1) * SIZE_FACTOR}, {SIZE_FACTOR} x the "
