@@ -22,7 +22,7 @@ from grading.judge.score import Verdict
 from grading.run import cpuclock, supervise
 from redteam_builders import extra_cell
 from submissions import (DEFINITION_POINTS, collect_and_grade, definitions_only, limits_section, report_sections,
-                         scratch_course, seconds_per_submission, wrong_scores)
+                         scratch_course, seconds_per_submission, without, wrong_scores)
 
 
 class StillMeter:
@@ -144,13 +144,17 @@ model = TransformerForSequenceClassification(input_dim=VOCAB_SIZE, num_classes=1
 
 
 def hidden_submissions():
-    """{student: (file name, notebook, {task: expected score})}: an honest notebook, a sleeper and a huge model."""
+    """{student: (file name, notebook, {task: expected score})}: an honest notebook, a sleeper and a huge model.
+
+    The sleeper's cells come after check_task_5 and re-run in every attempt: past the allowance each is stopped, and
+    after MAX_ATTEMPTS stopped cells grading gives up, so Task 7, after them, is not reached."""
     honest = definitions_only()
     sleeper = honest
     for number in range(SLEEPS):
         sleeper = extra_cell(sleeper, "check_task_5", f"import time\ntime.sleep(65)  # {number}")
     return {"honest": (f"honest_{NAME}.ipynb", honest, DEFINITION_POINTS),
-            "sleeper": (f"sleeper_{NAME}.ipynb", sleeper, DEFINITION_POINTS),
+            "sleeper": (f"sleeper_{NAME}.ipynb", sleeper, without(DEFINITION_POINTS, 7)),  # 4 cells stopped:
+            # grading gives up before check_task_7
             "bigmodel": (f"bigmodel_{NAME}.ipynb", extra_cell(honest, "task_6_training", BIG_MODEL),
                          DEFINITION_POINTS)}
 
