@@ -126,7 +126,10 @@ FORGED_RECORDS = {
     "weights as lists": ({"cls_token": [0.0] * 16}, {"num_heads": [2], "activation": ["ReLU"]}, "not a plain tensor"),
     "a huge model": ({"input_embedding.weight": torch.zeros(4096, VOCAB_SIZE), "classifier.weight": torch.zeros(1, 4096),
                       "encoder.0.feedforward.in.weight": torch.zeros(8, 4096)},
-                     {"num_heads": [1], "activation": ["ReLU"]}, "outside 1..1024"),
+                     {"num_heads": [1], "activation": ["ReLU"]}, "embed_dim = 4096 is above 64"),
+    "an empty feedforward": ({"input_embedding.weight": torch.zeros(16, VOCAB_SIZE), "classifier.weight":
+                              torch.zeros(1, 16), "encoder.0.feedforward.in.weight": torch.zeros(0, 16)},
+                             {"num_heads": [2], "activation": ["ReLU"]}, "feedforward_dim = 0 is not a size"),
     "an unknown activation": ({"input_embedding.weight": torch.zeros(16, VOCAB_SIZE), "classifier.weight":
                                torch.zeros(1, 16), "encoder.0.feedforward.in.weight": torch.zeros(8, 16)},
                               {"num_heads": [2], "activation": ["Identity"]}, "is not valid"),

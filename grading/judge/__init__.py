@@ -8,6 +8,7 @@ anything odd (analysis.py).
 from dataclasses import dataclass, field
 
 from ..run import STOPPED
+from ..run.supervise import MAX_FILE
 from .analysis import attention_notes, first_cells
 from .expected import expected_records, reference_namespace
 from .score import Verdict, score_submission
@@ -84,6 +85,8 @@ def judge(program, run, judging, layout):
 
 UNREADABLE = ("Task {task} could not be judged: its check cell ran, but the records of its tests could not be "
               "read (a tensor subclass, or a file the notebook wrote over).")
+OVERSIZED = ("Task {task} could not be judged: its check cell ran, but what it saved (the model's weights) is "
+             "{size:,.0f} MiB, more than the {limit:.0f} MiB the grader reads (sizes far beyond the task's defaults).")
 
 
 def unreadable_records(program, run, verdicts):
@@ -97,6 +100,11 @@ def unreadable_records(program, run, verdicts):
         if isinstance(failure, dict) and failure.get("ename") in stopped:
             continue
         verdict = verdicts[cell.task]
+        if cell.task in run.oversized:
+            size, limit = run.oversized[cell.task] / 2 ** 20, MAX_FILE / 2 ** 20
+            verdict.score, verdict.message = 0.0, OVERSIZED.format(task=cell.task, size=size, limit=limit)
+            verdict.flag = f"the saved model ({size:,.0f} MiB) exceeds the {limit:.0f} MiB the grader reads: not judged"
+            continue
         verdict.score, verdict.message = 0.0, UNREADABLE.format(task=cell.task)
         verdict.flag = "its records could not be read: possible tampering (a tensor subclass or a forged file)"
 

@@ -7,9 +7,10 @@ built with them, every weight is loaded strictly (each role present, none extra,
 accuracy is measured on sequences the probe never saw. Whatever the student's own forward() does
 plays no part: weights that do not load, or settings that are not valid, score 0 and say why.
 
-Before anything is built, every integer size must lie within the task's defaults times SIZE_FACTOR (the defaults
-are the assignment's data: its spec names them, e.g. "course_lib.seq2seq_defaults:MODEL"): larger settings the
-constructor would accept could keep the grader's own process busy for minutes; they score 0 and are flagged.
+Before anything is built, every integer size must lie in 1..SIZE_FACTOR x the task's default (the defaults are the
+assignment's data: its spec names them, e.g. "course_lib.seq2seq_defaults:MODEL"), the one size rule of every
+assignment: larger settings the constructor would accept could keep the grader's own process busy for minutes; they
+score 0 and are flagged for a person. A size below 1 is no model at all: it scores 0 with the reason.
 
 What depends on the assignment comes from its cases package (grading/cases/<assignment>/, named by the spec):
 `trained_config(weights, settings, spec)`, the reference constructor's keywords (raising InvalidModel), and
@@ -39,7 +40,8 @@ class BeyondDefaults(InvalidModel):
 
 
 def within_defaults(config, spec):
-    """Raise BeyondDefaults for the first integer setting above SIZE_FACTOR x the task's default.
+    """Raise BeyondDefaults for the first integer setting above SIZE_FACTOR x the task's default, InvalidModel for one
+    below 1: the only bounds on sizes (the cases' trained_config check what the task fixes, not how large).
 
     Args:
         config: the reference constructor's keywords; spec: the task's trusted spec, whose "defaults" names the
@@ -51,6 +53,8 @@ def within_defaults(config, spec):
     defaults = getattr(importlib.import_module(module), name)
     for key, default in defaults.items():
         value = config.get(key)
+        if type(default) is int and default >= 1 and type(value) is int and value < 1:  # pad_id 0 is no size
+            raise InvalidModel(f"{key} = {value} is not a size: every size is at least 1")
         if type(default) is int and type(value) is int and value > max(default, 1) * SIZE_FACTOR:
             raise BeyondDefaults(f"{key} = {value} is above {max(default, 1) * SIZE_FACTOR}, {SIZE_FACTOR} x the "
                                  f"task's default {default}, the largest the grader evaluates")

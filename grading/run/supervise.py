@@ -40,6 +40,11 @@ GRACE = 10.0  # seconds past a cell's limit before the sandbox is killed (CPU se
 STARTUP = 90.0  # CPU seconds per thread for the probe to start (torch, IPython) and reach its first cell
 MAX_ATTEMPTS = 4
 MAX_TOTAL = 1200.0  # CPU seconds per thread for all attempts of one submission (wall-clock backstop: BACKSTOP times)
+# Wall-clock seconds a submission may spend neither running nor waiting for a CPU (asleep or blocked), over all its
+# attempts: an honest notebook spends a few (reading files); without this bound, cells that each sleep just under
+# their backstop held a grading slot for the whole notebook's wall-clock backstop (an hour) at no CPU cost. Once it is
+# spent, a cell that idles GRACE seconds more is stopped as one that slept (the probe's start: its own backstop).
+MAX_IDLE = 300.0
 MAX_FILE = 256 << 20
 MAX_CELL = 1 << 20  # a cell's output as the probe writes it (two streams of 20,000 characters, five displays) is less
 MAX_PICKLE = 1 << 20  # the pickle in a task file (records of tensors by reference: about 12 kB for 33 cases)
@@ -65,11 +70,13 @@ class Job:
     meter: object = None  # this attempt's cpuclock meter
     stopped: dict = None  # what the last cell stopped at a limit had used: cpu, wall, waited, load
     begun: float = 0.0  # when grading this submission began (time.monotonic())
+    idle: float = 0.0  # wall seconds its sandbox spent neither running nor waiting for a CPU, all attempts (MAX_IDLE)
 
     def recorded_tasks(self):
-        """Tasks whose records the probe has written so far."""
-        names = (path.stem.partition("_")[2] for path in (self.scratch / "out").glob("task_*.pt"))
-        return {int(name) for name in names if name.isdigit()}
+        """Tasks of the program's check cells whose records the probe has written so far (looked up by name: a
+        notebook that fills out/ with a million task_N.pt files costs the grader nothing)."""
+        tasks = {cell.task for cell in self.program if cell.kind == "check"}
+        return {task for task in tasks if os.path.lexists(self.scratch / "out" / f"task_{task}.pt")}
 
 
 @dataclass
@@ -82,6 +89,7 @@ class ProbeRun:
     limits: list = field(default_factory=list)  # every limit reached (supervise.limit_reached): cell, kind, cpu, wall
     seconds: float = 0.0
     endings: list = field(default_factory=list)  # how each attempt ended ("done": torn down at the "done" event)
+    oversized: dict = field(default_factory=dict)  # task -> bytes of a task file beyond MAX_FILE, left unread
 
 
 def read_untrusted(path, offset=0, limit=MAX_FILE):
@@ -150,7 +158,7 @@ class Clock:
 
     def begin(self, now, used, limit):
         """A cell (or the probe's start) begins now: its CPU limit and its wall-clock backstop count from here."""
-        self.started, self.used, self.loads = now, tuple(used), []
+        self.started, self.used, self.loads, self.idle = now, tuple(used), [], 0.0
         self.cpu_deadline = used[0] + (limit + GRACE) * self.threads
         self.deadline = now + cpuclock.BACKSTOP * limit + GRACE
 
@@ -181,7 +189,17 @@ class Clock:
         """What the current cell used so far: CPU, wall and run-queue seconds, and the mean load per core."""
         load = sum(self.loads) / len(self.loads) if self.loads else cpuclock.load_per_core()
         return {"cpu": used[0] - self.used[0], "wall": now - self.started, "waited": used[1] - self.used[1],
-                "load": load}
+                "load": load, "idle": self.idle}
+
+
+def idle_seconds(before, after):
+    """Wall seconds between two samples (time, (CPU s, run-queue s)) in which the sandbox neither ran nor waited for
+    a CPU: the elapsed time less what its threads used or queued for (0 where no run-queue waits are known, since a
+    starved thread would look idle)."""
+    if not cpuclock.WAITS:
+        return 0.0
+    busy = (after[1][0] - before[1][0]) + (after[1][1] - before[1][1])
+    return max(0.0, (after[0] - before[0]) - busy)
 
 
 def kill(process, job):
@@ -196,13 +214,17 @@ def kill(process, job):
 
 
 def watch(process, progress, job, clock):
-    """Follow one attempt until it finishes: ("done" | "died" | "timeout" | "backstop" | "total", cell or -1)."""
+    """Follow one attempt until it finishes: ("done" | "died" | "timeout" | "backstop" | "idle" | "total", cell or
+    -1)."""
+    sample = None
     while True:
         finished = process.poll() is not None  # before reading, so the last events of a finished probe are seen
         events = progress.events()
         now, used = time.monotonic(), job.meter.read()
         for event in events:
             clock.see(event, now, used)
+        idle = idle_seconds(sample, (now, used)) if sample else 0.0
+        sample, job.idle, clock.idle = (now, used), job.idle + idle, clock.idle + idle
         if finished or clock.done:  # done: the last records are written; what the notebook left running is not
             return ("done" if clock.done else "died"), clock.current  # waited for (attempt's finally kills it)
         clock.loads.append(cpuclock.load_per_core())
@@ -210,7 +232,8 @@ def watch(process, progress, job, clock):
         if now > job.deadline or job.cpu + used[0] > MAX_TOTAL * job.threads:
             kill(process, job)
             return "total", clock.top
-        ended = clock.expired(now, used)
+        asleep = job.idle > MAX_IDLE and clock.idle > GRACE and clock.current >= 0  # a start has its own backstop
+        ended = clock.expired(now, used) or ("idle" if asleep else None)
         if ended:
             kill(process, job)
             return ended, clock.top
@@ -235,6 +258,9 @@ STOPPED = {
                  "the cell ran past its {limit:.0f} s limit: it was still running after {wall:.0f} s, "
                  f"{cpuclock.BACKSTOP:g} times its limit, having used {{cpu:.0f}} s of CPU time (it slept or waited),"
                  " and was stopped; grading went on without it"),
+    "idle": ("CellTimeoutError",
+             "the cell slept or waited {idle:.0f} s without using the CPU after the notebook had spent its "
+             f"{MAX_IDLE:.0f} s of wall-clock time allowed for that, and was stopped; grading went on without it"),
     "died": ("KernelDied", "the Python process exited while running this cell (os._exit, a crash, a signal), or the "
                            "cell tampered with the probe's progress log; grading went on without it"),
     "disk": ("DiskFull", "the cell filled the sandbox's {disk:g} GiB scratch space, so the probe could not write its "
@@ -249,7 +275,7 @@ def stopped_output(kind, cell, box, spent=None):
     ename, text = STOPPED[kind]
     spent = spent or {"cpu": 0.0, "wall": cell.limit}
     evalue = text.format(limit=cell.limit, memory=box.memory / sandbox.GIB, disk=box.scratch / sandbox.GIB,
-                         cpu=spent["cpu"], wall=spent["wall"])
+                         cpu=spent["cpu"], wall=spent["wall"], idle=spent.get("idle", 0.0))
     return {"stdout": "", "stderr": "", "displays": [], "tampered": [], "seconds": round(spent["wall"], 3),
             "error": {"ename": ename, "evalue": evalue, "frames": []}}
 
@@ -347,7 +373,7 @@ def attempts(job, run, uid):
         if ended == "done":
             return
         rerun = ended == "backstop" and cell >= 0 and not alone and cpuclock.oversubscribed(job.stopped)
-        if ended in ("timeout", "backstop", "total"):
+        if ended in ("timeout", "backstop", "idle", "total"):
             run.limits.append(limit_reached(job, ended, cell, alone, rerun))
         if cell < 0 or ended == "total":
             run.notes.append(probe_failure(job, ended))
@@ -357,7 +383,7 @@ def attempts(job, run, uid):
             sandbox.reset_scratch(job.scratch, job.box, job.slot, job.runtime / "mpl")
             continue
         full = job.box.mode == "bwrap" and sandbox.scratch_usage(job.scratch) >= 0.9 * job.box.scratch
-        kind = ended if ended in ("timeout", "backstop") else \
+        kind = ended if ended in ("timeout", "backstop", "idle") else \
             "memory" if job.cap and job.cap.oom_kills() > kills else "disk" if full else "died"
         run.cells[cell] = stopped_output(kind, job.program[cell], job.box, job.stopped)
         run.notes.append(f"{cell_label(job.program[cell])}: {run.cells[cell]['error']['evalue']}")
@@ -374,7 +400,8 @@ def limit_reached(job, ended, cell, alone, rerun):
         spent = dict(spent, cpu=job.cpu, wall=time.monotonic() - job.begun)
     where = "the whole notebook" if ended == "total" else cell_label(job.program[cell]) if cell >= 0 else \
         "the probe's start"
-    kinds = {"timeout": "CPU limit", "backstop": "wall-clock backstop", "total": "limit for the whole notebook"}
+    kinds = {"timeout": "CPU limit", "backstop": "wall-clock backstop", "total": "limit for the whole notebook",
+             "idle": f"limit on sleeping ({MAX_IDLE:.0f} s without CPU use in all)"}
     return {"cell": where, "kind": kinds[ended],
             "cpu": round(spent["cpu"], 1), "wall": round(spent["wall"], 1), "load": round(spent["load"], 2),
             "waited": round(spent.get("waited", 0.0), 1), "alone": alone,
@@ -393,10 +420,16 @@ def probe_failure(job, ended):
 
 
 def log_size(job):
+    return file_size(job.scratch / "probe.log")
+
+
+def file_size(path):
+    """Bytes of a regular file the probe left (0 for anything else: a link, a FIFO, nothing)."""
     try:
-        return os.lstat(job.scratch / "probe.log").st_size
+        status = os.lstat(path)
     except OSError:
         return 0
+    return status.st_size if stat.S_ISREG(status.st_mode) else 0
 
 
 def scratch_notes(job):
@@ -445,6 +478,10 @@ def collect(job, run):
             except (ValueError, RecursionError):  # RecursionError: nested a million deep
                 continue
     for task in job.recorded_tasks():
+        size = file_size(job.scratch / "out" / f"task_{task}.pt")
+        if size > MAX_FILE:  # a model far beyond the task's sizes: said so, not mistaken for a forged file
+            run.oversized[task] = size
+            continue
         try:
             records = load_records(read_untrusted(job.scratch / "out" / f"task_{task}.pt"))
         except Exception:  # noqa: BLE001 -- a damaged or forged file: the task counts as not graded

@@ -1,0 +1,180 @@
+"""Red team (issue 22's hidden cases): attacks no issue listed, each held by a mechanism tested here at unit level.
+
+- Cells that each sleep just under their wall-clock backstop: no CPU, so no CPU limit stops them, and each cell's
+  backstop (3 x its limit) let a notebook of them hold a grading slot for the whole notebook's backstop (an hour).
+  Now a submission may idle (neither run nor wait for a CPU) MAX_IDLE seconds in all; after that a cell that idles
+  GRACE seconds more is stopped as one that slept (grading/run/supervise.py).
+- A notebook that fills out/ with 150,000 empty task_N.pt files: the grader listed and opened every one, outside any
+  budget (8-21 s per 150,000 files; a notebook can make millions); now it looks up only its check cells' tasks.
+- A saved model too large for the grader to read (sizes far beyond the task's defaults): it was reported as "records
+  could not be read: possible tampering"; now the task says the size and is flagged for a person without that claim.
+"""
+import os
+import subprocess
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from course_paths import NAME
+from grading.judge import trained, unreadable_records
+from grading.judge.score import Verdict
+from grading.run import cpuclock, supervise
+from redteam_builders import extra_cell
+from submissions import (DEFINITION_POINTS, collect_and_grade, definitions_only, limits_section, report_sections,
+                         scratch_course, seconds_per_submission, without, wrong_scores)
+
+
+class StillMeter:
+    """A sandbox that never runs: its CPU and run-queue seconds stay at 0."""
+
+    def read(self):
+        return 0.0, 0.0
+
+
+class BusyMeter:
+    """A sandbox whose one thread is always running or waiting for a CPU (a starved or working cell)."""
+
+    def __init__(self):
+        self.started = supervise.time.monotonic()
+
+    def read(self):
+        elapsed = supervise.time.monotonic() - self.started
+        return elapsed * 0.1, elapsed * 0.9  # 10% running, 90% queued: a machine loaded 10 x over
+
+
+def watched(meter, monkeypatch, seconds=4.0, started=True):
+    """How watch() ends a sandbox (a `sleep`) that is in its first cell (started) or still starting, of 20 s, under
+    meter, with MAX_IDLE = 1 s."""
+    monkeypatch.setattr(supervise, "MAX_IDLE", 1.0)
+    monkeypatch.setattr(supervise, "GRACE", 0.5)
+    monkeypatch.setattr(cpuclock, "WAITS", True)
+    program = [SimpleNamespace(limit=20.0)]
+    job = SimpleNamespace(meter=meter, cpu=0.0, threads=1, deadline=supervise.time.monotonic() + 600, idle=0.0,
+                          stopped=None, cap=None, account=None)
+    reader, writer = os.pipe()
+    os.write(writer, b'{"event": "start", "cell": 0}\n' if started else b"")
+    process = subprocess.Popen(["sleep", str(seconds)], start_new_session=True)
+    try:
+        clock = supervise.Clock(program, [], supervise.time.monotonic(), meter.read())
+        return supervise.watch(process, supervise.Progress(reader), job, clock), job
+    finally:
+        process.kill()
+        process.wait()
+        os.close(reader)
+        os.close(writer)
+
+
+def test_a_cell_that_sleeps_past_the_submissions_idle_allowance_is_stopped(monkeypatch):
+    (ended, cell), job = watched(StillMeter(), monkeypatch, seconds=60)
+    assert (ended, cell) == ("idle", 0)
+    assert job.idle > supervise.MAX_IDLE and job.stopped["idle"] > supervise.GRACE
+    output = supervise.stopped_output("idle", SimpleNamespace(limit=20.0), SimpleNamespace(memory=1, scratch=1),
+                                      job.stopped)
+    assert output["error"]["ename"] == "CellTimeoutError" and "slept or waited" in output["error"]["evalue"]
+
+
+def test_a_starved_cell_is_not_idle(monkeypatch):
+    """Time spent waiting for a CPU on a busy machine is not sleep: the cell runs to its end."""
+    (ended, _), job = watched(BusyMeter(), monkeypatch, seconds=3)
+    assert ended == "died" and job.idle < supervise.MAX_IDLE  # "died": the sandbox's process ended by itself
+
+
+def test_the_probes_start_is_left_to_its_own_backstop(monkeypatch):
+    """Reading torch from a slow disk after the allowance is spent does not stop the next attempt before any cell."""
+    (ended, cell), job = watched(StillMeter(), monkeypatch, seconds=3, started=False)
+    assert (ended, cell) == ("died", -1) and job.idle > supervise.MAX_IDLE
+
+
+def test_idle_is_the_wall_time_neither_run_nor_queued(monkeypatch):
+    monkeypatch.setattr(cpuclock, "WAITS", True)
+    assert supervise.idle_seconds((10.0, (5.0, 1.0)), (12.0, (5.5, 1.0))) == pytest.approx(1.5)
+    assert supervise.idle_seconds((10.0, (5.0, 1.0)), (12.0, (7.0, 3.0))) == 0.0  # two threads busy: not negative
+    monkeypatch.setattr(cpuclock, "WAITS", False)  # without run-queue waits a starved cell would look asleep
+    assert supervise.idle_seconds((10.0, (5.0, 1.0)), (12.0, (5.0, 1.0))) == 0.0
+
+
+def test_a_saved_model_beyond_the_read_limit_is_flagged_as_too_large_not_as_tampering(tmp_path, monkeypatch):
+    monkeypatch.setattr(supervise, "MAX_FILE", 10_000)
+    (tmp_path / "out").mkdir()
+    torch.save([{"weights": {"w": torch.zeros(5_000)}}], tmp_path / "out" / "task_6.pt")  # 20 kB of weights
+    torch.save([{"outputs": [1]}], tmp_path / "out" / "task_5.pt")
+    job = SimpleNamespace(program=[], scratch=tmp_path, recorded_tasks=lambda: {5, 6})
+    run = supervise.ProbeRun()
+    supervise.collect(job, run)
+    assert set(run.records) == {5} and run.oversized == {6: (tmp_path / "out" / "task_6.pt").stat().st_size}
+    program = [SimpleNamespace(kind="check", task=5), SimpleNamespace(kind="check", task=6)]
+    run.cells = {0: {"error": None}, 1: {"error": None}}
+    verdicts = {task: Verdict(task, 1.0, 1.0, "") for task in (5, 6)}
+    unreadable_records(program, run, verdicts)
+    assert verdicts[5].score == 1.0 and not verdicts[5].flag
+    assert verdicts[6].score == 0.0 and "MiB, more than the 256 MiB the grader reads" in verdicts[6].message
+    assert "exceeds" in verdicts[6].flag and "tampering" not in verdicts[6].flag + verdicts[6].message
+
+
+def test_files_left_in_out_are_looked_up_by_task_never_listed(tmp_path):
+    (tmp_path / "out").mkdir()
+    for name in ("task_3.pt", "task_99.pt", "task_0100.pt", "task_x.pt"):
+        (tmp_path / "out" / name).write_bytes(b"")
+    program = [SimpleNamespace(kind="check", task=3), SimpleNamespace(kind="check", task=4),
+               SimpleNamespace(kind="answer", task=99)]
+    job = supervise.Job(program=program, scratch=tmp_path, runtime=tmp_path, box=None)
+    assert job.recorded_tasks() == {3}
+
+
+def test_one_size_rule_bounds_sizes_both_ways_and_leaves_ids_alone():
+    """1..4 x the default for every size: above it flagged (BeyondDefaults), below 1 no model; pad_id 0 is no size."""
+    from course_lib.seq2seq_defaults import MODEL
+    spec = {"defaults": "course_lib.seq2seq_defaults:MODEL"}
+    trained.within_defaults(dict(MODEL), spec)
+    assert MODEL["pad_id"] == 0
+    with pytest.raises(trained.InvalidModel, match="embed_dim = 0 is not a size") as refused:
+        trained.within_defaults(dict(MODEL, embed_dim=0), spec)
+    assert not isinstance(refused.value, trained.BeyondDefaults)
+    with pytest.raises(trained.BeyondDefaults, match="num_decoder_layers = 9 is above 8"):
+        trained.within_defaults(dict(MODEL, num_decoder_layers=9), spec)
+
+
+# ----- End to end: graded beside an honest notebook (marker `grading`: needs root and bubblewrap) ----------------
+
+SLEEPS = 6  # cells of 65 s each, under the scratch course's 20 s cells' backstop (70 s): 390 s, past MAX_IDLE
+BIG_MODEL = '''from course_lib.data import VOCAB_SIZE
+model = TransformerForSequenceClassification(input_dim=VOCAB_SIZE, num_classes=1, embed_dim=1024, num_heads=2,
+                                             feedforward_dim=4096, num_layers=4)  # 50 M weights: 400 MB recorded'''
+
+
+def hidden_submissions():
+    """{student: (file name, notebook, {task: expected score})}: an honest notebook, a sleeper and a huge model.
+
+    The sleeper's cells come after check_task_5 and re-run in every attempt: past the allowance each is stopped, and
+    after MAX_ATTEMPTS stopped cells grading gives up, so Task 7, after them, is not reached."""
+    honest = definitions_only()
+    sleeper = honest
+    for number in range(SLEEPS):
+        sleeper = extra_cell(sleeper, "check_task_5", f"import time\ntime.sleep(65)  # {number}")
+    return {"honest": (f"honest_{NAME}.ipynb", honest, DEFINITION_POINTS),
+            "sleeper": (f"sleeper_{NAME}.ipynb", sleeper, without(DEFINITION_POINTS, 7)),  # 4 cells stopped:
+            # grading gives up before check_task_7
+            "bigmodel": (f"bigmodel_{NAME}.ipynb", extra_cell(honest, "task_6_training", BIG_MODEL),
+                         DEFINITION_POINTS)}
+
+
+@pytest.fixture(scope="module")
+def hidden_graded(tmp_path_factory):
+    course = scratch_course(tmp_path_factory.mktemp("course"))
+    seconds, output = collect_and_grade(course, NAME, hidden_submissions())
+    print(f"\nhidden red team, grade --jobs 2: {seconds:.0f} s; each: {seconds_per_submission(output)}")
+    return course
+
+
+@pytest.mark.grading
+def test_hidden_attacks_keep_what_they_earned_and_say_why(hidden_graded):
+    course = hidden_graded
+    assert not wrong_scores(course, NAME, hidden_submissions())
+    report = (course / f"grading_report_{NAME}.md").read_text()
+    assert "limit on sleeping" in limits_section(report) and "**sleeper**" in limits_section(report)
+    assert "honest" not in report_sections(report) and "**honest**" not in limits_section(report)
+    assert "idle" in (course / "build" / "grading" / "logs" / "sleeper.log").read_text()
+    flagged = report.split("## Flagged for manual grading", 1)[1].split("\n## ", 1)[0]
+    assert "**bigmodel**, task 6: the saved model" in flagged and "exceeds the 256 MiB" in flagged
+    assert "tampering" not in flagged
