@@ -1,4 +1,5 @@
 """Building student modules with fixed weights, and the module-level properties every layer shares."""
+import dis
 import inspect
 
 import torch
@@ -105,8 +106,19 @@ def _forward_is_stub(cls):
     """Whether cls's forward is still unwritten: nn.Module's own, or one that only raises NotImplementedError (a
     module without tensors whose forward is written lacks its parameters; the task's check says which)."""
     forward = getattr(cls, "forward", None)
-    names = set(getattr(getattr(forward, "__code__", None), "co_names", ("NotImplementedError",)))
-    return forward is nn.Module.forward or names == {"NotImplementedError"}
+    if forward is nn.Module.forward:
+        return True
+    code = getattr(forward, "__code__", None)
+    if code is None:
+        return True  # not a Python function: nothing to tell from it
+    # the first instruction that does something loads NotImplementedError: the skeleton's raise comes first (dead code
+    # after it, as in the notebooks' stubs, may name other things)
+    first = next((ins for ins in dis.get_instructions(code) if ins.opname not in SETUP_OPS), None)
+    return first is not None and first.opname in ("LOAD_GLOBAL", "LOAD_NAME") and \
+        str(first.argval).endswith("NotImplementedError")
+
+
+SETUP_OPS = {"RESUME", "NOP", "CACHE", "EXTENDED_ARG", "COPY_FREE_VARS", "MAKE_CELL", "PUSH_NULL"}
 
 
 def build(task, cls, name, *args, dtype=torch.float64, native=False, **kwargs):
