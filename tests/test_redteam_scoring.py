@@ -414,10 +414,17 @@ def test_trained_attacks_say_why_they_scored_zero(attacked):
     assert "`num_heads` = '2' is not valid" in lines["handheads"].replace("&#x27;", "'")
     assert "accuracy 5" in lines["handvalid"] and "with your weights" in lines["handvalid"]
     assert "not cross-checked" not in plain and "borderline" not in plain
-    assert all("hand-written" in report_sections(plain)[student] for student in ("handheads", "handvalid", "emptyenc"))
+    # The notebook's own checks of Tasks 6 and 8 run Tasks 5 and 7 on the model's classes, so a hand-written forward
+    # is sent back there by the check too: check and grader agree, and nothing needs an instructor's attention.
+    sections = report_sections(plain)
+    assert not [student for student in ("handheads", "handvalid", "emptyenc") if student in sections]
+    for student in ("handheads", "handvalid", "emptyenc"):
+        page = visible_text(course / "feedback" / student / NAME / f"{NAME}.html")
+        assert "The check in your notebook said: the model's class does not pass check_task_5: fix Task 5 first" \
+               in page, student
     page = visible_text(course / "feedback" / "emptyenc" / NAME / f"{NAME}.html")
-    assert "Task 6: hidden: accuracy on 2000 fresh sequences of length 32: the trained model cannot be judged: the " \
-           "encoder holds no blocks" in page
+    assert "Task 6: the trained model's classes do not pass Task 5, so its weights were trained for another function " \
+           "than the one graded (the reference classes): fix Task 5 first, then train again." in page
 
 
 @pytest.mark.grading
