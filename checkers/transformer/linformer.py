@@ -1,4 +1,5 @@
 """Task 7: Linformer attention, block and classifier."""
+import contextlib
 from functools import partial
 
 import torch
@@ -67,14 +68,7 @@ def _explain_compressed_axis(task, module, x, name):
     shapes = {}
     hooks = [part.register_forward_pre_hook(lambda _, args, key=key: shapes.setdefault(key, tuple(args[0].shape)))
              for key, part in parts.items() if isinstance(part, nn.Linear) and hasattr(attention, "num_heads")]
-    try:
-        with torch.no_grad():
-            module(x)
-    except Exception:  # noqa: BLE001 -- only a probe: the caller reports the failure itself
-        pass
-    finally:
-        for hook in hooks:
-            hook.remove()
+    _forward_with_hooks(module, x, hooks, torch.no_grad)
     embed_dim = x.size(-1) if name == "LinformerAttention" else None
     for key, shape in shapes.items():
         length, last = parts[key].in_features, shape[-1]
@@ -85,19 +79,25 @@ def _explain_compressed_axis(task, module, x, name):
                       f"sequence_length = {length} positions: {SEQUENCE_AXIS}")
 
 
+def _forward_with_hooks(module, x, hooks, context=contextlib.nullcontext):
+    """module(x) once for what the hooks record, then the hooks removed; an error is the caller's to report."""
+    try:
+        with context():
+            module(x)
+    except Exception:  # noqa: BLE001 -- only a probe: the caller reports the failure itself
+        pass
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
 def _explain_projections(task, module, x, name):
     """Fail naming projected queries when one forward pass runs E and F unequally often, both at least once."""
     attention = getattr(module, "attention", module)
     calls = {"e_proj": 0, "f_proj": 0}
     hooks = [part.register_forward_hook(lambda *_, key=key: calls.update({key: calls[key] + 1}))
              for key, part in ((key, getattr(attention, key, None)) for key in calls) if isinstance(part, nn.Module)]
-    try:
-        module(x)
-    except Exception:  # noqa: BLE001 -- only a probe: the caller reports the failure itself
-        pass
-    finally:
-        for hook in hooks:
-            hook.remove()
+    _forward_with_hooks(module, x, hooks)
     # keys and values are projected equally often (once, or once per head); a third tensor, the queries, breaks that
     if min(calls.values()) >= 1 and calls["e_proj"] != calls["f_proj"]:
         task.fail(f"{name}: {QUERIES_PROJECTED}")

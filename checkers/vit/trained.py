@@ -44,17 +44,14 @@ test-split memorisers 66-93.5%, hence TRAIN_FLOOR. The shift floor sits well bel
 of every digit (15.3%), which the training digits cannot. A model trained on train + test passes everything, as it must:
 it is a ViT that learned digits, and nothing offline can tell which public images it saw.
 """
-import contextlib
-import io
-
 import torch
 
 from course_lib.digits import NUM_CLASSES, digit_splits, shifted_copies
 from course_lib.vit_defaults import TARGET_ACCURACY  # one bar for the notebook, the check and the grade
 
 from .._compare import expect_finite, expect_tensor
-from .._core import CheckFailure, check_function, one_line
-from .._trained import expect_trained_model, model_device, redrawn
+from .._core import check_function
+from .._trained import expect_class_passes, expect_trained_model, model_device, redrawn
 from ._roles import MissingPart, vit_slots
 from .model import check_task_3
 
@@ -72,7 +69,6 @@ NOT_FROM_WEIGHTS = ("with every weight re-drawn the model still classifies {accu
 NOT_FROM_TRAINING = ("the model classifies {clean:.0%} of the test digits but only {fit:.0%} of the training digits "
                      "(a ViT trained on them classifies at least {floor:.0%}): it looks fitted to the test images "
                      "rather than learned from the training split. Train it on digit_datasets()'s training split.")
-NOT_TASK_3 = "the model's class does not pass check_task_3: fix Task 3 first, then train again"
 MEMORISED = ("the model classifies {clean:.0%} of the test digits but only {moved:.0%} once they move by one pixel "
              "(a ViT trained on the training digits keeps at least {floor:.0%}): it looks fitted to the test images "
              "themselves. Train it on the training split only (digit_datasets()).")
@@ -112,17 +108,6 @@ def _expect_layout(task, model):
                   "only the pinned weights into the course's VisionTransformer, so the model must learn with those.")
 
 
-def _expect_task_3(task, model):
-    """The model's class passes check_task_3 (run quietly): the grade loads the weights into the pinned
-    VisionTransformer, so a class that computes something else (post-norm blocks, say) would be graded on another
-    function than the one trained."""
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):  # a passing check prints its ✓ line
-            check_task_3(type(model))
-    except CheckFailure as failure:
-        task.fail(f"{NOT_TASK_3} (check_task_3: {one_line(str(failure).split(': ', 1)[-1], 160)}).")
-
-
 def _expect_from_weights(task, model, images, labels):
     """The weights re-drawn fall to chance; returns their accuracy."""
     fresh = task.call(f"re-drawing the weights of a copy of {NAME}", redrawn, model, CHECK_SEED)
@@ -157,7 +142,7 @@ def check_task_4(task, model):
         _logits(task, model, images[:4])  # runs (else: not implemented yet), (4, 10) finite logits
         _expect_layout(task, model)
         chance = _expect_from_weights(task, model, images, labels)
-        _expect_task_3(task, model)
+        expect_class_passes(task, 3, check_task_3, type(model))
         accuracy = _accuracy(task, model, images, labels)
         if accuracy < TARGET_ACCURACY:
             task.fail(f"training has not reached the target: the model classifies {accuracy:.1%} of the "
