@@ -33,7 +33,7 @@ from grading.run.recipes import run
 from grading.publish.render import RENDER_LIMIT, render
 from grading.judge.score import Verdict, score_submission
 from grading.text import encodable, markdown
-from grading.judge.trained import judge_trained, reference_model
+from grading.judge.trained import reference_model, trained_problem
 from course_paths import NAME, RELEASE, ROOT, SOURCE, TRANSFORMER, course_folder
 from palindrome_models import mirror_logits
 from redteam_builders import (XSS, attack_submissions, central_record, inner_zip, latin1_placeholder,
@@ -55,7 +55,7 @@ def trained_verdict(task, model, judged, class_name=None):
     cases, expected, reference = judged
     name = class_name or type(model).__mro__[1].__name__
     record = run(cases[task][0], [model], {name: reference.get(name) if class_name else type(model).__mro__[1]})
-    return judge_trained(task, record, expected[task][0], reference), record
+    return trained_problem(task, record, expected[task][0], reference)[0], record
 
 
 def detector(reference, name, **config):
@@ -146,7 +146,7 @@ def test_forged_trained_records_score_zero_with_reason(forgery, judged):
     """Records the probe could be made to write: validated as data before anything is built from them."""
     weights, settings, words = FORGED_RECORDS[forgery]
     record = {"facts": {"module": True, "instance": True}, "weights": weights, "config": settings}
-    problem = judge_trained(6, record, judged[1][6][0], judged[2])
+    problem = trained_problem(6, record, judged[1][6][0], judged[2])[0]
     assert problem and words in problem, problem
 
 

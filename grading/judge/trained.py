@@ -143,11 +143,6 @@ def reference_accuracy(task, reference, record, data):
     return cases_of(data["assignment"]).trained_accuracy(task, model, data, reference)
 
 
-def judge_trained(task, record, data, reference):
-    """The problem of a trained model's record, or None when it reaches the target (trained_problem's first part)."""
-    return trained_problem(task, record, data, reference)[0]
-
-
 def trained_problem(task, record, data, reference):
     """(the problem of a trained model's record or None when it reaches the target, why a person must look or '').
 

@@ -15,7 +15,7 @@ from course.reference import load_reference, reference_source
 from course.registry import assignment
 from grading.cases.gpt import trained
 from grading.judge.expected import reference_namespace
-from grading.judge.trained import judge_trained
+from grading.judge.trained import trained_problem
 from grading.run.recipes import run
 from in_process_grading import graded_cases_of, verdict_of
 
@@ -151,11 +151,11 @@ def test_recipes_hold_no_expected_values(graded_cases):
 
 
 def judged(model, graded_cases):
-    """The problem judge_trained finds with the model's Task 7 record (None: full marks); the notebook's GPT is the
+    """The problem trained_problem finds with the model's Task 7 record (None: full marks); the notebook's GPT is the
     model's own class."""
     cases, expected, _, _, reference = graded_cases
     record = run(cases[7][0], [model], {"GPT": type(model)})
-    return judge_trained(7, record, expected[7][0], reference)
+    return trained_problem(7, record, expected[7][0], reference)[0]
 
 
 def test_a_trained_reference_model_earns_task_7(graded_cases):
@@ -185,16 +185,16 @@ def test_heads_come_from_the_rotary_table_when_num_heads_is_not_kept(graded_case
     cases, expected, _, _, reference = graded_cases
     record = run(cases[7][0], [trained_reference()], {"GPT": type(trained_reference())})
     unknown = dict(record, config=dict(record["config"], num_heads=[None] * 2))
-    assert judge_trained(7, unknown, expected[7][0], reference) is None
+    assert trained_problem(7, unknown, expected[7][0], reference)[0] is None
     neither = dict(unknown, config=dict(unknown["config"], rotary_pairs=[None] * 2))
-    assert "`num_heads` = None is not valid" in judge_trained(7, neither, expected[7][0], reference)
+    assert "`num_heads` = None is not valid" in trained_problem(7, neither, expected[7][0], reference)[0]
 
 
 def test_trained_weights_that_do_not_fit_the_reference_are_not_judged(graded_cases):
     """Settings the reference cannot build, or another vocabulary, score 0 and say why."""
     cases, expected, _, _, reference = graded_cases
     record = run(cases[7][0], [trained_reference()], {"GPT": type(trained_reference())})
-    judge = lambda changed: judge_trained(7, dict(record, **changed), expected[7][0], reference)  # noqa: E731
+    judge = lambda changed: trained_problem(7, dict(record, **changed), expected[7][0], reference)[0]  # noqa: E731
     assert "not valid" in judge({"config": dict(record["config"], num_heads=[5, 5])})
     assert "not valid" in judge({"config": dict(record["config"], activation=["ReLU", "ReLU"])})
     assert "disagree" in judge({"config": dict(record["config"], num_heads=[4, 8])})

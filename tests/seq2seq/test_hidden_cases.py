@@ -19,7 +19,7 @@ from course.registry import assignment
 from course_lib.reversal import EOS_ID
 from grading.cases.seq2seq import trained
 from grading.judge.expected import reference_namespace
-from grading.judge.trained import judge_trained
+from grading.judge.trained import trained_problem
 from grading.run.recipes import run
 from in_process_grading import graded_cases_of, verdict_of
 
@@ -196,11 +196,11 @@ def test_recipes_hold_no_expected_values(graded_cases):
 
 
 def judged(model, graded_cases):
-    """The problem judge_trained finds with the model's Task 7 record (None: full marks); the notebook's
+    """The problem trained_problem finds with the model's Task 7 record (None: full marks); the notebook's
     Seq2SeqTransformer is the model's own class."""
     cases, expected, _, _, reference = graded_cases
     record = run(cases[7][0], [model], {"Seq2SeqTransformer": type(model)})
-    return judge_trained(7, record, expected[7][0], reference)
+    return trained_problem(7, record, expected[7][0], reference)[0]
 
 
 @pytest.fixture(scope="module")
@@ -233,16 +233,16 @@ def test_trained_weights_that_do_not_fit_the_reference_are_not_judged(trained_mo
     cases, expected, _, _, reference = graded_cases
     record = run(cases[7][0], [trained_model], {"Seq2SeqTransformer": type(trained_model)})
     wrong_heads = dict(record, config=dict(record["config"], num_heads=[5] * len(record["config"]["num_heads"])))
-    assert "not valid" in judge_trained(7, wrong_heads, expected[7][0], reference)
+    assert "not valid" in trained_problem(7, wrong_heads, expected[7][0], reference)[0]
     mixed = dict(record, config=dict(record["config"], activation=["ReLU", "GELU"] * 2))
-    assert "disagree" in judge_trained(7, mixed, expected[7][0], reference)
+    assert "disagree" in trained_problem(7, mixed, expected[7][0], reference)[0]
     bigger = dict(record, weights={**record["weights"], "embedding.weight": torch.zeros(14, 32)})
-    assert "vocab_size is 14" in judge_trained(7, bigger, expected[7][0], reference)
+    assert "vocab_size is 14" in trained_problem(7, bigger, expected[7][0], reference)[0]
     huge = dict(record, weights={**record["weights"], "embedding.weight": torch.zeros(13, 2048)})
-    assert "embed_dim = 2048 is above 128" in judge_trained(7, huge, expected[7][0], reference)
+    assert "embed_dim = 2048 is above 128" in trained_problem(7, huge, expected[7][0], reference)[0]
     deep = dict(record, weights={**record["weights"], **{f"decoder.{i}.norm1.weight": torch.ones(32) for i in range(17)}},
                 config=dict(record["config"], num_heads=[4] * (2 + 2 * 17), activation=["ReLU"] * (2 + 17)))
-    assert "num_decoder_layers = 17 is above 8" in judge_trained(7, deep, expected[7][0], reference)
+    assert "num_decoder_layers = 17 is above 8" in trained_problem(7, deep, expected[7][0], reference)[0]
 
 
 def test_re_drawn_weights_collapse_on_the_reference_architecture(trained_model, graded_cases):

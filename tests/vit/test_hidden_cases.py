@@ -19,7 +19,7 @@ from course.reference import load_reference, reference_source
 from course.registry import assignment
 from grading.cases.vit import trained
 from grading.judge.expected import reference_namespace
-from grading.judge.trained import judge_trained
+from grading.judge.trained import trained_problem
 from grading.run.recipes import run
 from in_process_grading import graded_cases_of, verdict_of
 
@@ -153,11 +153,11 @@ def test_recipes_hold_no_expected_values(graded_cases):
 
 
 def judged(model, graded_cases):
-    """The problem judge_trained finds with the model's Task 4 record (None: full marks); the notebook's
+    """The problem trained_problem finds with the model's Task 4 record (None: full marks); the notebook's
     VisionTransformer is the model's own class."""
     cases, expected, _, _, reference = graded_cases
     record = run(cases[4][0], [model], {"VisionTransformer": type(model)})
-    return judge_trained(4, record, expected[4][0], reference)
+    return trained_problem(4, record, expected[4][0], reference)[0]
 
 
 def test_a_trained_reference_model_earns_task_4(graded_cases):
@@ -188,7 +188,7 @@ def test_trained_weights_that_do_not_fit_the_reference_are_not_judged(graded_cas
     """Settings the reference cannot build, another activation or other sizes score 0 and say why."""
     cases, expected, _, _, reference = graded_cases
     record = run(cases[4][0], [trained_reference()], {"VisionTransformer": type(trained_reference())})
-    judge = lambda changed: judge_trained(4, dict(record, **changed), expected[4][0], reference)  # noqa: E731
+    judge = lambda changed: trained_problem(4, dict(record, **changed), expected[4][0], reference)[0]  # noqa: E731
     assert "not valid" in judge({"config": dict(record["config"], num_heads=[5, 5])})
     assert "not valid" in judge({"config": dict(record["config"], activation=["ReLU", "ReLU"])})
     assert "disagree" in judge({"config": dict(record["config"], num_heads=[4, 8])})
@@ -207,7 +207,7 @@ def test_a_model_of_other_sizes_is_rebuilt_with_them(graded_cases):
                                                  embed_dim=24, num_heads=3, feedforward_dim=40, num_layers=1)
     cases, expected, _, _, reference = graded_cases
     record = run(cases[4][0], [model], {"VisionTransformer": type(model)})
-    problem = judge_trained(4, record, expected[4][0], reference)
+    problem = trained_problem(4, record, expected[4][0], reference)[0]
     assert problem.startswith("accuracy ") and "at least 95%" in problem, problem  # judged, untrained: below target
 
 
