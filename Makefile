@@ -52,11 +52,9 @@ collect: $(STAMP)  ## unpack one assignment's LMS download: make collect ZIP=pat
 # make grade: STUDENT=id regrades that one submission (the others' results stay); JOBS=N grades N at once;
 # SANDBOX=none runs student code unisolated; EXPORTS=canvas,moodle (default) names the LMS layouts in exports/.
 EXPORTS ?= canvas,moodle
-grade: $(STAMP)  ## autograde submitted/ in bubblewrap, each assignment in turn (ASSIGNMENT=, STUDENT=, JOBS=, EXPORTS=)
-	$(EACH_ASSIGNMENT) \
-		$(BIN)/python -m grading.grade --assignment $$name --jobs "$(or $(JOBS),1)" \
-			--sandbox "$(or $(SANDBOX),auto)" --exports "$(EXPORTS)" $(if $(STUDENT),--student "$(STUDENT)") || exit 1; \
-	done
+grade: $(STAMP)  ## autograde submitted/ in bubblewrap: every assignment with submissions (ASSIGNMENT=, STUDENT=, JOBS=, EXPORTS=)
+	$(BIN)/python -m grading.grade $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") --jobs "$(or $(JOBS),1)" \
+		--sandbox "$(or $(SANDBOX),auto)" --exports "$(EXPORTS)" $(if $(STUDENT),--student "$(STUDENT)")
 
 clean:
 	rm -rf $(VENV) build *.egg-info gradebook.db

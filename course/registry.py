@@ -6,6 +6,7 @@ Makefile iterates over them). Needs only the standard library.
 import sys
 import tomllib
 from dataclasses import dataclass
+from datetime import date, datetime, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout: course.toml, solutions/, notebooks/
@@ -53,6 +54,7 @@ class Assignment:
     tasks: dict  # {number: Task}, in task order
     limits: Limits
     root: Path
+    due: datetime = None  # optional `due`: later files of a download are noted late (the LMS's clock, local time)
 
     @property
     def source_notebook(self):
@@ -112,7 +114,19 @@ def _assignment(entry, limits, root):
         if any(needed not in tasks or tasks[needed].trains or not task.trains for needed in task.needs):
             raise RegistryError(f"{name}: task {task.number} trains nothing or needs a task that is not a definition "
                                 f"task ({list(task.needs)})")
-    return Assignment(name, entry.get("title", ""), tasks, limits, root)
+    return Assignment(name, entry.get("title", ""), tasks, limits, root, _due(name, entry.get("due")))
+
+
+def _due(name, value):
+    """The due date as a naive datetime (a TOML date is due at its last second), or None when not given."""
+    if value is None:
+        return None
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return datetime.combine(value, time(23, 59, 59))
+    raise RegistryError(f"{name}: due must be a local date-time as the LMS's download shows times, e.g. "
+                        f"due = 2026-12-01T23:59:00 (got {value!r})")
 
 
 def load(root=None):

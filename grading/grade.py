@@ -1,8 +1,9 @@
 """Grade the submissions of one assignment under submitted/: `make grade [ASSIGNMENT=name] [STUDENT=id] [JOBS=N]`.
 
-`--assignment NAME` names an assignment of course.toml; without it, the only one registered (with several
-registered, grade asks for a name; `make grade` without ASSIGNMENT runs this once per registered assignment).
-`--student ID` regrades that one submission and leaves everyone else's results as they were.
+`--assignment NAME` grades that assignment of course.toml; without it, every registered assignment that has
+submissions, in release order, saying which have none (nothing at all to grade is an error).
+`--student ID` regrades that one submission (without --assignment: that student's submission of each assignment)
+and leaves everyone else's results as they were.
 
 The stages, in order, each a package of grading/ with its entry point:
     collect.discover        the submission folders under submitted/ (put there by `make collect`)
@@ -20,7 +21,7 @@ import time
 import traceback
 from pathlib import Path
 
-from course.registry import RegistryError
+from course.registry import RegistryError, assignments
 
 from .cases import build_cases
 from .collect import discover
@@ -77,7 +78,7 @@ def grade_one(submission, grading, slot):
         program, cells, student_notes, limits = release_program(grading.release), {}, [error], []
         verdicts = not_graded(grading.judging, error, flag)
         notes.append(error)
-    result = Result(submission.student, verdicts, notes, error=error, limits=limits)
+    result = Result(submission.student, verdicts, notes, error=error, limits=limits, info=submission.info)
     if cut:
         result.flag_all(cut)
     write_graded(course, grading.release, submission, result, program, cells, student_notes)
@@ -103,51 +104,54 @@ def parse(argv):
 
 
 def setting_up(args):
-    """(course, sandbox) for the command line, or exit with why not."""
+    """([Course] to grade: the one named, else every registered one; sandbox; export layouts), or exit with why not."""
     if not (Path(args.course) / "nbgrader_config.py").is_file():
         sys.exit(f"grade: {Path(args.course).resolve()} has no nbgrader_config.py; run from the course folder")
     layouts = [layout for layout in args.exports.split(",") if layout]
     if set(layouts) - set(LAYOUTS):
         sys.exit(f"grade: --exports takes {', '.join(LAYOUTS)} (got {args.exports})")
     try:
-        course = Course(args.course, args.assignment)
+        names = [args.assignment] if args.assignment else [entry.name for entry in assignments(args.course)]
+        courses = [Course(args.course, name) for name in names]
         box = choose_sandbox(args.sandbox, args.memory, args.scratch)
     except (RegistryError, SandboxUnavailable) as error:
         sys.exit(f"grade: {error}")
     print("\n".join(box.found), flush=True)
     if box.warning:
         print(f"\n{'!' * 100}\n{box.warning}\n{'!' * 100}\n", file=sys.stderr, flush=True)
-    return course, box, layouts
+    return courses, box, layouts
 
 
-def chosen(course, student):
-    """The submissions to grade: every one of the assignment, or the one of `student`; or exit with why none."""
+def waiting(course, student):
+    """The submissions of the course's assignment to grade: every one, or the one of `student` ([] if none)."""
     submissions = discover(course.submitted, course.assignment)
-    if student is not None:
-        submissions = [submission for submission in submissions if submission.student == student]
-    if not submissions:
-        who = f"{student}/" if student is not None else "<student>/"
-        sys.exit(f"grade: no submissions under {course.submitted}/{who}{course.assignment}/; "
-                 "run `make collect ZIP=...` first")
-    for submission in submissions:  # a graded notebook left from an earlier run of the same submission goes
+    return [submission for submission in submissions if student is None or submission.student == student]
+
+
+def nothing_to_grade(courses, student):
+    """Why there is nothing to grade, with where submissions were looked for."""
+    who = f"{student}/" if student is not None else "<student>/"
+    where = ", ".join(f"{course.submitted}/{who}{course.assignment}/" for course in courses)
+    return f"grade: no submissions under {where}; run `make collect ZIP=... ASSIGNMENT=...` first"
+
+
+def clear_rendered(course, submissions, student):
+    """Remove graded notebooks left by an earlier run of these submissions (all of the assignment's, without student)."""
+    for submission in submissions:
         clear(course.build / "rendered" / submission.student / course.assignment)
     if student is None:
         for stale in course.build.glob(f"rendered/*/{course.assignment}"):
             clear(stale)
-    return submissions
 
 
 def clear(folder):
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def main(argv=None):
-    """Grade the chosen submissions, then write the gradebook, feedback, CSV files, report and LMS exports."""
-    args = parse(argv)
-    sys.stdout.reconfigure(errors="replace")  # student ids of any script print on any terminal
+def grade_assignment(course, submissions, box, layouts, args):
+    """Grade one assignment's submissions, then write its gradebook entries, feedback, CSV rows, report and exports."""
     started = time.monotonic()
-    course, box, layouts = setting_up(args)
-    submissions = chosen(course, args.student)
+    clear_rendered(course, submissions, args.student)
     grading, jobs = Grading(course, box), max(1, args.jobs)
     if load_warning(jobs):
         print(load_warning(jobs), file=sys.stderr, flush=True)
@@ -160,7 +164,23 @@ def main(argv=None):
     print(f"graded {len(results)} submission(s) of {course.assignment} in {time.monotonic() - started:.0f} s: "
           f"grades.csv, grades_by_task.csv, grading_report_{course.assignment}"
           f"{'_' + args.student if args.student else ''}.md, {course.feedback.name}/, exports/"
-          + "".join(f"\nPROBLEM: {p}" for p in problems))
+          + "".join(f"\nPROBLEM: {p}" for p in problems), flush=True)
+
+
+def main(argv=None):
+    """Grade every chosen assignment that has submissions, one after another; say which have none."""
+    args = parse(argv)
+    sys.stdout.reconfigure(errors="replace")  # student ids of any script print on any terminal
+    courses, box, layouts = setting_up(args)
+    found = [(course, waiting(course, args.student)) for course in courses]
+    if not any(submissions for _, submissions in found):
+        sys.exit(nothing_to_grade(courses, args.student))
+    for course, submissions in found:
+        if submissions:
+            grade_assignment(course, submissions, box, layouts, args)
+        else:
+            print(f"{course.assignment}: nothing to grade (no submissions under {course.submitted}/"
+                  f"{args.student or '<student>'}/{course.assignment}/)", flush=True)
 
 
 if __name__ == "__main__":

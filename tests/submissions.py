@@ -144,8 +144,19 @@ def csv_rows(path):
 
 def report_sections(text):
     """{student: their notes} from grading_report_<assignment>.md's 'Needs attention' part."""
-    part = text.split("## Needs attention", 1)[1].split("## Why tasks failed", 1)[0]
+    part = text.split("## Needs attention", 1)[1].split("\n## ", 1)[0]
     return {chunk.split(" (", 1)[0].strip(): chunk for chunk in part.split("### ")[1:]}
+
+
+def also_noted(text):
+    """{student: their lines} from grading_report_<assignment>.md's 'Also noted (no action needed)' part."""
+    part = text.split("## Also noted (no action needed)", 1)[1].split("\n## ", 1)[0] if "## Also noted" in text else ""
+    found = {}
+    for line in part.splitlines():
+        if line.startswith("- **"):
+            student, note = line[4:].split("**: ", 1)
+            found[student] = found.get(student, "") + note + "\n"
+    return found
 
 
 def limits_section(text):

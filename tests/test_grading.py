@@ -25,9 +25,9 @@ from course_paths import NAME, POINTS, RELEASE, ROOT, SOURCE, course_folder
 from grading.collect import collect
 from grading.run import sandbox
 from grading.run.notebook import read
-from submissions import (DEFINITION_POINTS, GRADING_RUNAWAY, code, csv_rows, definitions_only, edit_cell, grade_id,
-                         index_of, limits_section, prepend_to, report_sections, scratch_course, seconds_per_submission,
-                         visible_text, without)
+from submissions import (DEFINITION_POINTS, GRADING_RUNAWAY, also_noted, code, csv_rows, definitions_only, edit_cell,
+                         grade_id, index_of, limits_section, prepend_to, report_sections, scratch_course,
+                         seconds_per_submission, visible_text, without)
 
 
 # ----- Every kind of submission, built from the reference and release notebooks (helpers: submissions.py) ----
@@ -173,10 +173,12 @@ def submissions():
             **tampering_submissions(release, definitions)}
 
 
-# What the report must say about each submission (a word of the note).
+# What the report's "Also noted (no action needed)" says of a submission whose notebook had another name.
+ALSO_NOTED = {"wrongname-7": "graded as transformer.ipynb", "colab": "graded as transformer.ipynb"}
+# What the report must say about each submission that needs attention (a word of the note).
 REPORTED = {"loop": "limit", "exit": "exited", "syntax": "does not parse", "edited": "was edited",
             "deleted": "re-added", "duplicated": "appears 2 times", "stripped": "matched by their content",
-            "warnings": "stderr", "wrongname-7": "graded as transformer.ipynb", "colab": "graded as transformer.ipynb",
+            "warnings": "stderr",
             "monkeypatch": "tampering", "fakeprint": "prints a '✓ Task", "untouched": "empty submission",
             "garbage": "not a readable notebook"}
 
@@ -266,6 +268,10 @@ def test_report_says_why_each_odd_submission_needed_attention(graded):
     missing = {student: words for student, words in REPORTED.items() if words not in sections.get(student, "")}
     assert not missing, f"not reported: {missing}"
     assert "full" not in sections and "wrong3" not in sections
+    assert not set(ALSO_NOTED) & set(sections), "a renamed notebook graded as the assignment's needs no one"
+    noted = also_noted(text)
+    missing = {student: words for student, words in ALSO_NOTED.items() if words not in noted.get(student, "")}
+    assert not missing, f"not listed under 'Also noted': {missing}"
     assert "failed a hidden test" in sections["special"] and "Task 4: hidden:" in sections["special"]
     if os.geteuid() == 0:
         assert "containment: bubblewrap" in text

@@ -6,6 +6,10 @@ Convention (lenient on purpose; LMS downloads differ):
 - a notebook at the top of the zip belongs to the student its file name starts with, up to the first
   underscore ("alice_transformer.ipynb" -> "alice", "bob-12345_transformer (1).ipynb" -> "bob-12345");
   a name without an underscore is the id itself ("carol.ipynb" -> "carol");
+- the LMSs' own layouts are read as such (see LmsName): Canvas's "lastfirst[_late]_<user id>_<submission id>_<the
+  student's file name>" ("smithalice_late_1234_5678_transformer-1.ipynb": smithalice, user 1234, late, the file
+  transformer-1.ipynb, Canvas's name for a re-uploaded transformer.ipynb) and Moodle's without folders,
+  "Full Name_<participant>_assignsubmission_file_<file name>" (the same id as Moodle's folder, "Alice-Smith_123");
 - ids keep letters and digits of any script (NFC-normalised: "müllerjürgen", "张伟", "Αλέξανδρος"), ".", "-"
   and "_"; anything else becomes "-"; at most MAX_ID characters;
 - two different source names never share an id: `collect` gives the second a suffix ("alice-smith-2")
@@ -15,6 +19,7 @@ The LMS's own number for the student, when the name carries one, is kept for the
 """
 import re
 import unicodedata
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePosixPath
 
@@ -23,8 +28,34 @@ IGNORED_PARTS = ("__MACOSX", ".ipynb_checkpoints")
 
 
 MAX_ID = 64
-CANVAS_NAME = re.compile(r"^[^_]+_(?:late_)?(\d+)_\d+_")  # lastfirst_[late_]<user id>_<submission id>_<file>
+CANVAS_NAME = re.compile(r"^(?P<who>[^_]+)_(?P<late>late_)?(?P<user>\d+)_\d+_(?P<file>.+)$")
+MOODLE_NAME = re.compile(r"^(?P<who>.+?_(?P<user>\d+)_assignsubmission_file_)(?P<file>.+)$")  # without folders
 MOODLE_FOLDER = re.compile(r"_(\d+)_(?:assignsubmission|onlinetext)")  # Full Name_<participant>_assignsubmission_…
+
+
+@dataclass
+class LmsName:
+    """What an LMS's name for a submitted file says: who sent it, their LMS number, their own file name, lateness."""
+
+    source: str  # the part naming the sender, read into an id by clean_id
+    user: str  # the LMS's number for the sender
+    file: str  # the file's name as the student uploaded it (Canvas may add "-1" to a re-uploaded name)
+    late: bool = None  # Canvas's names say whether it came after the student's due date; None: the layout does not say
+
+
+def lms_name(name):
+    """The LmsName of a zip member named in Canvas's or Moodle's layout, or None for any other name."""
+    path = PurePosixPath(unicodedata.normalize("NFC", name).replace("\\", "/"))
+    if len(path.parts) > 1:  # Moodle's folder per student, or a student's own zip sent to Canvas (opened as one)
+        if found := MOODLE_FOLDER.search(path.parts[0]):
+            return LmsName(path.parts[0], found.group(1), path.name)
+        found = CANVAS_NAME.match(path.parts[0])
+        return LmsName(path.parts[0], found["user"], path.name, late=bool(found["late"])) if found else None
+    if found := CANVAS_NAME.match(path.name):
+        return LmsName(found["who"], found["user"], found["file"], late=bool(found["late"]))
+    if found := MOODLE_NAME.match(path.name):
+        return LmsName(found["who"], found["user"], found["file"])
+    return None
 
 
 def clean_id(text):
@@ -41,13 +72,15 @@ def is_notebook(name):
 
 
 def source_of(name, assignment):
-    """The part of a zip member name that says who sent it (top folder or file name prefix), or ''.
+    """The part of a zip member name that says who sent it (top folder, LMS name or file name prefix), or ''.
 
     A top-level file named just like the assignment ("transformer.ipynb") says no student.
     """
     path = PurePosixPath(unicodedata.normalize("NFC", name).replace("\\", "/"))
     if len(path.parts) > 1:
         return path.parts[0]
+    if lms := lms_name(name):
+        return lms.source
     stem = path.stem
     return stem.split("_", 1)[0] if "_" in stem else (stem if stem.lower() != assignment.lower() else "")
 
@@ -55,10 +88,9 @@ def source_of(name, assignment):
 def lms_id(name):
     """The LMS's number for the sender in a zip member's name ('' if none): Canvas's user id of a top-level file
     ('smithalice_late_1234_5678_transformer.ipynb' -> '1234'), Moodle's participant number of a top folder
-    ('Alice Smith_123_assignsubmission_file_/transformer.ipynb' -> '123')."""
-    path = PurePosixPath(unicodedata.normalize("NFC", name).replace("\\", "/"))
-    found = MOODLE_FOLDER.search(path.parts[0]) if len(path.parts) > 1 else CANVAS_NAME.match(path.name)
-    return found.group(1) if found else ""
+    ('Alice Smith_123_assignsubmission_file_/transformer.ipynb' -> '123') or of a file without folders."""
+    lms = lms_name(name)
+    return lms.user if lms else ""
 
 
 def unique_ids(sources):
@@ -80,9 +112,27 @@ def unique_ids(sources):
 
 
 def file_name(name):
-    """The notebook's own name without the LMS's student prefix: 'alice_transformer.ipynb' -> 'transformer.ipynb'."""
+    """The notebook's own name without the LMS's or the student's prefix: 'alice_transformer.ipynb' and
+    'smithalice_1234_5678_transformer.ipynb' -> 'transformer.ipynb'."""
+    if lms := lms_name(name):
+        return lms.file
     path = PurePosixPath(name.replace("\\", "/"))
     return path.name.split("_", 1)[1] if len(path.parts) == 1 and "_" in path.name else path.name
+
+
+def is_assignment_file(name, assignment):
+    """Whether a zip member is simply the assignment's notebook under the LMS's naming ('<assignment>.ipynb', or
+    Canvas's '<assignment>-1.ipynb' for a file uploaded again under the same name)."""
+    own = file_name(name)
+    canvas_copy = bool((lms := lms_name(name)) and re.fullmatch(rf"{re.escape(assignment)}-\d+\.ipynb", lms.file))
+    return own == f"{assignment}.ipynb" or canvas_copy
+
+
+def late_mark(name):
+    """Whether the LMS's name says the file came late (Canvas: True or False, knowing each student's extensions), or
+    None when its layout does not say (Moodle, other names)."""
+    lms = lms_name(name)
+    return lms.late if lms else None
 
 
 def mentions(name, assignment):

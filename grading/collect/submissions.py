@@ -14,27 +14,29 @@ class Submission:
     student: str
     folder: Path
     notebook: Path = None  # None: the folder holds no notebook
-    notes: list = field(default_factory=list)
+    notes: list = field(default_factory=list)  # what needs the instructor
+    info: list = field(default_factory=list)  # what collect did that needs no one (a renamed or extra file)
 
 
 def chosen_notebook(folder, assignment):
-    """(notebook path or None, notes): <assignment>.ipynb, else the best other notebook in the folder."""
+    """(notebook path or None, notes, info): <assignment>.ipynb, else the best other notebook in the folder."""
     expected = folder / f"{assignment}.ipynb"
     if expected.is_file():
-        return expected, []
+        return expected, [], []
     others = [path for path in folder.glob("*.ipynb") if path.is_file()]
     if not others:
-        return None, ["no notebook in the submission folder"]
+        return None, ["no notebook in the submission folder"], []
     name, _ = pick([(path.name, datetime.fromtimestamp(path.stat().st_mtime)) for path in others], assignment)
-    return folder / name, [f"notebook `{name}` graded as {assignment}.ipynb"]
+    return folder / name, [], [f"notebook `{name}` graded as {assignment}.ipynb"]
 
 
 def collected_notes(folder):
-    """Notes `make collect` left in collected.json (renamed files, extra files), if any."""
+    """(notes, info) `make collect` left in collected.json (skipped or late files; renamed or extra ones), if any."""
     try:
-        return list(json.loads((folder / "collected.json").read_text()).get("notes", []))
-    except (OSError, ValueError, AttributeError):
-        return []
+        record = json.loads((folder / "collected.json").read_text())
+        return list(record.get("notes", [])), list(record.get("info", []))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return [], []
 
 
 def discover(submitted, assignment):
@@ -42,6 +44,7 @@ def discover(submitted, assignment):
     found = []
     for folder in sorted(submitted.glob(f"*/{assignment}")):
         if folder.is_dir():
-            notebook, notes = chosen_notebook(folder, assignment)
-            found.append(Submission(folder.parent.name, folder, notebook, collected_notes(folder) + notes))
+            notebook, notes, info = chosen_notebook(folder, assignment)
+            collect_notes, collect_info = collected_notes(folder)
+            found.append(Submission(folder.parent.name, folder, notebook, collect_notes + notes, collect_info + info))
     return found

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from course import registry
 
-from .naming import file_name, is_notebook, lms_id, pick, source_of, unique_ids
+from .naming import is_assignment_file, is_notebook, late_mark, lms_id, pick, source_of, unique_ids
 from ..text import encodable, markdown
 
 MAX_NOTEBOOK = 100 << 20  # bytes; a larger "notebook" is skipped, not unpacked
@@ -139,39 +139,53 @@ def scan_inner(archive, info, name, found):
             raise ValueError("it holds no notebook")
 
 
-def place(folder, entries, assignment):
-    """Write one student's chosen notebook (if any survived) into folder, replacing it whole; return the notes."""
+def place(folder, entries, assignment, due=None):
+    """Write one student's chosen notebook (if any survived) into folder, replacing it whole.
+
+    Returns (notes: what needs the instructor, info: what was done that needs no one); collected.json keeps both.
+    """
     readable = [entry for entry in entries if entry.data is not None]
     notes = [f"`{entry.name}` was skipped: {entry.problem}" for entry in entries if entry.data is None]
     chosen = pick([(entry.name, entry.stamp, entry) for entry in readable], assignment)[2] if readable else None
     staging = folder.parent / f".{folder.name}.collecting"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
+    info = ["replaced an earlier submission"] if folder.exists() else []
     if chosen is not None:
         (staging / f"{assignment}.ipynb").write_bytes(chosen.data)
         if chosen.stamp is not None:
             (staging / "timestamp.txt").write_text(chosen.stamp.strftime("%Y-%m-%d %H:%M:%S"))
-        else:
-            notes.append(f"`{chosen.name}` has no valid date in the zip: no timestamp recorded")
-        if file_name(chosen.name) != f"{assignment}.ipynb":
-            notes.append(f"notebook `{Path(chosen.name).name}` graded as {assignment}.ipynb")
-        notes += [f"also sent `{entry.name}`: not graded" for entry in readable if entry is not chosen]
-    if folder.exists():
-        notes.insert(0, "replaced an earlier submission")
-    record = {"source": chosen.name if chosen else None, "notes": notes,
+        notes += lateness(chosen, due)
+        if not is_assignment_file(chosen.name, assignment):
+            info.append(f"notebook `{Path(chosen.name).name}` graded as {assignment}.ipynb")
+        info += [f"also sent `{entry.name}`: not graded" for entry in readable if entry is not chosen]
+    record = {"source": chosen.name if chosen else None, "notes": notes, "info": info,
               "lms_id": next((lms_id(entry.name) for entry in entries if lms_id(entry.name)), "")}
     (staging / "collected.json").write_text(json.dumps(record, indent=1))
     shutil.rmtree(folder, ignore_errors=True)
     staging.rename(folder)
-    return notes
+    return notes, info
+
+
+def lateness(entry, due):
+    """Notes on when the graded notebook came: marked late by the LMS, else after course.toml's `due`, or undated."""
+    mark = late_mark(entry.name)
+    if mark:
+        return [f"late: the LMS marks `{entry.name}` as submitted after the due date"]
+    if entry.stamp is None:
+        return [f"`{entry.name}` has no valid date in the zip: no timestamp recorded, lateness unknown"]
+    if mark is None and due is not None and entry.stamp > due:
+        return [f"late: `{entry.name}` is dated {entry.stamp:%Y-%m-%d %H:%M}, after the due date {due:%Y-%m-%d %H:%M}"]
+    return []
 
 
 def collect(zip_path, course_root=".", assignment=None):
-    """Unpack every student's notebook; returns ({student: notes}, names of nobody's, [(name, reason) skipped]).
+    """Unpack every student's notebook; returns ({student: notes and info}, names of nobody's, [(name, reason) skipped]).
 
     assignment: a name in course_root's course.toml (default: the only one registered there).
     """
-    assignment = registry.assignment(assignment, course_root).name
+    registered = registry.assignment(assignment, course_root)
+    assignment, due = registered.name, registered.due
     found = Collection(assignment=assignment)
     with zipfile.ZipFile(zip_path) as archive:
         scan(archive, found)
@@ -185,7 +199,8 @@ def collect(zip_path, course_root=".", assignment=None):
     submitted, collected = Path(course_root) / "submitted", {}
     for student, entries in sorted(by_student.items()):
         try:
-            collected[student] = place(submitted / student / assignment, entries, assignment)
+            notes, info = place(submitted / student / assignment, entries, assignment, due)
+            collected[student] = notes + info
         except OSError as error:
             found.skipped += [(entry.name, f"it could not be written ({error.strerror})") for entry in entries]
     for student, note in renamed:

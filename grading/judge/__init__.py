@@ -33,10 +33,11 @@ class Result:
 
     student: str
     verdicts: dict
-    notes: list = field(default_factory=list)
+    notes: list = field(default_factory=list)  # what needs the instructor's attention
     seconds: float = 0.0
     error: str = ""  # why it could not be run and judged ('' when it was)
     limits: list = field(default_factory=list)  # the time limits its probe reached (grading.run's ProbeRun.limits)
+    info: list = field(default_factory=list)  # what was done that needs no one (collect's renamed or extra files)
 
     @property
     def score(self):

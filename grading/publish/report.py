@@ -75,6 +75,13 @@ def attention_section(results):
     return lines
 
 
+def info_section(results):
+    """What was done that needs no one (a renamed notebook graded, extra files not graded), to look up if asked."""
+    lines = [f"- **{markdown(result.student, 100)}**: {markdown(note)}" for result in results
+             for note in result.info[:20] + ([f"… and {len(result.info) - 20} more"] if len(result.info) > 20 else [])]
+    return ["## Also noted (no action needed)", ""] + lines + [""] if lines else []
+
+
 def failures_section(results):
     """The grader's sentence for each failed task (the first three per submission)."""
     lines = ["## Why tasks failed", ""]
@@ -126,6 +133,6 @@ def write_report(path, assignment, results, context):
     lines += [f"**{markdown(problem, 2000)}**" for problem in context.get("problems", [])] + [""] \
         if context.get("problems") else []
     lines += summary_table(results) + [""] + flagged_section(results) + limits_section(results)
-    lines += attention_section(results)
+    lines += attention_section(results) + info_section(results)
     lines += failures_section(results)
     path.write_text(encodable("\n".join(lines)), encoding="utf-8")

@@ -1,0 +1,213 @@
+"""Canvas's and Moodle's downloads read as what they are, and plain `grade` grades every assignment collected.
+
+An instructor's report must list only what needs them: a late or empty submission, not every student whose LMS
+renamed their notebook. Plain `grade` (and `--student`) grades the assignments that have submissions, says which
+registered ones have none, and exits 0 when everything present was graded.
+"""
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from datetime import datetime
+
+import pytest
+
+from course.registry import RegistryError, assignment
+from course_paths import ROOT, course_folder
+from grading.collect import collect
+from grading.collect.naming import file_name, is_assignment_file, late_mark, lms_id, source_of
+from grading.run import sandbox
+from grading.run.notebook import read
+from submissions import (GRADING_RUNAWAY, also_noted, csv_rows, reference_answers, report_sections, scratch_course,
+                         with_answers)
+
+SEQ2SEQ = assignment("seq2seq")
+ON_TIME, LATE = (2026, 11, 30, 12, 0, 0), (2026, 12, 2, 9, 30, 0)
+DUE = "2026-12-01T23:59:00"
+
+
+def with_due(course, name, due=DUE):
+    """Give course.toml's entry for `name` a due date."""
+    registry = (course / "course.toml").read_text()
+    entry = f'\nname = "{name}"\n'
+    assert entry in registry
+    (course / "course.toml").write_text(registry.replace(entry, f"{entry}due = {due}\n"))
+
+
+def definitions(name):
+    """The release of `name` with the reference's answers to its definition tasks: nothing trains, so it is quick."""
+    registered = assignment(name)
+    answers = {key: value for key, value in reference_answers(registered.source_notebook).items()
+               if int(re.match(r"task_(\d+)", key).group(1)) in registered.definition_tasks}
+    return json.dumps(with_answers(read(registered.release_notebook), answers))
+
+
+def write_zip(path, entries):
+    """A zip of (name, text, date_time) entries, dated as an LMS dates them."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text, when in entries:
+            archive.writestr(zipfile.ZipInfo(name, date_time=when), text)
+    return path
+
+
+def canvas_zip(path):
+    """transformer as Canvas names it: on time, late, re-uploaded (-1), two files from one student, and an empty one."""
+    honest, empty = definitions("transformer"), json.dumps(read(assignment("transformer").release_notebook))
+    return write_zip(path, [("smithalice_1234_5678_transformer.ipynb", honest, ON_TIME),
+                            ("jonesbob_late_2345_6789_transformer.ipynb", honest, LATE),
+                            ("leecarol_3456_7890_transformer-1.ipynb", honest, ON_TIME),
+                            ("kimdan_4567_8901_transformer.ipynb", honest, ON_TIME),
+                            ("kimdan_4567_8902_scratch.ipynb", honest, (2026, 11, 29, 8, 0, 0)),
+                            ("parkeve_5678_9012_transformer.ipynb", empty, ON_TIME)])
+
+
+def moodle_zip(path):
+    """seq2seq as Moodle names it, with folders and without: on time, after the due date, two files, an empty file."""
+    honest = definitions("seq2seq")
+    return write_zip(path, [("Alice Smith_101_assignsubmission_file_/seq2seq.ipynb", honest, ON_TIME),
+                            ("Bob Jones_102_assignsubmission_file_seq2seq.ipynb", honest, LATE),
+                            ("Dan Kim_104_assignsubmission_file_/seq2seq.ipynb", honest, ON_TIME),
+                            ("Dan Kim_104_assignsubmission_file_/notes.ipynb", honest, (2026, 11, 29, 8, 0, 0)),
+                            ("Eve Park_105_assignsubmission_file_seq2seq.ipynb", "", ON_TIME)])
+
+
+def recorded(course, name):
+    """{student: (notes, info)} of collected.json under course/submitted/*/name/."""
+    return {folder.parent.name: (record["notes"], record["info"])
+            for folder in (course / "submitted").glob(f"*/{name}")
+            for record in [json.loads((folder / "collected.json").read_text())]}
+
+
+# ----- Fast: names and what collect records ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, sender, user, own, late", [
+    ("smithalice_1234_5678_gpt.ipynb", "smithalice", "1234", "gpt.ipynb", False),
+    ("smithalice_late_1234_5678_gpt-1.ipynb", "smithalice", "1234", "gpt-1.ipynb", True),
+    ("smithalice_late_1234_5678_gpt/gpt.ipynb", "smithalice_late_1234_5678_gpt", "1234", "gpt.ipynb", True),
+    ("Alice Smith_123_assignsubmission_file_gpt.ipynb", "Alice Smith_123_assignsubmission_file_", "123",
+     "gpt.ipynb", None),
+    ("Alice Smith_123_assignsubmission_file_/Copy of gpt.ipynb", "Alice Smith_123_assignsubmission_file_", "123",
+     "Copy of gpt.ipynb", None),
+    ("alice_gpt.ipynb", "alice", "", "gpt.ipynb", None)])
+def test_lms_names_give_sender_number_own_file_name_and_late_mark(name, sender, user, own, late):
+    """Canvas's `lastfirst[_late]_user_submission_file` and Moodle's two layouts are read field by field."""
+    assert (source_of(name, "gpt"), lms_id(name), file_name(name), late_mark(name)) == (sender, user, own, late)
+
+
+def test_only_the_assignments_own_file_name_counts_as_no_rename():
+    """gpt.ipynb and Canvas's gpt-1.ipynb are the assignment's notebook; a copy or another name is not."""
+    assert is_assignment_file("smithalice_1234_5678_gpt.ipynb", "gpt")
+    assert is_assignment_file("smithalice_1234_5678_gpt-2.ipynb", "gpt")
+    assert not is_assignment_file("smithalice_1234_5678_Copy of gpt.ipynb", "gpt")
+    assert not is_assignment_file("alice_gpt-1.ipynb", "gpt")  # not Canvas's renaming: the student's own name
+
+
+def test_canvas_download_notes_only_the_late_one_and_keeps_the_rest_as_information(tmp_path):
+    """Canvas names and its re-upload suffix need no one; its late mark does; a second file is information."""
+    course = course_folder(tmp_path / "course")
+    collect(canvas_zip(tmp_path / "canvas.zip"), course, "transformer")
+    found = recorded(course, "transformer")
+    assert sorted(found) == ["jonesbob", "kimdan", "leecarol", "parkeve", "smithalice"]
+    assert {student for student, (notes, _) in found.items() if notes} == {"jonesbob"}
+    assert "late" in found["jonesbob"][0][0]
+    assert found["kimdan"][1] == ["also sent `kimdan_4567_8902_scratch.ipynb`: not graded"]
+    assert all(not info for student, (_, info) in found.items() if student != "kimdan")
+    lms = {student: json.loads((course / "submitted" / student / "transformer" / "collected.json").read_text())
+           ["lms_id"] for student in found}
+    assert lms["smithalice"] == "1234" and lms["jonesbob"] == "2345"
+
+
+def test_moodle_download_is_late_after_the_registrys_due_date(tmp_path):
+    """Moodle's names carry no late mark: a file the zip dates after course.toml's `due` is noted late."""
+    course = course_folder(tmp_path / "course")
+    with_due(course, "seq2seq")
+    collect(moodle_zip(tmp_path / "moodle.zip"), course, "seq2seq")
+    found = recorded(course, "seq2seq")
+    assert sorted(found) == ["Alice-Smith_101", "Bob-Jones_102", "Dan-Kim_104", "Eve-Park_105"]
+    assert {student for student, (notes, _) in found.items() if notes} == {"Bob-Jones_102"}
+    assert "after the due date 2026-12-01 23:59" in found["Bob-Jones_102"][0][0]
+    assert [info for info in found["Dan-Kim_104"][1]] == ["also sent `Dan Kim_104_assignsubmission_file_/notes.ipynb`: "
+                                                          "not graded"]
+
+
+def test_without_a_due_date_nothing_is_late_and_canvas_extensions_are_canvas_own(tmp_path):
+    """No `due`: no lateness from dates; a due date never overrides Canvas's own mark (it knows extensions)."""
+    course = course_folder(tmp_path / "course")
+    collect(moodle_zip(tmp_path / "moodle.zip"), course, "seq2seq")
+    assert not any(notes for notes, _ in recorded(course, "seq2seq").values())
+    with_due(course, "transformer", "2026-11-01T00:00:00")  # every file is dated after it
+    collect(canvas_zip(tmp_path / "canvas.zip"), course, "transformer")
+    assert {student for student, (notes, _) in recorded(course, "transformer").items() if notes} == {"jonesbob"}
+
+
+@pytest.mark.parametrize("due", ['"tomorrow"', "2026-12-01T23:59:00Z", "12"])
+def test_a_due_date_that_is_not_a_local_date_time_is_refused(tmp_path, due):
+    """A due date in a form the download's clock cannot be compared with is a registry error, said as such."""
+    course = course_folder(tmp_path / "course")
+    with_due(course, "gpt", due)
+    with pytest.raises(RegistryError, match="due must be a local date-time"):
+        assignment("gpt", course)
+
+
+# ----- End to end: plain grade over the course, Canvas and Moodle downloads -------------------------------------
+
+def run_grade(course, *more):
+    unsandboxed = [] if sandbox.bwrap_version() else ["--sandbox", "none"]  # trusted notebooks: ours
+    done = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course), *unsandboxed,
+                           *more], cwd=ROOT, capture_output=True, text=True, timeout=GRADING_RUNAWAY)
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """A scratch course of four registered assignments with nothing collected yet, seq2seq due 2026-12-01."""
+    folder = scratch_course(tmp_path_factory.mktemp("lms"))
+    with_due(folder, "seq2seq")
+    return folder
+
+
+@pytest.mark.grading
+def test_plain_grade_with_nothing_collected_says_so_and_fails(course):
+    """Nothing under submitted/ at all: an error naming where it looked, not a silent success."""
+    code, output = run_grade(course)
+    assert code != 0 and "no submissions under" in output and "make collect" in output
+
+
+@pytest.mark.grading
+def test_plain_grade_grades_the_one_assignment_collected_and_lists_only_what_needs_attention(course, tmp_path):
+    """One of four collected (transformer, from Canvas): graded; the three others named as having none; exit 0."""
+    collect(canvas_zip(tmp_path / "canvas.zip"), course, "transformer")
+    code, output = run_grade(course)
+    assert code == 0, output
+    for name in ("seq2seq", "gpt", "vit"):
+        assert f"{name}: nothing to grade" in output
+    assert "graded 5 submission(s) of transformer" in output
+    text = (course / "grading_report_transformer.md").read_text()
+    assert set(report_sections(text)) == {"jonesbob", "parkeve"}, text
+    assert "late" in report_sections(text)["jonesbob"] and "empty submission" in report_sections(text)["parkeve"]
+    assert "not graded" in also_noted(text)["kimdan"]
+
+
+@pytest.mark.grading
+def test_plain_grade_of_one_student_regrades_only_their_submissions(course, tmp_path):
+    """With Moodle's seq2seq collected too, `--student` grades that student where they submitted, nothing else."""
+    collect(moodle_zip(tmp_path / "moodle.zip"), course, "seq2seq")
+    before = [row for row in csv_rows(course / "grades_by_task.csv") if row["assignment"] == "transformer"]
+    code, output = run_grade(course, "--student", "Bob-Jones_102")
+    assert code == 0, output
+    assert "graded 1 submission(s) of seq2seq" in output and "transformer: nothing to grade" in output
+    assert [row for row in csv_rows(course / "grades_by_task.csv") if row["assignment"] == "transformer"] == before
+    assert "late" in report_sections((course / "grading_report_seq2seq_Bob-Jones_102.md").read_text())["Bob-Jones_102"]
+    code, output = run_grade(course, "--student", "nobody")
+    assert code != 0 and "no submissions under" in output
+
+
+@pytest.mark.grading
+def test_moodle_download_report_lists_only_the_late_and_the_empty_submission(course):
+    """The whole Moodle download graded: the report's attention is the late file and the empty one, nothing else."""
+    code, output = run_grade(course, "--assignment", "seq2seq")
+    assert code == 0, output
+    text = (course / "grading_report_seq2seq.md").read_text()
+    assert set(report_sections(text)) == {"Bob-Jones_102", "Eve-Park_105"}, text
+    assert "not graded" in also_noted(text)["Dan-Kim_104"]
