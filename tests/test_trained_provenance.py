@@ -122,6 +122,14 @@ def test_a_model_moved_to_another_dtype_is_not_flagged(trained_task, ledger):
     assert flag_of(trained_task, ledger, model.double()) == ""
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_a_model_trained_on_the_gpu_and_moved_back_is_not_flagged(trained_task, ledger):
+    """The hook's norms were summed on the GPU, the judge's on the CPU: equal to far within the tolerance."""
+    model = trained_task[2](0).cuda()
+    steps(model, 2)
+    assert flag_of(trained_task, ledger, model.cpu()) == ""
+
+
 def test_foreign_weights_loaded_after_training_are_flagged(trained_task, ledger):
     """Training ran, then another model's weights (pasted, or loaded from a file) replaced the trained ones."""
     model = trained_task[2](0)
