@@ -1,4 +1,5 @@
-"""The read-only folder every probe runs from: probe.py, recipes.py, provenance.py, the cases, the checks, checkers/, course_lib/.
+"""The read-only folder every probe runs from: probe.py, recipes.py, provenance.py, the cases, the checks, checkers/,
+course_lib/.
 
 Only the student bundle (checkers, course_lib), the probe's own code and the cases' inputs go in:
 no reference, no expected value, no gradebook. Built once per grading run.
