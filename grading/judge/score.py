@@ -54,6 +54,7 @@ def score_task(task, points, recipes, expected, records, context):
     if records is None:
         return Verdict(task, points, 0.0, f"Task {task} was not graded: the notebook never reached its check cell.",
                        True, trained=trained)
+    flags = []  # of passed cases: the points stand, a person checks them (a trained model no step in it produced)
     for index, recipe in enumerate(recipes):
         got = records[index] if index < len(records) else None
         try:
@@ -65,9 +66,10 @@ def score_task(task, points, recipes, expected, records, context):
             message = problem if problem.startswith(f"Task {task} ") else \
                 f"Task {task}: {recipe['name']}: {strip_task(problem, task)}"
             return Verdict(task, points, 0.0, message, recipe["visible"], note, flag, trained)
+        flags += [flag] if flag else []
     hidden = sum(not recipe["visible"] for recipe in recipes)
     return Verdict(task, points, points, f"✓ Task {task} passed the grader: {len(recipes)} tests, {hidden} of them "
-                   "hidden.", trained=trained)
+                   "hidden.", flag=(flags or [""])[0], trained=trained)
 
 
 NEEDS = ("Task {task}: the trained model's classes do not pass Task {needed}, so its weights were trained for another "

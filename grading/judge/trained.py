@@ -26,6 +26,7 @@ from checkers._modules import build
 
 from ..cases import cases_of
 from ..run.recipes import slots_of
+from .provenance import provenance_flag, tampering_flag
 
 SIZE_FACTOR = 4  # each size (widths, layers, heads) at most 4 x the task's default: seq2seq's judge then takes at
 # most about 15 x its time at the defaults (65 s against 4 s at a load of 9 on 2 cores)
@@ -144,7 +145,9 @@ def reference_accuracy(task, reference, record, data):
 
 
 def trained_problem(task, record, data, reference):
-    """(the problem of a trained model's record or None when it reaches the target, why a person must look or '').
+    """(the problem of a trained model's record or None when it reaches the target, why a person must look or ''):
+    a model that reaches it is flagged when its weights are no state an optimizer step of the notebook left
+    (judge/provenance.py).
 
     Args:
         record: what the probe recorded ("facts", "weights", "config").
@@ -164,7 +167,7 @@ def trained_problem(task, record, data, reference):
             if isinstance(error, BeyondDefaults) else ""
         return (f"the trained model cannot be judged: {error}; the grader measures accuracy with the reference "
                 f"{class_name} loaded with your weights"), flag
-    if mine < target:
+    if mine < target:  # no points to check; a removed step hook is flagged all the same
         return (f"accuracy {mine:.1%} (the reference {class_name} loaded with your weights); at least {target:.0%} "
-                "is needed"), ""
-    return None, ""
+                "is needed"), tampering_flag(record)
+    return None, provenance_flag(record)  # its points stand; weights no optimizer step left are flagged

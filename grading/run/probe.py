@@ -22,6 +22,7 @@ sys.path.insert(0, HERE)  # checkers, course_lib and recipes.py are copied besid
 
 import torch  # noqa: E402
 
+import provenance  # noqa: E402
 import recipes  # noqa: E402
 
 _save, _replace, _dumps, _open = torch.save, os.replace, json.dumps, os.open  # captured before student code runs
@@ -33,7 +34,8 @@ WATCHED = {"torch": ("allclose", "equal", "isclose", "save", "load"), "torch.tes
            "checkers._compare": ("expect_close", "matches", "expect_tensor", "expect_finite"),
            "checkers._core": ("check_function", "load_fixture"), "checkers._core.Task": ("call",),
            "checkers._calls._Recorder": ("__torch_function__",),
-           "recipes": ("run", "call", "snapshot", "gradients")}  # what records a case: a forged record starts there
+           "recipes": ("run", "call", "snapshot", "gradients"),  # what records a case: a forged record starts there
+           "provenance.Ledger": ("after_step", "hooked", "provenance", "norms_by_size")}  # the optimizer steps
 
 
 class CellTimeout(BaseException):
@@ -106,6 +108,7 @@ class Probe:
         self.cases = torch.load(os.path.join(HERE, "cases.pt"), weights_only=True)
         self.progress = os.fdopen(int(os.environ["GRADING_PROGRESS_FD"]), "w", buffering=1)
         self.shell = make_shell()
+        self.ledger = provenance.Ledger()  # its optimizer step hook, installed before any student code runs
         self.checks = check_functions()
         self.originals = watched_objects(self.checks)
 
@@ -135,7 +138,7 @@ class Probe:
             records = [{"error": error} for _ in self.cases[task]]
         else:
             records = record_cases(self.cases[task], [namespace[name] for name in cell["names"]], namespace,
-                                   cell["names"], cell["limit"] * 0.6)
+                                   cell["names"], cell["limit"] * 0.6, self.ledger)
         path = os.path.join(self.out, f"task_{task}.pt")
         with fresh_file(path + ".part") as file:
             _save(records, file)
@@ -143,14 +146,15 @@ class Probe:
         return execute(self.shell, cell["source"], cell["limit"] * 0.3)
 
 
-def record_cases(recipes_of_task, objects, namespace, names, seconds):
+def record_cases(recipes_of_task, objects, namespace, names, seconds, ledger):
     """One record per case, within `seconds` in all; after a case runs out of time the rest are not run."""
     records = []
     alarm(seconds)
     try:
         for recipe in recipes_of_task:
             try:
-                records.append(recipes.run(dict(recipe, what=describe_call(recipe, names)), objects, namespace))
+                record = recipes.run(dict(recipe, what=describe_call(recipe, names)), objects, namespace)
+                records.append(with_steps(ledger, recipe, objects, record))
             except CellTimeout:
                 records.append({"error": "ran past the time limit"})
                 break
@@ -162,6 +166,19 @@ def record_cases(recipes_of_task, objects, namespace, names, seconds):
         alarm(0)
     stopped = "not run: an earlier test of this task ran past the time limit"
     return records + [{"error": stopped}] * (len(recipes_of_task) - len(records))
+
+
+def with_steps(ledger, recipe, objects, record):
+    """A trained case's record with the notebook's optimizer steps as evidence of where its weights came from (see
+    provenance.py; the grader flags weights no step left): the graded tensors, found again by role."""
+    if "trained" not in recipe or not isinstance(record.get("weights"), dict):
+        return record
+    try:
+        model = objects[recipe["object"]]
+        record["provenance"] = ledger.provenance(list(recipes.slots_of(recipe["trained"]["slots"])(model).values()))
+    except Exception as error:  # noqa: BLE001 -- a model whose roles cannot be read again: no evidence, flagged
+        record["provenance"] = {"error": one_line(error)}
+    return record
 
 
 def describe_call(recipe, names):

@@ -1,4 +1,5 @@
-"""The read-only folder every probe runs from: probe.py, recipes.py, the cases, the checks, checkers/, course_lib/.
+"""The read-only folder every probe runs from: probe.py, recipes.py, provenance.py, the cases, the checks, checkers/,
+course_lib/.
 
 Only the student bundle (checkers, course_lib), the probe's own code and the cases' inputs go in:
 no reference, no expected value, no gradebook. Built once per grading run.
@@ -29,7 +30,7 @@ def prepare_runtime(folder, cases, checks):
     folder.mkdir(parents=True)
     for package in ("checkers", "course_lib"):
         shutil.copytree(CODE_ROOT / package, folder / package, ignore=IGNORE)
-    for module in ("probe.py", "recipes.py"):  # plain top-level modules there, run with `python -I`
+    for module in ("probe.py", "recipes.py", "provenance.py"):  # plain top-level modules there, run with `python -I`
         shutil.copy(CODE_ROOT / "grading" / "run" / module, folder / module)
     torch.save(cases, folder / "cases.pt")
     (folder / "checks.json").write_text(json.dumps(sorted(checks)))

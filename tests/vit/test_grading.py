@@ -5,16 +5,25 @@ scratch copy of the course scores: the reference notebook that trains (full mark
 (0), and attacks that keep the reference answers of Tasks 1-3 and 5 but do not learn digits from the training
 split: a ViT whose forward looks the test digits up in a table, one whose forward reads their labels from a global,
 one trained on the test split, and a training cell that monkeypatches the checks and whose check cell was edited.
-Each loses Task 4 and nothing else. Select it alone with `pytest -m grading tests/vit/test_grading.py`.
+Each loses Task 4 and nothing else. A training cell that pastes trained weights as base64 and takes no optimizer step
+(issue 27) keeps its points and is flagged for manual grading, as the honest reference is not. Select it alone with
+`pytest -m grading tests/vit/test_grading.py`.
 """
+import base64
+import functools
 import re
 
 import pytest
+import torch
 
 from course.registry import assignment
+from course_lib.digits import digit_splits
 from grading.run.notebook import read
 from submissions import (collect_and_grade, edit_cell, hidden_lines_in_feedback, reference_answers, report_sections,
                          scratch_course, seconds_per_submission, visible_text, with_answers, without, wrong_scores)
+from tools.measure_vit_memorisers import trained
+
+from .checks import reference
 
 VIT = assignment("vit")
 NAME = VIT.name
@@ -65,6 +74,27 @@ checkers.vit.trained.TARGET_ACCURACY = 0.0
 check_task_4 = _passed
 model = VisionTransformer(**model_config)
 '''
+# A smaller ViT than the defaults (its float16 weights fit one cell as base64), trained outside the notebook: 96%+ of
+# the test digits with seed 0, so it earns Task 4 (measured, with its float16 rounding, in this test's fixture run).
+SMALL = dict(embed_dim=32, feedforward_dim=64, num_layers=1)
+PASTED = '''import base64
+PASTED = "{weights}"
+model = VisionTransformer(**dict(model_config, **{small}))
+flat, start, state = torch.frombuffer(bytearray(base64.b64decode(PASTED)), dtype=torch.float16).float(), 0, {{}}
+for name, value in model.state_dict().items():
+    state[name] = flat[start:start + value.numel()].view_as(value)
+    start += value.numel()
+model.load_state_dict(state)
+'''
+
+
+@functools.lru_cache(maxsize=None)
+def pasted_cell():
+    """A training cell that loads the float16 weights of a SMALL ViT trained elsewhere, pasted as base64 (in the order
+    of its state_dict), and takes no optimizer step: what an instructor found scoring full marks (issue 27)."""
+    model = trained(reference(), digit_splits(), 0, model_changes=SMALL)
+    flat = torch.cat([value.flatten() for value in model.state_dict().values()]).half()
+    return PASTED.format(weights=base64.b64encode(flat.numpy().tobytes()).decode(), small=SMALL)
 
 
 def definitions():
@@ -87,7 +117,8 @@ def submissions():
             "lookup": ("lookup_vit.ipynb", attack(LOOKUP), without(POINTS, 4)),
             "leaky": ("leaky_vit.ipynb", attack(GLOBAL_LABELS), without(POINTS, 4)),
             "testtrained": ("testtrained_vit.ipynb", attack(TEST_TRAINED), without(POINTS, 4)),
-            "patched": ("patched_vit.ipynb", attack(MONKEYPATCH, 'print("✓ Task 4 passed")'), without(POINTS, 4))}
+            "patched": ("patched_vit.ipynb", attack(MONKEYPATCH, 'print("✓ Task 4 passed")'), without(POINTS, 4)),
+            "pasted": ("pasted_vit.ipynb", attack(pasted_cell()), dict(POINTS))}
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +150,25 @@ def test_the_attacks_fail_task_4_on_the_reference_and_the_patch_is_reported(grad
     assert "fitted to the test images" in visible_text(page)
     assert "tampering" in sections.get("patched", ""), sections.get("patched")
     assert "full" not in sections
+
+
+@pytest.mark.grading
+def test_pasted_weights_keep_their_points_and_are_flagged_for_a_person(graded):
+    """The pasted model earns Task 4 (test_every_task_...) but its task is flagged for manual grading, saying no
+    optimizer step of the notebook produced its weights; the honest reference, trained in its notebook, is not."""
+    course, _, _ = graded
+    report = (course / f"grading_report_{NAME}.md").read_text().replace("\\", "")
+    flagged = report.split("## Flagged for manual grading", 1)[1].split("\n## ", 1)[0]
+    pasted = [line for line in flagged.splitlines() if line.startswith("- **pasted**")]
+    assert pasted == ["- **pasted**, task 4: the trained model's weights were not produced by an optimizer step in "
+                      "this notebook (no optimizer step ran: pasted or loaded weights?): check by hand that the "
+                      "student trained it"], flagged
+    assert "**full**" not in flagged
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        manual = {student for student in ("full", "pasted")
+                  for notebook in gradebook.find_submission(NAME, student).notebooks if notebook.needs_manual_grade}
+    assert manual == {"pasted"}
 
 
 @pytest.mark.grading
