@@ -159,10 +159,20 @@ def run_grade(course, *more):
     return done.returncode, done.stdout + done.stderr
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory):
+def attention(text):
+    """{student id as collect wrote it: their notes} of the report's 'Needs attention' (ids unescaped)."""
+    return {student.replace("\\", ""): notes for student, notes in report_sections(text).items()}
+
+
+def information(text):
+    """{student id: their lines} of the report's 'Also noted (no action needed)' (ids unescaped)."""
+    return {student.replace("\\", ""): notes for student, notes in also_noted(text).items()}
+
+
+@pytest.fixture
+def course(tmp_path):
     """A scratch course of four registered assignments with nothing collected yet, seq2seq due 2026-12-01."""
-    folder = scratch_course(tmp_path_factory.mktemp("lms"))
+    folder = scratch_course(tmp_path / "course")
     with_due(folder, "seq2seq")
     return folder
 
@@ -175,39 +185,32 @@ def test_plain_grade_with_nothing_collected_says_so_and_fails(course):
 
 
 @pytest.mark.grading
-def test_plain_grade_grades_the_one_assignment_collected_and_lists_only_what_needs_attention(course, tmp_path):
-    """One of four collected (transformer, from Canvas): graded; the three others named as having none; exit 0."""
+def test_an_instructors_term_canvas_then_moodle_then_a_regrade(course, tmp_path):
+    """One workflow, in order: the steps share the course's state as an instructor's term does."""
+    # 1. One of four assignments collected (transformer, from Canvas): plain grade grades it, names the others, exit 0.
     collect(canvas_zip(tmp_path / "canvas.zip"), course, "transformer")
     code, output = run_grade(course)
     assert code == 0, output
-    for name in ("seq2seq", "gpt", "vit"):
-        assert f"{name}: nothing to grade" in output
+    assert all(f"{name}: nothing to grade" in output for name in ("seq2seq", "gpt", "vit"))
     assert "graded 5 submission(s) of transformer" in output
     text = (course / "grading_report_transformer.md").read_text()
-    assert set(report_sections(text)) == {"jonesbob", "parkeve"}, text
-    assert "late" in report_sections(text)["jonesbob"] and "empty submission" in report_sections(text)["parkeve"]
-    assert "not graded" in also_noted(text)["kimdan"]
-
-
-@pytest.mark.grading
-def test_plain_grade_of_one_student_regrades_only_their_submissions(course, tmp_path):
-    """With Moodle's seq2seq collected too, `--student` grades that student where they submitted, nothing else."""
+    assert set(attention(text)) == {"jonesbob", "parkeve"}, text
+    assert "late" in attention(text)["jonesbob"] and "empty submission" in attention(text)["parkeve"]
+    assert "not graded" in information(text)["kimdan"]
+    # 2. seq2seq from Moodle: its report holds only the late file and the empty one.
     collect(moodle_zip(tmp_path / "moodle.zip"), course, "seq2seq")
-    before = [row for row in csv_rows(course / "grades_by_task.csv") if row["assignment"] == "transformer"]
-    code, output = run_grade(course, "--student", "Bob-Jones_102")
-    assert code == 0, output
-    assert "graded 1 submission(s) of seq2seq" in output and "transformer: nothing to grade" in output
-    assert [row for row in csv_rows(course / "grades_by_task.csv") if row["assignment"] == "transformer"] == before
-    assert "late" in report_sections((course / "grading_report_seq2seq_Bob-Jones_102.md").read_text())["Bob-Jones_102"]
-    code, output = run_grade(course, "--student", "nobody")
-    assert code != 0 and "no submissions under" in output
-
-
-@pytest.mark.grading
-def test_moodle_download_report_lists_only_the_late_and_the_empty_submission(course):
-    """The whole Moodle download graded: the report's attention is the late file and the empty one, nothing else."""
     code, output = run_grade(course, "--assignment", "seq2seq")
     assert code == 0, output
     text = (course / "grading_report_seq2seq.md").read_text()
-    assert set(report_sections(text)) == {"Bob-Jones_102", "Eve-Park_105"}, text
-    assert "not graded" in also_noted(text)["Dan-Kim_104"]
+    assert set(attention(text)) == {"Bob-Jones_102", "Eve-Park_105"}, text
+    assert "after the due date" in attention(text)["Bob-Jones_102"]
+    assert "not graded" in information(text)["Dan-Kim_104"]
+    # 3. A regrade with plain grade --student: that student's submissions only; everyone else's rows stay.
+    before = csv_rows(course / "grades_by_task.csv")
+    code, output = run_grade(course, "--student", "Bob-Jones_102")
+    assert code == 0, output
+    assert "graded 1 submission(s) of seq2seq" in output and "transformer: nothing to grade" in output
+    assert csv_rows(course / "grades_by_task.csv") == before  # the same notebook scores the same
+    assert "late" in attention((course / "grading_report_seq2seq_Bob-Jones_102.md").read_text())["Bob-Jones_102"]
+    code, output = run_grade(course, "--student", "nobody")
+    assert code != 0 and "no submissions under" in output
