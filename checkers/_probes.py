@@ -217,7 +217,7 @@ def _explain_compressions(task, what, layer, x, attention, slots, generator, num
     """Linformer only: changing E (e_proj) must change the attention weights, changing F (f_proj) must not."""
     if "e_proj.weight" not in slots or "f_proj.weight" not in slots:
         return
-    bump = lambda weight: weight + torch.randn(weight.shape, generator=generator, dtype=weight.dtype)  # noqa: E731
+    bump = lambda weight: weight + torch.randn(weight.shape, generator=generator, dtype=weight.dtype)
     moved = {}
     for role in ("e_proj", "f_proj"):
         changed = _with_change(layer, x, {slots[f"{role}.weight"]: bump})

@@ -45,7 +45,7 @@ def student_call(function=None, *, calls=None):
         check_arguments(name, signature, args, kwargs, calls or {})
         try:
             return function(*args, **kwargs)
-        except (Exception, KeyboardInterrupt) as error:  # noqa: BLE001 -- shown differently, raised unchanged
+        except (Exception, KeyboardInterrupt) as error:  # shown differently, raised unchanged
             show_students_frames(error)  # an interrupted train() too: the student's line, not 40 of ours
             raise
 

@@ -24,10 +24,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/: in_process_grading and the slices' packages
 
-from course.mistakes import Mutant, known_mistakes  # noqa: E402
-from course.reference import load_reference, reference_source  # noqa: E402
-from course.registry import assignments  # noqa: E402
-from in_process_grading import graded_cases_of, verdict_of  # noqa: E402
+from course.mistakes import Mutant, known_mistakes
+from course.reference import load_reference, reference_source
+from course.registry import assignments
+from in_process_grading import graded_cases_of, verdict_of
 
 SEED = 0  # the global seed before every call: an answer that draws at random is judged on the same draws each run
 

@@ -9,15 +9,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest  # noqa: E402
+import pytest
 
-from course.registry import assignments  # noqa: E402
-from notebook_text import (cell_length_problems, import_cell, import_problems, placeholders,  # noqa: E402
+from course.registry import assignments
+from notebook_text import (cell_length_problems, import_cell, import_problems, placeholders,
                            plot_problems, staff_note_problems, tasks_of, text_macro_problems, time_claim_problems)
 
 EVERY = assignments()
 LATER = EVERY[1:]
-ids = lambda assignment: assignment.name  # noqa: E731
+ids = lambda assignment: assignment.name
 BOTH = pytest.mark.parametrize("kind", ["source_notebook", "release_notebook"], ids=["solutions", "notebooks"])
 
 

@@ -14,10 +14,10 @@ from nbformat.v4 import new_code_cell
 
 from course_paths import ROOT
 
-from course import registry  # noqa: E402  (the checkout is on sys.path through conftest.py)
-from course.slices import PARTS, missing_parts  # noqa: E402
-from grading.collect import collect  # noqa: E402
-from grading.course import load_config  # noqa: E402
+from course import registry
+from course.slices import PARTS, missing_parts
+from grading.collect import collect
+from grading.course import load_config
 
 STUDENT_PACKAGES = ("checkers", "course_lib")
 INSTRUCTOR_PACKAGES = ("grading", "tools", "course")

@@ -19,14 +19,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
+import matplotlib.pyplot as plt
+import torch
 
-from course import registry  # noqa: E402
-from course_lib import defaults, plot_lr_schedule, plot_positional_encoding  # noqa: E402
-from course_lib.digits import digit_splits  # noqa: E402
-from course.reference import reference_of  # noqa: E402
-from tools.bench import training as bench_training, vit as bench_vit  # noqa: E402
+from course import registry
+from course_lib import defaults, plot_lr_schedule, plot_positional_encoding
+from course_lib.digits import digit_splits
+from course.reference import reference_of
+from tools.bench import training as bench_training, vit as bench_vit
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS_PER_EPOCH = defaults.TRAIN_SIZE // defaults.BATCH_SIZE  # DataLoader(drop_last=True)

@@ -58,7 +58,7 @@ def memorised(ref, splits, seed, augment=False):
     their one-pixel shifts too)."""
     test_images, test_labels = splits["test"]
     goal = shifted_copies(test_images, test_labels) if augment else (test_images, test_labels)
-    done = lambda history: classification_accuracy(model_box[0], *goal) == 1.0  # noqa: E731
+    done = lambda history: classification_accuracy(model_box[0], *goal) == 1.0
     model_box = []
     seed_everything(seed)
     model = ref["VisionTransformer"](**vit_defaults.MODEL)

@@ -142,7 +142,7 @@ def _expect_causal(task, layer, x, num_heads, attention, what):
 def _explain_layout(task, layer, x, num_heads, what):
     """Causal weights but outputs that see later tokens: a head split or merge that mixes positions with heads."""
     (batch_size, seq_len, _), embed_dim = x.shape, x.size(-1)
-    straight = lambda t: t.view(batch_size, num_heads, seq_len, -1)  # noqa: E731 -- (B, L, D) -> (B, H, L, hd)
+    straight = lambda t: t.view(batch_size, num_heads, seq_len, -1)  # (B, L, D) -> (B, H, L, hd)
     try:
         with torch.no_grad():
             out, (keys, values), attention = layer(x, return_attention=True)

@@ -94,7 +94,7 @@ def _expect_attention_maps(task, model, case, x, name):
 def _recorded(module, run):
     """[(first positional input, first output)] of each call of module during run(), or None when run fails."""
     seen = []
-    first = lambda value: value[0] if isinstance(value, (tuple, list)) else value  # noqa: E731
+    first = lambda value: value[0] if isinstance(value, (tuple, list)) else value
     hook = module.register_forward_hook(lambda _, inputs, output: seen.append(
         (first(inputs).detach() if inputs else None, first(output).detach())))
     try:
@@ -188,7 +188,7 @@ def check_task_5(task, TransformerForSequenceClassification):
     cls, name = TransformerForSequenceClassification, "TransformerForSequenceClassification"
     expect_module_class(task, cls, name)
     fixture = load_fixture(__package__, 5)
-    rebuild = lambda activation: build(task, cls, name, **fixture["config"], activation=activation).eval()  # noqa: E731
+    rebuild = lambda activation: build(task, cls, name, **fixture["config"], activation=activation).eval()
     for case_name, activation in (("GELU", None), ("ReLU", nn.ReLU)):
         model = build_loaded(task, cls, name, fixture["config"], fixture["cases"][case_name], activation)
         expect_classifier(task, model, fixture["cases"][case_name], fixture["x"], name, rebuild)

@@ -139,7 +139,7 @@ def check_task_7(task, LinformerAttention, LinformerBlock, LinformerForSequenceC
     case, name = fixture["classifier"], "LinformerForSequenceClassification"
     model = build_loaded(task, LinformerForSequenceClassification, name, case["config"], case, None,
                          partial(classifier_slots, projections=LINFORMER_PROJECTIONS))
-    rebuild = lambda activation: build(task, LinformerForSequenceClassification, name, **case["config"],  # noqa: E731
+    rebuild = lambda activation: build(task, LinformerForSequenceClassification, name, **case["config"],
                                        activation=activation).eval()
     expect_classifier(task, model, case, case["x"], name, rebuild)
     task.passed("sequence-axis projections E and F, attention of shape (B, H, L, proj_dim), block and classifier are right.")

@@ -246,7 +246,7 @@ def main(argv=None):
     except (zipfile.BadZipFile, UnicodeDecodeError, OSError) as error:
         sys.exit(f"collect: {args.zip} cannot be read as a whole ({type(error).__name__}: {error}); nothing collected")
     sys.stdout.reconfigure(errors="replace")
-    out = lambda text: print(encodable(text))  # noqa: E731
+    out = lambda text: print(encodable(text))
     for student, notes in collected.items():
         out(f"{student}: submitted/{student}/{assignment}/{assignment}.ipynb" + "".join(f"; {n}" for n in notes))
     for name in unknown:

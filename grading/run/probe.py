@@ -103,7 +103,7 @@ class Probe:
     def __init__(self, scratch):
         self.scratch = scratch
         self.out = os.path.join(scratch, "out")
-        read = lambda name: json.load(open(os.path.join(scratch, "input", name)))  # noqa: E731
+        read = lambda name: json.load(open(os.path.join(scratch, "input", name)))
         self.program, self.resume = read("program.json"), read("resume.json")
         self.cases = torch.load(os.path.join(HERE, "cases.pt"), weights_only=True)
         self.progress = os.fdopen(int(os.environ["GRADING_PROGRESS_FD"]), "w", buffering=1)

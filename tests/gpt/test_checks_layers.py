@@ -271,8 +271,8 @@ def test_task_2_fixture_is_sdpa_on_rotated_heads():
     x = fixture["x"]
     for num_heads, case in fixture["cases"].items():
         w = case["weights"]
-        split = lambda t: t.view(*x.shape[:2], num_heads, -1).transpose(1, 2)  # noqa: E731
-        project = lambda role: split(x @ w[f"{role}.weight"].T + w[f"{role}.bias"])  # noqa: E731
+        split = lambda t: t.view(*x.shape[:2], num_heads, -1).transpose(1, 2)
+        project = lambda role: split(x @ w[f"{role}.weight"].T + w[f"{role}.bias"])
         query, key, value = project("q_proj"), project("k_proj"), project("v_proj")
         rotated = [complex_rope(t, 0, 10000.0) for t in (query, key)]
         for (q, k), expected in (((query, key), case["rope_false"]["outputs"]), (rotated, case["outputs"])):

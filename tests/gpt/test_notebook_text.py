@@ -15,12 +15,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest  # noqa: E402
+import pytest
 
-from course.registry import assignment  # noqa: E402
-from course_lib import gpt_defaults, plot_history  # noqa: E402
-from course_lib.training import History  # noqa: E402
-from notebook_text import (broken_copy, cells, check_cell_problems, checker_seeds, code_cell, glossary,  # noqa: E402
+from course.registry import assignment
+from course_lib import gpt_defaults, plot_history
+from course_lib.training import History
+from notebook_text import (broken_copy, cells, check_cell_problems, checker_seeds, code_cell, glossary,
                            grade_id, index_of, is_answer, measured_sentences, notebook_seeds, seeded_model_problems,
                            shape_name_problems, task_cell_order_problems, task_cells, task_text_problems, tasks_of,
                            training_seed_problems)

@@ -10,13 +10,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import pytest
+import torch
 
-from course.registry import assignment  # noqa: E402
-from course_lib import plot_attention_maps, plot_history, seq2seq_defaults  # noqa: E402
-from course_lib.training import History  # noqa: E402
-from notebook_text import (broken_copy, check_cell_problems, checker_seeds, code_cell, glossary, index_of,  # noqa: E402
+from course.registry import assignment
+from course_lib import plot_attention_maps, plot_history, seq2seq_defaults
+from course_lib.training import History
+from notebook_text import (broken_copy, check_cell_problems, checker_seeds, code_cell, glossary, index_of,
                            measured_sentences, notebook_seeds, seeded_model_problems, shape_name_problems,
                            task_cell_order_problems, task_text_problems, tasks_of, training_seed_problems)
 

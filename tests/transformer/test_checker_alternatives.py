@@ -115,7 +115,7 @@ class LinformerAttentionQueriesByF(LinformerAttentionEinsum):
 
     def forward(self, x, mask=None, return_attention=False):
         batch_size, seq_len, embed_dim = x.shape
-        heads = lambda t: t.reshape(batch_size, seq_len, self.num_heads, self.head_dim).permute(0, 2, 3, 1)  # noqa: E731
+        heads = lambda t: t.reshape(batch_size, seq_len, self.num_heads, self.head_dim).permute(0, 2, 3, 1)
         query = self.f_proj(heads(self.q_proj(x))).transpose(-2, -1)
         key = self.e_proj(heads(self.k_proj(x))).transpose(-2, -1)
         value = self.f_proj(heads(self.v_proj(x))).transpose(-2, -1)

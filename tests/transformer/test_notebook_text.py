@@ -8,15 +8,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
+import pytest
+import torch
+import torch.nn as nn
 
-from course_lib import defaults, plot_attention_maps, plot_lr_schedule  # noqa: E402
-from course_lib.attention_stats import explained_variance, head_statistics  # noqa: E402
+from course_lib import defaults, plot_attention_maps, plot_lr_schedule
+from course_lib.attention_stats import explained_variance, head_statistics
 
-from course_paths import RELEASE, SOURCE  # noqa: E402
-from notebook_text import (MEASURED, code_cell, section)  # noqa: E402
+from course_paths import RELEASE, SOURCE
+from notebook_text import (MEASURED, code_cell, section)
 
 BOTH = pytest.mark.parametrize("path", [SOURCE, RELEASE], ids=["solutions", "notebooks"])
 

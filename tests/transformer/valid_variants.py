@@ -98,7 +98,7 @@ class MultiheadAttentionEinsum(nn.Module):
         self.v_proj, self.o_proj = nn.Linear(embed_dim, embed_dim), nn.Linear(embed_dim, embed_dim)
 
     def forward(self, x, mask=None, return_attention=False):
-        split = lambda t: t.reshape(*x.shape[:2], self.num_heads, self.head_dim)  # noqa: E731
+        split = lambda t: t.reshape(*x.shape[:2], self.num_heads, self.head_dim)
         query, key, value = split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x))
         scores = torch.einsum("blhd,bmhd->bhlm", query, key) / math.sqrt(self.head_dim)
         if mask is not None:
@@ -120,7 +120,7 @@ class MultiheadAttentionPermute(nn.Module):
 
     def forward(self, x, mask=None, return_attention=False):
         batch_size, seq_len, embed_dim = x.shape
-        heads = lambda t: t.reshape(batch_size, seq_len, self.num_heads, -1).permute(0, 2, 1, 3)  # noqa: E731
+        heads = lambda t: t.reshape(batch_size, seq_len, self.num_heads, -1).permute(0, 2, 1, 3)
         mask = None if mask is None else _head_mask(mask)
         res, attention = attention_where(heads(self.q_proj(x)), heads(self.k_proj(x)), heads(self.v_proj(x)), mask)
         outputs = self.o_proj(res.permute(0, 2, 1, 3).reshape(batch_size, seq_len, embed_dim))
@@ -485,7 +485,7 @@ class LinformerAttentionEinsum(nn.Module):
 
     def forward(self, x, mask=None, return_attention=False):
         assert mask is None
-        split = lambda t: t.unflatten(-1, (self.num_heads, self.head_dim))  # noqa: E731
+        split = lambda t: t.unflatten(-1, (self.num_heads, self.head_dim))
         query, key, value = split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x))
         key, value = self.compress(self.e_proj, key), self.compress(self.f_proj, value)
         attention = torch.softmax(torch.einsum("blhd,bhkd->bhlk", query, key) / math.sqrt(self.head_dim), dim=-1)
@@ -500,7 +500,7 @@ class LinformerAttentionTransposed(LinformerAttentionEinsum):
         batch_size, seq_len, embed_dim = x.shape
         key = self.e_proj(self.k_proj(x).transpose(1, 2))  # (B, D, proj_dim)
         value = self.f_proj(self.v_proj(x).transpose(1, 2))
-        per_head = lambda t: t.reshape(batch_size, self.num_heads, self.head_dim, -1).transpose(2, 3)  # noqa: E731
+        per_head = lambda t: t.reshape(batch_size, self.num_heads, self.head_dim, -1).transpose(2, 3)
         query = self.q_proj(x).reshape(batch_size, seq_len, self.num_heads, self.head_dim).transpose(1, 2)
         res, attention = attention_einsum(query, per_head(key), per_head(value))
         outputs = self.o_proj(res.transpose(1, 2).reshape(batch_size, seq_len, embed_dim))

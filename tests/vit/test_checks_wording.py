@@ -167,7 +167,7 @@ def test_a_wrong_shape_is_named_by_the_students_own_attribute():
     path = re.search(r"`([^`]+)` has shape \((\d+), (\d+)\)", message)
     assert path and ".in." not in path.group(1), message
     built = Model(8, 2, 1, 10, 8, 2, 16, 2)
-    parameter = eval(f"built.{path.group(1)}", {"built": built})  # noqa: S307 -- the path the message names
+    parameter = eval(f"built.{path.group(1)}", {"built": built})  # the path the message names
     assert tuple(parameter.shape) == (int(path.group(2)), int(path.group(3))), message
 
 

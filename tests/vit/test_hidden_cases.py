@@ -188,7 +188,7 @@ def test_trained_weights_that_do_not_fit_the_reference_are_not_judged(graded_cas
     """Settings the reference cannot build, another activation or other sizes score 0 and say why."""
     cases, expected, _, _, reference = graded_cases
     record = run(cases[4][0], [trained_reference()], {"VisionTransformer": type(trained_reference())})
-    judge = lambda changed: trained_problem(4, dict(record, **changed), expected[4][0], reference)[0]  # noqa: E731
+    judge = lambda changed: trained_problem(4, dict(record, **changed), expected[4][0], reference)[0]
     assert "not valid" in judge({"config": dict(record["config"], num_heads=[5, 5])})
     assert "not valid" in judge({"config": dict(record["config"], activation=["ReLU", "ReLU"])})
     assert "disagree" in judge({"config": dict(record["config"], num_heads=[4, 8])})

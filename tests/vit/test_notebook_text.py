@@ -16,11 +16,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest  # noqa: E402
+import pytest
 
-from course.registry import assignment  # noqa: E402
-from course_lib import vit_defaults  # noqa: E402
-from notebook_text import (broken_copy, cells, check_cell_problems, checker_seeds, code_cell, glossary,  # noqa: E402
+from course.registry import assignment
+from course_lib import vit_defaults
+from notebook_text import (broken_copy, cells, check_cell_problems, checker_seeds, code_cell, glossary,
                            index_of, measured_sentences, notebook_seeds, plot_problems, plotters, seeded_model_problems,
                            shape_name_problems, task_cell_order_problems, task_text_problems, tasks_of,
                            titled_by_its_plotter)

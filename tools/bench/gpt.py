@@ -21,20 +21,20 @@ import matplotlib
 
 matplotlib.use("Agg")  # the bench writes PNGs; it never opens a window
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch.utils.data import DataLoader  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
 
-from checkers.gpt.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY  # noqa: E402
-from course_lib import gpt_defaults as defaults  # noqa: E402
-from course_lib.addition import PROMPT_LEN, SEQ_LEN, AdditionDataset, answer_accuracy, answer_loss  # noqa: E402
-from course_lib.device import seed_everything  # noqa: E402
-from course_lib.training import stop_at_accuracy  # noqa: E402
-from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training  # noqa: E402
-from tools.bench.goals import Goal, ms, seconds_or_not_reached, seeds_to_target  # noqa: E402
+from checkers.gpt.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY
+from course_lib import gpt_defaults as defaults
+from course_lib.addition import PROMPT_LEN, SEQ_LEN, AdditionDataset, answer_accuracy, answer_loss
+from course_lib.device import seed_everything
+from course_lib.training import stop_at_accuracy
+from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training
+from tools.bench.goals import Goal, ms, seconds_or_not_reached, seeds_to_target
 
 TRAINING_SECONDS_GOAL = 30.0  # median seconds of training to check_task_7's mark (issue 13)
 WORST_SECONDS_GOAL = 60.0  # no seed's whole notebook run over DEVELOPERS.md's ceiling for a training task
@@ -145,7 +145,7 @@ class SDPAAttention(nn.Module):
     def forward(self, x):
         """x (B, L, D) -> out (B, L, D)."""
         layer, (batch_size, seq_len, embed_dim) = self.layer, x.shape
-        heads = lambda t: t.view(batch_size, seq_len, layer.num_heads, layer.head_dim).transpose(1, 2)  # noqa: E731
+        heads = lambda t: t.view(batch_size, seq_len, layer.num_heads, layer.head_dim).transpose(1, 2)
         query, key = layer.rotary(heads(layer.q_proj(x))), layer.rotary(heads(layer.k_proj(x)))  # (B, H, L, head_dim)
         out = F.scaled_dot_product_attention(query, key, heads(layer.v_proj(x)), is_causal=True)  # (B, H, L, head_dim)
         return layer.o_proj(out.transpose(1, 2).reshape(batch_size, seq_len, embed_dim))  # (B, L, D)
@@ -345,7 +345,7 @@ def generation_goals(generation):
     """Identical tokens, the cache's speed-up, and the per-step exponents with and without the cache."""
     section = f"generate B{generation['prompts']} P{generation['prompt_len']} +{generation['new_tokens']} tokens"
     cached, uncached = generation["cached"], generation["uncached"]
-    steps = lambda curve: f"{ms(curve['bin_seconds'][0])} -> {ms(curve['bin_seconds'][-1])}"  # noqa: E731
+    steps = lambda curve: f"{ms(curve['bin_seconds'][0])} -> {ms(curve['bin_seconds'][-1])}"
     return [
         Goal(section, f"tokens with and without the cache, {generation['repeats']} run(s) each",
              "identical" if generation["identical"] else "DIFFERENT", "identical", generation["identical"]),

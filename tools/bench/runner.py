@@ -31,12 +31,12 @@ import matplotlib
 
 matplotlib.use("Agg")  # the bench writes PNGs; it never opens a window
 
-import torch  # noqa: E402
+import torch
 
-from course import registry  # noqa: E402
-from course.reference import reference_of  # noqa: E402
-from course_lib.device import get_device  # noqa: E402
-from tools.bench.goals import format_table, goals_as_dicts  # noqa: E402
+from course import registry
+from course.reference import reference_of
+from course_lib.device import get_device
+from tools.bench.goals import format_table, goals_as_dicts
 
 INTERFACE = ("SETTINGS", "SECTIONS", "goals")  # what a bench module must define; figures is optional
 SHARED = ("goals", "native", "runner", "scaling", "timing", "training")  # modules of this package that are no bench module

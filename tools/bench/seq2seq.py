@@ -18,21 +18,21 @@ import matplotlib
 
 matplotlib.use("Agg")  # the bench writes PNGs; it never opens a window
 
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
-from torch.utils.data import DataLoader  # noqa: E402
+import matplotlib.pyplot as plt
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader
 
-from checkers.seq2seq.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY  # noqa: E402
-from course_lib import seq2seq_defaults as defaults  # noqa: E402
-from course_lib.device import seed_everything  # noqa: E402
-from course_lib.plotting import plot_scaling  # noqa: E402
-from course_lib.reversal import (BOS_ID, EOS_ID, MAX_LEN, PAD_ID, ReversalDataset, decoding_accuracy,  # noqa: E402
+from checkers.seq2seq.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY
+from course_lib import seq2seq_defaults as defaults
+from course_lib.device import seed_everything
+from course_lib.plotting import plot_scaling
+from course_lib.reversal import (BOS_ID, EOS_ID, MAX_LEN, PAD_ID, ReversalDataset, decoding_accuracy,
                                  exact_match, init_embedding, teacher_forcing_loss)
-from course_lib.training import stop_at_accuracy  # noqa: E402
-from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training  # noqa: E402
-from tools.bench.goals import Goal, ms  # noqa: E402
-from tools.bench.native import Bound, load_attention  # noqa: E402
+from course_lib.training import stop_at_accuracy
+from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training
+from tools.bench.goals import Goal, ms
+from tools.bench.native import Bound, load_attention
 
 BLOCK_RATIO_GOAL = 1.3  # reference DecoderBlock forward + backward / nn.TransformerDecoderLayer's (issue 12)
 TRAINING_SECONDS_GOAL = 30.0  # median training seconds of the notebook's run (issue 12)
@@ -253,7 +253,7 @@ def decoding_seconds(ref, model, sources, num_tokens, device, repeats):
     eos_id is set to -1, a token no model produces, so no sequence finishes early and every call runs
     num_tokens decoder passes whatever the (untrained) weights.
     """
-    call = lambda: ref["greedy_decode"](model, sources, num_tokens, BOS_ID, -1)  # noqa: E731
+    call = lambda: ref["greedy_decode"](model, sources, num_tokens, BOS_ID, -1)
     call()
     return statistics.median(bench_timing.seconds_per_call(call, device) for _ in range(repeats))
 

@@ -15,19 +15,19 @@ import matplotlib
 
 matplotlib.use("Agg")  # the bench writes PNGs; it never opens a window
 
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch.utils.data import DataLoader  # noqa: E402
+import matplotlib.pyplot as plt
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
 
-from checkers.transformer.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY  # noqa: E402
-from course_lib import defaults  # noqa: E402
-from course_lib.data import PalindromeDataset, VOCAB_SIZE  # noqa: E402
-from course_lib.plotting import plot_scaling  # noqa: E402
-from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training  # noqa: E402
-from tools.bench.native import encoder_layer, load_attention  # noqa: E402
-from tools.bench.goals import Goal, ms  # noqa: E402
+from checkers.transformer.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY
+from course_lib import defaults
+from course_lib.data import PalindromeDataset, VOCAB_SIZE
+from course_lib.plotting import plot_scaling
+from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training
+from tools.bench.native import encoder_layer, load_attention
+from tools.bench.goals import Goal, ms
 
 STEP_RATIO_GOAL = 1.3  # reference training step / torch-native step
 TRAINING_SECONDS_GOAL = 60.0  # training seconds to 95% on the checker's data, per task
@@ -389,7 +389,7 @@ def training_goals(training):
 def curve_goals(pass_name, name, curve, fit_from):
     """Rows for one scaling curve: memory and time slopes, and measured peak / analytic size."""
     label, ideal = f"{PASS_LABELS[pass_name]} {name}", curve["ideal_slope"]
-    within = lambda slope: abs(slope - ideal) <= SLOPE_TOLERANCE  # noqa: E731
+    within = lambda slope: abs(slope - ideal) <= SLOPE_TOLERANCE
     ratios = curve["peak_over_analytic"]
     rows = [Goal("scaling", f"{label}: {quantity} slope, L >= {fit_from} (all L: {curve[key + '_all']:.2f})",
                  f"{curve[key]:.2f}", f"{ideal} +- {SLOPE_TOLERANCE}", within(curve[key]))

@@ -21,17 +21,17 @@ import matplotlib
 
 matplotlib.use("Agg")  # the bench writes PNGs; it never opens a window
 
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
-from torch.utils.data import DataLoader  # noqa: E402
+import matplotlib.pyplot as plt
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader
 
-from course_lib import vit_defaults as defaults  # noqa: E402
-from course_lib.device import seed_everything  # noqa: E402
-from course_lib.digits import classification_accuracy, digit_datasets, digit_splits, shifted_copies  # noqa: E402
-from tools.bench import timing as bench_timing, training as bench_training  # noqa: E402
-from tools.bench.goals import Goal, ms, seconds_or_not_reached, seeds_to_target  # noqa: E402
-from tools.bench.native import encoder_layer  # noqa: E402
+from course_lib import vit_defaults as defaults
+from course_lib.device import seed_everything
+from course_lib.digits import classification_accuracy, digit_datasets, digit_splits, shifted_copies
+from tools.bench import timing as bench_timing, training as bench_training
+from tools.bench.goals import Goal, ms, seconds_or_not_reached, seeds_to_target
+from tools.bench.native import encoder_layer
 
 TARGET_ACCURACY = defaults.TARGET_ACCURACY  # check_task_4's pass mark on the test split
 TRAINING_SECONDS_GOAL = 30.0  # median training seconds to the target (issue 14)
@@ -106,7 +106,7 @@ def training_section(ref, settings, device):
     loaders, test = notebook_loaders(), digit_splits()["test"]
     runs = [notebook_run(ref, seed, loaders, test, device, settings["max_seconds"]) for seed in settings["seeds"]]
     reached = [run for run in runs if run["target_seconds"] is not None]
-    median = (lambda key: statistics.median(run[key] for run in reached) if reached else None)  # noqa: E731
+    median = (lambda key: statistics.median(run[key] for run in reached) if reached else None)
     return dict(model=defaults.MODEL, training=defaults.TRAINING, batch_size=defaults.BATCH_SIZE,
                 total_steps=defaults.TRAINING["num_epochs"] * len(loaders[0]), target=TARGET_ACCURACY, runs=runs,
                 target_median_seconds=median("target_seconds"), target_median_steps=median("target_steps"),
@@ -210,7 +210,7 @@ def training_goals(training):
     each = seeds_to_target(runs)
     median, worst = training["target_median_seconds"], max(runs, key=lambda run: run["seconds"])
     lowest = min(run["test_accuracy"] for run in runs)
-    accuracies = lambda key: ", ".join(format(run[key], ".1%") for run in runs)  # noqa: E731
+    accuracies = lambda key: ", ".join(format(run[key], ".1%") for run in runs)
     return [
         Goal("training", f"Task 4 as in the notebook, first test accuracy >= {target:.0%} (scored every "
              f"{training['training']['eval_every']} steps): median of {len(runs)} seeds",
