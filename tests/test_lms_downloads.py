@@ -9,7 +9,6 @@ import re
 import subprocess
 import sys
 import zipfile
-from datetime import datetime
 
 import pytest
 

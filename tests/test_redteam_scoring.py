@@ -5,9 +5,6 @@ the escaping, collect on hostile zips). The slow ones (marker `grading`) collect
 attack submissions end to end beside honest ones that must keep full marks, and check grades.csv,
 grades_by_task.csv and the gradebook agree. Builders live in tests/redteam_builders.py.
 """
-import copy
-import csv
-import io
 import json
 import os
 import re
@@ -36,8 +33,7 @@ from grading.text import encodable, markdown
 from grading.judge.trained import reference_model, trained_problem
 from course_paths import NAME, RELEASE, ROOT, SOURCE, TRANSFORMER, course_folder
 from palindrome_models import mirror_logits
-from redteam_builders import (XSS, attack_submissions, central_record, inner_zip, latin1_placeholder,
-                              patch_central, write_latin1_names)
+from redteam_builders import XSS, attack_submissions, inner_zip, latin1_placeholder, patch_central, write_latin1_names
 from submissions import (GRADING_RUNAWAY, csv_rows, definitions_only, report_sections, scratch_course,
                          seconds_per_submission, visible_text)
 

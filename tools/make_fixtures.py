@@ -9,7 +9,6 @@ twice on one machine gives the same values; another CPU may differ in the last b
 tolerates (1e-12).
 """
 import argparse
-import importlib
 import io
 import sys
 from pathlib import Path

@@ -293,7 +293,7 @@ def _expect_dropout(task, cls, fixture):
                     slots[role].zero_()
         torch.manual_seed(2)
         if torch.allclose(_outputs(task, block, fixture), _outputs(task, block, fixture), atol=ATOL):
-            task.fail(f"DecoderBlock(dropout=0.5): "
+            task.fail("DecoderBlock(dropout=0.5): "
                       + NO_SUBLAYER_DROPOUT.format(name=name, formula=SUBLAYER_FORMULAS[name]))
 
 

@@ -611,7 +611,8 @@ class LinformerAttentionFeaturesBeforeSplit(LinformerAttentionBase):
     """E and F applied to the projected (B, L, D) keys and values before the heads are split."""
 
     def forward(self, x, return_attention=False):
-        key, value = self.e_proj(self.k_proj(x)), self.f_proj(self.v_proj(x))
+        # The mistake: e_proj gets (B, L, D) where it takes L, so it raises unless embed_dim == sequence_length
+        self.e_proj(self.k_proj(x)), self.f_proj(self.v_proj(x))
         return super().forward(x, return_attention)
 
 

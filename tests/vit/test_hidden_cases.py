@@ -17,7 +17,6 @@ from course.mistakes import Mutant
 from course.mistakes.vit import MUTANTS
 from course.reference import load_reference, reference_source
 from course.registry import assignment
-from grading.cases.vit import trained
 from grading.judge.expected import reference_namespace
 from grading.judge.trained import trained_problem
 from grading.run.recipes import run
