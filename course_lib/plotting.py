@@ -66,8 +66,9 @@ def percent(fraction):
     return text
 
 
-def plot_history(history, target_accuracy=0.95, chance_loss=np.log(2), chance_label="ln 2 (chance, binary)",
-                 target_label="target", check_accuracy=None):
+def plot_history(history, target_accuracy=0.95,
+                 chance_loss=np.log(2),  # noqa: B008 -- a float, immutable: a default computed once is safe
+                 chance_label="ln 2 (chance, binary)", target_label="target", check_accuracy=None):
     """Loss, validation accuracy and learning rate against optimizer step.
 
     Args:

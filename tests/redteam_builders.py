@@ -65,7 +65,7 @@ TRAINED_CELLS = {6: ("task_6_training", "TransformerForSequenceClassification", 
 def hand_detector(notebook, sabotage):
     """Tasks 6 and 8 answered by a forward() that detects palindromes by hand, plus a sabotage line per model."""
     notebook = copy.deepcopy(notebook)
-    for task, (grade_id, base, name, history, extra) in TRAINED_CELLS.items():
+    for grade_id, base, name, history, extra in TRAINED_CELLS.values():
         line = sabotage.format(name=name)
         source = "from course_lib.data import VOCAB_SIZE\n" + HAND_DETECTOR.format(
             base=base, name=name, history=history, extra=extra, sabotage=line)
@@ -75,7 +75,7 @@ def hand_detector(notebook, sabotage):
 
 def empty_encoder(notebook):
     notebook = copy.deepcopy(notebook)
-    for task, (grade_id, base, name, history, _) in TRAINED_CELLS.items():
+    for grade_id, base, name, history, _ in TRAINED_CELLS.values():
         source = EMPTY_ENCODER.format(base=base, name=name, history=history)
         edit_cell(notebook, grade_id, lambda _, source=source: source)
     return notebook

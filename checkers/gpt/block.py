@@ -198,7 +198,7 @@ def _expect_dropout(task, cls, fixture):
         with _set(slots, silent):
             if _differs(task, block, x):
                 task.fail(DROPOUT_ON_RESIDUAL)
-        for name, (roles, formula) in SUBLAYERS.items():
+        for name, (_, formula) in SUBLAYERS.items():
             others = {role: 0.0 for other, (parts, _) in SUBLAYERS.items() if other != name for role in parts}
             with _set(slots, others):
                 if not _differs(task, block, x):

@@ -18,7 +18,7 @@ EMBEDDING_SIZES = ("patch_embedding is built for other images than the model's: 
 def _feedforward_width(model):
     """The hidden width of blocks[0]'s feed-forward network, or None when it has no such part."""
     try:
-        first, _ = feedforward_linears(getattr(vit_blocks(model)[0], "feedforward"), "")
+        first, _ = feedforward_linears(vit_blocks(model)[0].feedforward, "")
     except (MissingPart, AttributeError, IndexError, TypeError):
         return None
     return first.out_features

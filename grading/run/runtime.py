@@ -35,7 +35,7 @@ def prepare_runtime(folder, cases, checks):
     torch.save(cases, folder / "cases.pt")
     (folder / "checks.json").write_text(json.dumps(sorted(checks)))
     build_font_cache(folder / "mpl")
-    for path, folders, files in os.walk(folder):
+    for path, _, files in os.walk(folder):
         os.chmod(path, 0o755)
         for name in files:
             os.chmod(os.path.join(path, name), 0o644)

@@ -203,7 +203,7 @@ def unnamed_cases():
         (3, (unnamed.MultiheadAttentionUnscaled,), "the scores are not scaled: divide them by √head_dim = √4."),
         (3, (unnamed.MultiheadAttentionDroppedContext,), "raised RuntimeError"),
     ]
-    for name, (cls, words) in unnamed.make_unnamed_decoder_blocks(ref["MultiheadAttention"], ref["LayerNorm"]).items():
+    for cls, words in unnamed.make_unnamed_decoder_blocks(ref["MultiheadAttention"], ref["LayerNorm"]).values():
         cases.append((4, (cls,), words))
     return cases
 
