@@ -130,4 +130,5 @@ def explain_activation(task, what, make_block, x, feedforward_dim):
     if len(calls) > 1 or widths != [feedforward_dim]:
         times = "once" if len(calls) == 1 else f"{len(calls)} times"
         task.fail(f"{what}: `activation` is applied {times} per forward, to width {' and '.join(map(str, widths))}; it "
-                  f"belongs once between the two Linear layers, on the hidden width feedforward_dim = {feedforward_dim}.")
+                  "belongs once between the two Linear layers, on the hidden width "
+                  f"feedforward_dim = {feedforward_dim}.")

@@ -146,7 +146,8 @@ def expect_callable(task, obj, name):
 def expect_module_class(task, obj, name):
     """Fail unless obj is a subclass of nn.Module (the class itself, not an object of it)."""
     if obj is None:
-        task.fail(f"got None instead of the class `{name}`; pass the class itself, e.g. check_task_{task.number}({name}).")
+        task.fail(f"got None instead of the class `{name}`; pass the class itself, "
+                  f"e.g. check_task_{task.number}({name}).")
     if inspect.isclass(obj) and not issubclass(obj, nn.Module):
         task.fail(f"`{obj.__name__}` is a class but not an nn.Module: declare it as `class {name}(nn.Module)` and "
                   "call super().__init__() first in __init__.")

@@ -48,7 +48,8 @@ def missing_parts(assignment):
         if path.is_file() and needed - names_defined(path):
             missing.append(f"{assignment.name}: {path.relative_to(assignment.root)} defines no "
                            f"{', '.join(sorted(needed - names_defined(path)))}")
-    foreign = [t.check for t in assignment.tasks.values() if t.check_module.split(".")[:2] != ["checkers", assignment.name]]
+    foreign = [t.check for t in assignment.tasks.values()
+               if t.check_module.split(".")[:2] != ["checkers", assignment.name]]
     if foreign:
         missing.append(f"{assignment.name}: checks outside checkers.{assignment.name}: {', '.join(foreign)}")
     tests = assignment.root / "tests" / assignment.name

@@ -12,8 +12,10 @@ from .schedule import WarmupCosineSchedule, warmup_cosine_factor
 from .training import History, evaluate, stop_at_accuracy, train
 
 __all__ = [
-    "defaults", "gpt_defaults", "seq2seq_defaults", "vit_defaults", "ALPHABET", "VOCAB_SIZE", "PalindromeDataset", "get_device", "seed_everything", "Measurement", "measure",
-    "accuracy", "classification_loss", "explained_variance", "head_statistics", "LiveCurves", "plot_attention_maps", "plot_explained_variance",
+    "defaults", "gpt_defaults", "seq2seq_defaults", "vit_defaults", "ALPHABET", "VOCAB_SIZE", "PalindromeDataset",
+    "get_device", "seed_everything", "Measurement", "measure",
+    "accuracy", "classification_loss", "explained_variance", "head_statistics", "LiveCurves", "plot_attention_maps",
+    "plot_explained_variance",
     "plot_history", "plot_lr_schedule", "plot_positional_encoding", "plot_scaling", "measure_attention_scaling",
     "WarmupCosineSchedule", "warmup_cosine_factor", "History", "evaluate", "stop_at_accuracy", "train",
 ]

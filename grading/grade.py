@@ -136,7 +136,7 @@ def nothing_to_grade(courses, student):
 
 
 def clear_rendered(course, submissions, student):
-    """Remove graded notebooks left by an earlier run of these submissions (all of the assignment's, without student)."""
+    """Remove graded notebooks from an earlier run of these submissions (all the assignment's, without student)."""
     for submission in submissions:
         clear(course.build / "rendered" / submission.student / course.assignment)
     if student is None:

@@ -77,7 +77,7 @@ def without(points, *tasks):
     return {task: (0 if task in tasks else score) for task, score in points.items()}
 
 
-DEFINITION_POINTS = without(POINTS, *TRANSFORMER.training_tasks)  # the reference answers of definitions, nothing trained
+DEFINITION_POINTS = without(POINTS, *TRANSFORMER.training_tasks)  # the definitions' reference answers, nothing trained
 
 
 # ----- A scratch copy of the course to grade them in ---------------------------------------------------------

@@ -117,7 +117,8 @@ def test_analytic_sizes_count_the_attention_tensors():
     assert bench_scaling.full_attention_bytes(batch, heads, seq_len) == 2 * scores
     assert bench_scaling.full_attention_bytes(batch, heads, seq_len, backward=True) == 3 * scores
     low_rank, projected = tensor_bytes(batch, heads, seq_len, proj_dim), tensor_bytes(batch, heads, proj_dim, head_dim)
-    assert bench_scaling.linformer_attention_bytes(batch, heads, seq_len, proj_dim, head_dim) == 2 * low_rank + 2 * projected
+    assert (bench_scaling.linformer_attention_bytes(batch, heads, seq_len, proj_dim, head_dim)
+            == 2 * low_rank + 2 * projected)
     assert (bench_scaling.linformer_attention_bytes(batch, heads, seq_len, proj_dim, head_dim, backward=True)
             == 3 * low_rank + 4 * projected)
 
@@ -183,7 +184,8 @@ def test_summarize_runs_takes_median_and_worst():
 
 
 def test_table_shows_verdicts():
-    goals = [bench_goals.Goal("s", "ratio", "1.10", "<= 1.3", True), bench_goals.Goal("s", "time", "70 s", "<= 60 s", False),
+    goals = [bench_goals.Goal("s", "ratio", "1.10", "<= 1.3", True),
+             bench_goals.Goal("s", "time", "70 s", "<= 60 s", False),
              bench_goals.Goal("s", "method", "profiler")]
     table = bench_goals.format_table(goals, title="T")
     lines = table.splitlines()

@@ -170,5 +170,6 @@ def test_train_calls_finish_once_at_the_end():
 
     train_loader, val_loader = toy_loaders()
     recorder = Recorder()
-    history = train(nn.Linear(4, 1), train_loader, val_loader, num_epochs=1, lr=0.05, eval_every=4, callbacks=[recorder])
+    history = train(nn.Linear(4, 1), train_loader, val_loader, num_epochs=1, lr=0.05, eval_every=4,
+                    callbacks=[recorder])
     assert recorder.calls == len(history.step) and recorder.finished == [history.step[-1]]

@@ -218,12 +218,14 @@ def graded(tmp_path_factory):
     """(course folder, seconds make grade took, its output) after collect + grade --jobs 2 on a scratch course."""
     course = scratch_course(tmp_path_factory.mktemp("course"))
     collect_run = subprocess.run([sys.executable, "-m", "grading.collect", str(make_zip(course / "download.zip")),
-                                  "--course", str(course), "--assignment", NAME], cwd=ROOT, capture_output=True, text=True)
+                                  "--course", str(course), "--assignment", NAME],
+                                 cwd=ROOT, capture_output=True, text=True)
     assert collect_run.returncode == 0, collect_run.stderr
     started = time.monotonic()
     unsandboxed = [] if sandbox.bwrap_version() else ["--sandbox", "none"]  # trusted notebooks: ours
-    grade_run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course), "--assignment", NAME,
-                                *unsandboxed], cwd=ROOT, capture_output=True, text=True, timeout=GRADING_RUNAWAY)
+    grade_run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course),
+                                "--assignment", NAME, *unsandboxed],
+                               cwd=ROOT, capture_output=True, text=True, timeout=GRADING_RUNAWAY)
     assert grade_run.returncode == 0, grade_run.stdout + grade_run.stderr
     return course, time.monotonic() - started, grade_run.stdout
 

@@ -93,7 +93,8 @@ def test_fixtures_are_current(tmp_path, name):
     assert committed and [p.name for p in committed] == sorted(p.name for p in tmp_path.glob("*.pt"))
     for path in committed:
         stale = differences(torch.load(path, weights_only=True), torch.load(tmp_path / path.name, weights_only=True))
-        assert not stale, f"{name}/{path.name} is stale: run `make fixtures` and commit ({len(stale)} differ: {stale[:3]})"
+        assert not stale, \
+            f"{name}/{path.name} is stale: run `make fixtures` and commit ({len(stale)} differ: {stale[:3]})"
 
 
 def serialized(value):

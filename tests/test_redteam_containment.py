@@ -227,7 +227,8 @@ def redteam(tmp_path_factory):
         (folder / f"{NAME}.ipynb").write_text(json.dumps(notebook))
     started = time.monotonic()
     try:
-        run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course), "--assignment", NAME,
+        run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course),
+                              "--assignment", NAME,
                               "--memory", str(MEMORY_GIB), "--scratch", str(SCRATCH_GIB)],
                              cwd=ROOT, capture_output=True, text=True, timeout=GRADING_RUNAWAY)
     finally:
@@ -452,8 +453,8 @@ def test_training_limit_only_for_cells_that_call_train(source, seconds):
 
 def test_grading_without_a_sandbox_needs_the_flag_and_says_so():
     """Without bubblewrap, grade refuses and says how to install it; --sandbox none warns loudly."""
-    script = "from grading.run import sandbox\ntry:\n    sandbox.choose('auto')\nexcept sandbox.SandboxUnavailable as e:" \
-             "\n    print(e)"
+    script = "from grading.run import sandbox\ntry:\n    sandbox.choose('auto')\n" \
+             "except sandbox.SandboxUnavailable as e:\n    print(e)"
     refused = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                              env=dict(os.environ, PATH="/nonexistent"))
     assert "apt-get install bubblewrap" in refused.stdout and "--sandbox none" in refused.stdout

@@ -120,7 +120,8 @@ def test_honest_models_of_any_valid_config_load_exactly(task, name, config, judg
 
 FORGED_RECORDS = {
     "weights as lists": ({"cls_token": [0.0] * 16}, {"num_heads": [2], "activation": ["ReLU"]}, "not a plain tensor"),
-    "a huge model": ({"input_embedding.weight": torch.zeros(4096, VOCAB_SIZE), "classifier.weight": torch.zeros(1, 4096),
+    "a huge model": ({"input_embedding.weight": torch.zeros(4096, VOCAB_SIZE),
+                      "classifier.weight": torch.zeros(1, 4096),
                       "encoder.0.feedforward.in.weight": torch.zeros(8, 4096)},
                      {"num_heads": [1], "activation": ["ReLU"]}, "embed_dim = 4096 is above 64"),
     "an empty feedforward": ({"input_embedding.weight": torch.zeros(16, VOCAB_SIZE), "classifier.weight":
@@ -304,7 +305,8 @@ def test_collect_skips_bad_entries_one_by_one_and_loses_no_one(tmp_path):
 def test_collect_command_reports_skipped_entries_escaped(tmp_path):
     hostile_zip(tmp_path / "download.zip")
     result = subprocess.run([sys.executable, "-m", "grading.collect", str(tmp_path / "download.zip"), "--course",
-                             str(course_folder(tmp_path)), "--assignment", NAME], cwd=ROOT, capture_output=True, text=True)
+                             str(course_folder(tmp_path)), "--assignment", NAME],
+                            cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     report = (tmp_path / "collect_report.md").read_text()
     assert "Bad CRC" in report and "encrypted" in report and "<img" not in report and "too large" in report
@@ -313,7 +315,7 @@ def test_collect_command_reports_skipped_entries_escaped(tmp_path):
 # ----- End to end: a class of attacks, collected and graded beside honest submissions ------------------------------
 
 def class_submissions():
-    """{student: (zip name, notebook, {task: score} or None)}: the attacks, plus honest ones that must keep full marks."""
+    """{student: (zip name, notebook, {task: score} or None)}: the attacks, and honest ones that keep full marks."""
     found = {student: (name, notebook, points) for student, (name, notebook, points) in attack_submissions().items()}
     definitions = definitions_only()
     points = found["honest"][2]
@@ -342,7 +344,8 @@ def attacked(tmp_path_factory):
                                   str(course), "--assignment", NAME], cwd=ROOT, capture_output=True, text=True)
     assert collect_run.returncode == 0, collect_run.stdout + collect_run.stderr
     started = time.monotonic()
-    grade_run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course), "--assignment", NAME],
+    grade_run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course),
+                                "--assignment", NAME],
                                cwd=ROOT, capture_output=True, text=True, timeout=GRADING_RUNAWAY)
     assert grade_run.returncode == 0, grade_run.stdout[-3000:] + grade_run.stderr[-3000:]
     return course, time.monotonic() - started, grade_run.stdout
@@ -363,7 +366,8 @@ def gradebook_grades(course):
 @pytest.mark.grading
 def test_attacks_score_what_they_earn_and_honest_work_keeps_full_marks(attacked):
     course, _, _ = attacked
-    got = {(row["student_id"], int(row["task"])): float(row["score"]) for row in csv_rows(course / "grades_by_task.csv")}
+    got = {(row["student_id"], int(row["task"])): float(row["score"])
+           for row in csv_rows(course / "grades_by_task.csv")}
     wrong = {(student, task): (got.get((student, task)), score)
              for student, (_, _, points) in class_submissions().items() if points
              for task, score in points.items() if got.get((student, task)) != score}
@@ -488,7 +492,8 @@ def test_collect_writes_nothing_outside_submitted_whatever_the_names(tmp_path):
     notebook = json.dumps(read(RELEASE))
     with zipfile.ZipFile(tmp_path / "download.zip", "w") as archive:
         for name in ("../evil_transformer.ipynb", "/etc/evil_transformer.ipynb", "../../x/transformer.ipynb",
-                     "a\n## Flagged_transformer.ipynb", "[x](javascript:y)_transformer.ipynb", "._dot_transformer.ipynb"):
+                     "a\n## Flagged_transformer.ipynb", "[x](javascript:y)_transformer.ipynb",
+                     "._dot_transformer.ipynb"):
             archive.writestr(zipfile.ZipInfo(name, (2026, 11, 20, 10, 0, 0)), notebook)
     collected, unknown, skipped = collect(tmp_path / "download.zip", course_folder(tmp_path / "course"), NAME)
     written = {path.relative_to(tmp_path) for path in tmp_path.rglob("*") if path.is_file()}

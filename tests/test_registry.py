@@ -98,7 +98,8 @@ def test_every_assignment_matches_its_notebooks_and_checkers(name):
                                'needs = [7] }\n', ""),
      "grade cells"),
     (lambda text: text.replace('8 = { points = 1, check = "checkers.transformer:check_task_8"',
-                               '8 = { points = 1, check = "checkers.transformer:check_task_6"'), "does not call check_task_6"),
+                               '8 = { points = 1, check = "checkers.transformer:check_task_6"'),
+     "does not call check_task_6"),
 ])
 def test_a_broken_registry_is_caught(tmp_path, edit, problem):
     """Each way the registry can disagree with the course is reported (the test above cannot pass vacuously)."""
@@ -224,7 +225,7 @@ def test_collect_files_notebooks_under_the_named_assignment(tmp_path):
 
 @pytest.mark.parametrize("name", [assignment.name for assignment in registry.assignments()])
 def test_every_assignment_has_its_whole_slice(name):
-    """README, "Add an assignment": notebook, checks, fixtures, known mistakes, hidden cases, tests (course/slices.py)."""
+    """README, "Add an assignment": notebook, checks, fixtures, known mistakes, hidden cases, tests (course.slices)."""
     assert missing_parts(registry.assignment(name)) == []
 
 

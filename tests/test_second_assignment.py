@@ -23,7 +23,8 @@ from course.slices import PARTS
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "toy"
 
-ANSWER = 'def double(x):\n    """Twice x, elementwise."""\n    ### BEGIN SOLUTION\n    return torch.mul(x, 2)\n    ### END SOLUTION'
+ANSWER = ('def double(x):\n    """Twice x, elementwise."""\n'
+          "    ### BEGIN SOLUTION\n    return torch.mul(x, 2)\n    ### END SOLUTION")
 CHECKS = '''"""Instant checks of the toy assignment."""
 import torch
 
@@ -292,14 +293,15 @@ def test_collect_and_grade_score_the_new_assignment(graded):
     by_task = {(row["student_id"], row["task"]): row["score"] for row in rows(course / "grades_by_task.csv")
                if row["assignment"] == NAME}
     assert by_task == {("ada", "1"): "10", ("ben", "1"): "0"}
-    assert "Task 1: check: random: the output differs" in (course / "feedback" / "ben" / NAME / f"{NAME}.html").read_text()
+    feedback = (course / "feedback" / "ben" / NAME / f"{NAME}.html").read_text()
+    assert "Task 1: check: random: the output differs" in feedback
     canvas = {row["Student"]: row[NAME] for row in rows(course / "exports" / "canvas.csv")}
     assert canvas == {"ada": "10", "ben": "0"}
 
 
 # What the commands write as their own (git-ignored) outputs: grading's and the bench's
-OUTPUTS = ("submitted", "autograded", "feedback", "exports", "build", "grades.csv", "grades_by_task.csv", "gradebook.db",
-           f"grading_report_{NAME}.md", "collect_report.md", "download.zip", "results")
+OUTPUTS = ("submitted", "autograded", "feedback", "exports", "build", "grades.csv", "grades_by_task.csv",
+           "gradebook.db", f"grading_report_{NAME}.md", "collect_report.md", "download.zip", "results")
 
 
 def changed_files(course):

@@ -61,7 +61,8 @@ def graft_mistake(right, wrong, diagnosis, output_keys):
         other = wrong.get(key) if isinstance(wrong, dict) else None
         if isinstance(value, dict) and key != "mistakes" and isinstance(other, dict):
             graft_mistake(value, other, diagnosis, output_keys)
-        elif key in output_keys and isinstance(other, torch.Tensor) and (other.shape, other.dtype) == (value.shape, value.dtype) \
+        elif key in output_keys and isinstance(other, torch.Tensor) \
+                and (other.shape, other.dtype) == (value.shape, value.dtype) \
                 and torch.isfinite(other).all() and not torch.allclose(other, value, atol=1e-6):
             right.setdefault("mistakes", {}).setdefault(key, {})[diagnosis] = other
 

@@ -24,7 +24,8 @@ CLOCKWISE = ("each pair turns clockwise, by -p·theta_i: turn it counter-clockwi
              "and y[2i+1] = x[2i]·sin + x[2i+1]·cos.")
 ADDITIVE = ("sines and cosines are added to x, which is no rotation: y - x does not depend on x and the norms "
             "change; multiply each pair by the rotation matrix of its angle instead.")
-MULTIPLIED = ("each feature is multiplied by a sine or a cosine of its position, which is no rotation: the lengths change and scores keep depending on absolute positions; "
+MULTIPLIED = ("each feature is multiplied by a sine or a cosine of its position, which is no rotation: the lengths "
+              "change and scores keep depending on absolute positions; "
               "turn each interleaved pair (x[..., 2i], x[..., 2i + 1]) by its angle p·theta_i instead.")
 ONE_ANGLE = ("every token is turned by the angle of position offset, as if each stood first: the token at index j "
              "sits at position offset + j, so it turns by (offset + j)·theta_i; use rows offset .. offset + L - 1 of "

@@ -121,7 +121,8 @@ def _expect_calls(task, model, case):
 def _expect_steps(task, tokens, model, case):
     """BOS kept, max_len off by one, never stopping or stopping at the first EOS, from the width and the calls."""
     width, max_len, expected = tokens.size(1), case["max_len"], case["tokens"]
-    if width == expected.size(1) + 1 and (tokens[:, 0] == case["bos_id"]).all() and torch.equal(tokens[:, 1:], expected):
+    if (width == expected.size(1) + 1 and (tokens[:, 0] == case["bos_id"]).all()
+            and torch.equal(tokens[:, 1:], expected)):
         task.fail(KEEPS_BOS)
     if width > max_len or (expected.size(1) == max_len and width == max_len - 1):
         task.fail(MAX_LEN_OFF.format(width=width, max_len=max_len))

@@ -148,7 +148,8 @@ def _explain_parts(task, model):
         ("its LayerNorm class", 1, part_class(block, "norm1") if block is not None else None),
         ("causal_mask and padding_mask", 2, masks),
         ("its MultiheadAttention class", 3, part_class(block, "self_attention") if block is not None else None),
-        ("its DecoderBlock class", 4, None if block is None or type(block).__module__.startswith("torch") else type(block)),
+        ("its DecoderBlock class", 4,
+         None if block is None or type(block).__module__.startswith("torch") else type(block)),
     ], __package__)
 
 
@@ -214,7 +215,7 @@ def _explain_swapped_maps(task, maps, expected):
 
 
 def _expect_attention(task, model, case):
-    """forward_attention: a dict of one (B, H, ., .) map per block for each of its three keys, equal to the fixture's."""
+    """forward_attention: a dict of one (B, H, ., .) map per block for each of its three keys, as in the fixture."""
     if not callable(getattr(model, "forward_attention", None)):
         task.fail(f"{NAME} has no method forward_attention.")
     maps = task.call(f"{NAME}.forward_attention", model.forward_attention, case["source"], case["target_input"])

@@ -6,7 +6,7 @@ from .._core import CheckFailure, NotImplementedYet, check_function, expect_call
 from .._probes import matrix_only_ops, normalised_axis, temperature
 
 ATOL, RTOL = 1e-6, 1e-6  # float64 inputs: any correct formulation lands within ~1e-12
-# What the property checks below say; course/mistakes/transformer.py quotes them as the diagnoses of its planted mistakes.
+# What the property checks below say; course/mistakes/transformer.py quotes them as its planted mistakes' diagnoses.
 RES_FROM_KEY = "res takes its last axis from `key` instead of `value`: compute res = attention @ value."
 BATCHED = ("`.T` reverses all axes of a batched tensor: transpose only the last two, key.transpose(-2, -1), and "
            "multiply with @ or torch.matmul, which broadcast over the leading axes.")
@@ -103,7 +103,8 @@ def _explain_mask_axes(task, attention_fn, name, case, mask=None):
         return
     if right:
         task.fail(f"in case '{name}' the result is right only when the mask is given transposed: mask[..., i, j] says "
-                  "whether query i may attend to key j, so use it as it is (shape (..., L_q, L_k)), without transposing.")
+                  "whether query i may attend to key j, so use it as it is (shape (..., L_q, L_k)), "
+                  "without transposing.")
 
 
 def _observed(attention, expected, query):
@@ -156,7 +157,8 @@ def _explain_attention(task, name, attention, case):
 
 def _expect_masked_keys_ignored(task, attention_fn, case):
     ignored = ~case["mask"]  # (B, 1, 1, L_k): keys no query may see
-    changed = dict(case, key=case["key"] + 5 * ignored.transpose(-1, -2), value=case["value"] + 5 * ignored.transpose(-1, -2))
+    changed = dict(case, key=case["key"] + 5 * ignored.transpose(-1, -2),
+                   value=case["value"] + 5 * ignored.transpose(-1, -2))
     res, attention = _run(task, attention_fn, changed)
     if not torch.allclose(res, case["res"], atol=ATOL) or attention[..., ignored[0, 0, 0]].abs().max() > 0:
         task.fail("changing keys and values that the mask forbids changed the output: masked positions must get "
@@ -185,6 +187,7 @@ def check_task_1(task, scaled_softmax_attention):
     res, attention = _run(task, scaled_softmax_attention, fixture["large_logits"], dtype=torch.float32)
     if not torch.isfinite(attention).all():
         task.fail(f"attention for large scores (float32) contains NaN or inf: {OVERFLOW}")
-    expect_close(task, "attention for large scores (float32)", attention, fixture["large_logits"]["attention"], 1e-3, 1e-3)
+    expect_close(task, "attention for large scores (float32)", attention, fixture["large_logits"]["attention"],
+                 1e-3, 1e-3)
     _expect_gradients(task, scaled_softmax_attention, fixture["batched"])
     task.passed("shapes, values, masks (bool and 0/1), large scores and gradients are right.")

@@ -16,7 +16,8 @@ DROPOUT_ON_RESIDUAL = ("dropout acts on the residual path too: with both sub-lay
                        "mode still changes the output; apply it to each sub-layer's output only, "
                        "norm1(x + dropout(attention(x))).")
 # The weights that make each sub-layer output zero: the attention's output projection, the feed-forward's last layer.
-SUBLAYER_OUTPUTS = ("attention.o_proj.weight", "attention.o_proj.bias", "feedforward.out.weight", "feedforward.out.bias")
+SUBLAYER_OUTPUTS = ("attention.o_proj.weight", "attention.o_proj.bias",
+                    "feedforward.out.weight", "feedforward.out.bias")
 
 
 def _forward(task, block, x, what="EncoderBlock.forward", **kwargs):
@@ -44,10 +45,12 @@ def _expect_values(task, cls, block, fixture, case_name):
     if not matches(outputs, case["outputs"], ATOL, RTOL):
         _explain(task, cls, block, fixture, case_name, outputs)
     expect_close(task, f"{what} output", outputs, case["outputs"], ATOL, RTOL, signatures(case, "outputs"))
-    outputs, attention = expect_output(task, what, _forward(task, block, x, return_attention=True), x.shape, x.dtype, True)
+    outputs, attention = expect_output(task, what, _forward(task, block, x, return_attention=True),
+                                       x.shape, x.dtype, True)
     expect_tensor(task, f"{what} attention", attention, case["attention"].shape, x.dtype)
     _expect_close_or_blame_attention(task, block, f"{what} attention", attention, case, "attention")
-    masked = expect_output(task, f"{what} with a mask", _forward(task, block, x, mask=fixture["mask"]), x.shape, x.dtype)
+    masked = expect_output(task, f"{what} with a mask", _forward(task, block, x, mask=fixture["mask"]),
+                           x.shape, x.dtype)
     if torch.equal(masked, outputs) and not matches(masked, case["masked_outputs"], ATOL, RTOL):
         diagnose(task, f"{what} output with a causal mask", masked, signatures(case, "masked_outputs"), ATOL, RTOL)
         task.fail(f"{what}: a causal mask changes nothing in the output: pass `mask` on to self.attention.")

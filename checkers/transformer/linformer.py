@@ -124,11 +124,13 @@ def check_task_7(task, LinformerAttention, LinformerBlock, LinformerForSequenceC
                      case["weights"], "LinformerAttention")
     num_heads = case["args"][1]
     _expect_layer(task, attention, case, "LinformerAttention",
-                  lambda: explain_heads(task, "LinformerAttention", attention, case["x"], case, slots(attention), num_heads))
+                  lambda: explain_heads(task, "LinformerAttention", attention, case["x"], case, slots(attention),
+                                        num_heads))
     single = build(task, LinformerAttention, "LinformerAttention", *case["args"], dtype=torch.float32, native=True)
     single = load(task, single, slots, case["weights"], "LinformerAttention")
     expect_native_output(task, single, "LinformerAttention", "LinformerAttention on float32 input",
-                         lambda: _forward(task, single, case["x"].float(), "LinformerAttention.forward"), case["outputs"])
+                         lambda: _forward(task, single, case["x"].float(), "LinformerAttention.forward"),
+                         case["outputs"])
     case = fixture["block"]
     block = build(task, LinformerBlock, "LinformerBlock", *case["args"])
     block_roles = partial(block_slots, projections=LINFORMER_PROJECTIONS)
@@ -142,4 +144,5 @@ def check_task_7(task, LinformerAttention, LinformerBlock, LinformerForSequenceC
     rebuild = lambda activation: build(task, LinformerForSequenceClassification, name, **case["config"],
                                        activation=activation).eval()
     expect_classifier(task, model, case, case["x"], name, rebuild)
-    task.passed("sequence-axis projections E and F, attention of shape (B, H, L, proj_dim), block and classifier are right.")
+    task.passed("sequence-axis projections E and F, attention of shape (B, H, L, proj_dim), block and classifier "
+                "are right.")

@@ -39,12 +39,16 @@ def _expect_heads(task, cls, case, embed_dim, num_heads):
                 task.fail(f"{what}: a (B, L, L) mask is ignored (the result equals the unmasked one), while the same "
                           "mask as (B, 1, L, L) works: give it the head axis, mask.unsqueeze(1), and use it.")
             task.fail(f"{what}: {HEAD_AXIS_MISSING}")
-        outputs, attention = expect_output(task, what, _forward(task, layer, x, expected["mask"]), x.shape, x.dtype, True)
+        outputs, attention = expect_output(task, what, _forward(task, layer, x, expected["mask"]),
+                                           x.shape, x.dtype, True)
         expect_tensor(task, f"{what}: attention", attention, (batch_size, num_heads, seq_len, seq_len), x.dtype)
-        if not (matches(attention, expected["attention"], ATOL, RTOL) and matches(outputs, expected["outputs"], ATOL, RTOL)):
+        if not (matches(attention, expected["attention"], ATOL, RTOL)
+                and matches(outputs, expected["outputs"], ATOL, RTOL)):
             _explain(task, what, layer, x, expected, (outputs, attention), num_heads)
-        expect_close(task, f"{what}: attention", attention, expected["attention"], ATOL, RTOL, signatures(expected, "attention"))
-        expect_close(task, f"{what}: outputs", outputs, expected["outputs"], ATOL, RTOL, signatures(expected, "outputs"))
+        expect_close(task, f"{what}: attention", attention, expected["attention"], ATOL, RTOL,
+                     signatures(expected, "attention"))
+        expect_close(task, f"{what}: outputs", outputs, expected["outputs"], ATOL, RTOL,
+                     signatures(expected, "outputs"))
     return layer
 
 

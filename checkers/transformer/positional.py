@@ -34,7 +34,8 @@ def _expect_rows(task, pe, positions, expected, mistakes):
         row, column = bad.nonzero()[0].tolist()
         kind = "sin" if column % 2 == 0 else "cos"
         task.fail(f"pe[0, {positions[row].item()}, {column}] is {got[row, column].item():.6f}, expected "
-                  f"{expected[row, column].item():.6f} (= {kind}(pos / 10000^({column - column % 2}/D))){_columns(bad)}.")
+                  f"{expected[row, column].item():.6f} (= {kind}(pos / 10000^({column - column % 2}/D)))"
+                  f"{_columns(bad)}.")
 
 
 def _columns(bad):

@@ -180,7 +180,7 @@ def lateness(entry, due):
 
 
 def collect(zip_path, course_root=".", assignment=None):
-    """Unpack every student's notebook; returns ({student: notes and info}, names of nobody's, [(name, reason) skipped]).
+    """Unpack every student's notebook; returns ({student: notes and info}, nobody's names, [(name, reason) skipped]).
 
     assignment: a name in course_root's course.toml (default: the only one registered there).
     """

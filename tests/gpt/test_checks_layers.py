@@ -334,7 +334,8 @@ EVIDENCE_NAMED = {"halves instead of interleaved pairs", "positions from 1", "tu
                   "mask hides the diagonal", "heads split without the transpose", "heads merged without the transpose",
                   "SDPA is_causal=True with a cache when no weights are asked",
                   "SDPA without a mask with a cache when no weights are asked",
-                  "new keys rotated at position 0 when no weights are asked", "every token turned by the offset's angle",
+                  "new keys rotated at position 0 when no weights are asked",
+                  "every token turned by the offset's angle",
                   "keys rotated after the concatenation, the cached ones twice"}
 
 

@@ -52,7 +52,8 @@ def test_without_a_fitting_mistake_the_settings_off_and_right_are_listed(monkeyp
     monkeypatch.setattr(sampling, "load_fixture", _stripped)
     message = _message(variant(next(m for m in TASK_6 if m.name == "temperature only without top_k"))
                        ["sample_next_token"])
-    assert "off in the settings (top_k 2, temperature 2), (top_k 4, temperature 0.5) and right in (temperature 1), (temperature 0.5), " \
+    assert "off in the settings (top_k 2, temperature 2), (top_k 4, temperature 0.5) and right in " \
+           "(temperature 1), (temperature 0.5), " \
            "(temperature 2), (top_k 3)" in message, message
     assert "after the softmax" not in message, message
 
@@ -69,7 +70,8 @@ def test_a_temperature_ignored_everywhere_is_told_it_changes_nothing():
 
 def test_at_least_the_mistakes_the_brief_names_are_planted():
     assert {"temperature after the softmax", "temperature multiplied", "top-k keeps the smallest logits",
-            "top-k keeps k - 1", "top-k keeps k + 1", "temperature only without top_k", "global RNG instead of the generator", "shape (B,) instead of (B, 1)"} <= \
+            "top-k keeps k - 1", "top-k keeps k + 1", "temperature only without top_k",
+            "global RNG instead of the generator", "shape (B,) instead of (B, 1)"} <= \
         {mutant.name for mutant in TASK_6}
 
 

@@ -43,8 +43,8 @@ WORDS = {
     "cache_mask_top_left": "the causal mask ignores the cached prefix",
     "cache_new_before_past": "the new keys and values come before the cached ones",
     "cache_keys_rotated_twice": "the cached keys are rotated again",
-    "cache_length_from_head_axis": "rotated from position 2 instead of L_past = 1, the number of cached positions: 2 is "
-                                   "cache[0].size(1), the number of heads",
+    "cache_length_from_head_axis": "rotated from position 2 instead of L_past = 1, the number of cached positions: "
+                                   "2 is cache[0].size(1), the number of heads",
     "cache_returns_new_positions_only": "the new cache holds only the new positions",
     "cache_values_from_cached_keys": "the returned values at the cached positions 0 .. L_past - 1 are the cached keys",
     "block_post_norm": "the block is post-norm",

@@ -1,5 +1,5 @@
-"""What the seq2seq check tests share: the reference namespace, a mutant's namespace (tests/slice_reference.py), timing a
-check (tests/check_timing.py)."""
+"""What the seq2seq check tests share: the reference namespace, a mutant's namespace (tests/slice_reference.py),
+timing a check (tests/check_timing.py)."""
 from check_timing import timings  # noqa: F401 -- the slice's tests import it from here
 from slice_reference import reference_helpers
 

@@ -154,7 +154,8 @@ class MultiheadAttentionUnscaled(MultiheadAttentionEinsum):
 
     def forward(self, x, context=None, mask=None, return_attention=False):
         source = x if context is None else context
-        query, key, value = self._heads(self.q_proj(x)), self._heads(self.k_proj(source)), self._heads(self.v_proj(source))
+        query = self._heads(self.q_proj(x))
+        key, value = self._heads(self.k_proj(source)), self._heads(self.v_proj(source))
         scores = torch.einsum("bqhd,bkhd->bhqk", query, key)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))

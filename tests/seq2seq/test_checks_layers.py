@@ -179,7 +179,8 @@ def test_task_2_names_a_reference_causal_mask_that_ignores_its_device():
     assert CAUSAL.count(", device=device") == 1
     namespace = variant(lambda source: source.replace(CAUSAL, CAUSAL.replace(", device=device", "")))
     message = failure_of(2, namespace["causal_mask"], namespace["padding_mask"])
-    assert message == f"Task 2: causal_mask(3, device='cpu:0') never passed the device on to torch: {checkers.masks.DEVICE_IGNORED}"
+    assert message == ("Task 2: causal_mask(3, device='cpu:0') never passed the device on to torch: "
+                       f"{checkers.masks.DEVICE_IGNORED}")
 
 
 def unnamed_cases():

@@ -127,7 +127,8 @@ def test_valid_variant_passes(build, capsys):
 
 PART_MISTAKES = [
     (4, Mutant(4, "no residual around the feed-forward network",
-               (("x = self.norm3(x + self.dropout(self.feedforward(x)))", "x = self.norm3(self.dropout(self.feedforward(x)))"),))),
+               (("x = self.norm3(x + self.dropout(self.feedforward(x)))",
+                 "x = self.norm3(self.dropout(self.feedforward(x)))"),))),
     (1, Mutant(1, "unbiased variance", (("var = (centered * centered).mean(dim=-1, keepdim=True)",
                                           "var = centered.var(dim=-1, keepdim=True)"),))),
 ]
@@ -215,11 +216,14 @@ PROBED = {
          "self_mask = torch.ones(target_input.size(1), target_input.size(1), dtype=torch.bool).tril(2)"),
         "the decoder reads the future"),
     "cross-attention sees the last PAD": (
-        ("memory_mask = padding_mask(source, self.pad_id)", "memory_mask = padding_mask(source, self.pad_id)" + LAST_KEY),
+        ("memory_mask = padding_mask(source, self.pad_id)",
+         "memory_mask = padding_mask(source, self.pad_id)" + LAST_KEY),
         "the cross-attention attends to padded source positions"),
     "encoder sees the last PAD": (
-        ("mask = padding_mask(source, self.pad_id)  # (B, 1, 1, S)\n        x = self.positional_encoding(self.embedding(source)",
-         "mask = padding_mask(source, self.pad_id)" + LAST_KEY + "\n        x = self.positional_encoding(self.embedding(source)"),
+        ("mask = padding_mask(source, self.pad_id)  # (B, 1, 1, S)\n"
+         "        x = self.positional_encoding(self.embedding(source)",
+         "mask = padding_mask(source, self.pad_id)" + LAST_KEY
+         + "\n        x = self.positional_encoding(self.embedding(source)"),
         "the encoder attends to padding"),
 }
 
@@ -259,7 +263,8 @@ def test_the_fixture_pads_its_sources_not_its_decoder_inputs():
 
 SWAPPED = {
     "memory_mask from target_input": (("memory_mask = padding_mask(source, self.pad_id)",
-                                       "memory_mask = padding_mask(target_input, self.pad_id)"), "MEMORY_MASK_FROM_TARGET"),
+                                       "memory_mask = padding_mask(target_input, self.pad_id)"),
+                                      "MEMORY_MASK_FROM_TARGET"),
     "block(x, x, ...)": (("block(x, memory, self_mask", "block(x, x, self_mask"), "BLOCK_MEMORY_IS_X"),
     "block given the embedded source as memory": (
         ("block(x, memory, self_mask", "block(x, self.embedding(source), self_mask"), "BLOCK_MEMORY_NOT_GIVEN"),

@@ -69,7 +69,8 @@ VALID = [
     Mutant(1, "var_mean and rsqrt", (("mean = x.mean(dim=-1, keepdim=True)",
                                       "var, mean = torch.var_mean(x, dim=-1, keepdim=True, correction=0)"),
                                      ("var = (centered * centered).mean(dim=-1, keepdim=True)", "pass"),
-                                     ("centered / torch.sqrt(var + self.eps)", "centered * torch.rsqrt(var + self.eps)"))),
+                                     ("centered / torch.sqrt(var + self.eps)",
+                                      "centered * torch.rsqrt(var + self.eps)"))),
     Mutant(2, "masks by comparison and unsqueeze", (
         ("torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()",
          "torch.arange(seq_len, device=device)[None, :] <= torch.arange(seq_len, device=device)[:, None]"),
@@ -240,7 +241,8 @@ def test_trained_weights_that_do_not_fit_the_reference_are_not_judged(trained_mo
     assert "vocab_size is 14" in trained_problem(7, bigger, expected[7][0], reference)[0]
     huge = dict(record, weights={**record["weights"], "embedding.weight": torch.zeros(13, 2048)})
     assert "embed_dim = 2048 is above 128" in trained_problem(7, huge, expected[7][0], reference)[0]
-    deep = dict(record, weights={**record["weights"], **{f"decoder.{i}.norm1.weight": torch.ones(32) for i in range(17)}},
+    deep = dict(record,
+                weights={**record["weights"], **{f"decoder.{i}.norm1.weight": torch.ones(32) for i in range(17)}},
                 config=dict(record["config"], num_heads=[4] * (2 + 2 * 17), activation=["ReLU"] * (2 + 17)))
     assert "num_decoder_layers = 17 is above 8" in trained_problem(7, deep, expected[7][0], reference)[0]
 

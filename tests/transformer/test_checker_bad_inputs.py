@@ -63,8 +63,8 @@ BROKEN_CLASSES = {
     "instance instead of the class": (lambda base: base(*EXAMPLE_ARGS[base.__name__]), "an object of class"),
     "__init__ raises ValueError": (lambda base: _replace(base, __init__=_raise_value_error), "raised ValueError"),
     "forward returns None": (lambda base: _replace(base, forward=lambda self, *a, **k: None), "None"),
-    "forward returns NaN": (lambda base: _replace(base, forward=lambda self, *a, **k: _nan(base.forward(self, *a, **k))),
-                            "NaN"),
+    "forward returns NaN": (
+        lambda base: _replace(base, forward=lambda self, *a, **k: _nan(base.forward(self, *a, **k))), "NaN"),
     "forward raises NotImplementedError": (lambda base: _replace(base, forward=_not_implemented), None),
     "__init__ creates no layers": (lambda base: _replace(base, __init__=lambda self, *a, **k: nn.Module.__init__(self),
                                                          forward=_not_implemented), None),  # the notebook's stub
@@ -196,7 +196,8 @@ ODD_FORWARDS = {
     "always a tuple": lambda x, result: result if isinstance(result, tuple) else (result, result),
     "None for a batch of one": lambda x, result: None if x.size(0) == 1 else result,
     "None when the input requires grad": lambda x, result: None if x.requires_grad else result,
-    "an extra axis for a batch of one": lambda x, result: _on_outputs(result, lambda t: t[None] if x.size(0) == 1 else t),
+    "an extra axis for a batch of one":
+        lambda x, result: _on_outputs(result, lambda t: t[None] if x.size(0) == 1 else t),
     "a list": lambda x, result: list(result) if isinstance(result, tuple) else [result],
     "NumPy in float32": lambda x, result: _on_outputs(
         result, lambda t: t.detach().numpy() if t.dtype == torch.float32 else t),

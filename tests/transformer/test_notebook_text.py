@@ -32,7 +32,8 @@ def run_cell(source, namespace):
 def test_model_configs_print_readably(needle):
     """The provided config cells, run as they are, print `activation=ReLU`, not `<class '...ReLU'>`."""
     namespace = {"defaults": defaults, "SEQ_LEN": defaults.SEQ_LEN, "device": torch.device("cpu"),
-                 "seed_everything": lambda seed: None, "TransformerForSequenceClassification": lambda **_: nn.Identity(),
+                 "seed_everything": lambda seed: None,
+                 "TransformerForSequenceClassification": lambda **_: nn.Identity(),
                  "LinformerForSequenceClassification": lambda **_: nn.Identity()}
     printed = run_cell(code_cell(SOURCE, needle), namespace)
     assert "<class" not in printed and "activation=ReLU" in printed and "lr=0.001" in printed, printed

@@ -323,7 +323,8 @@ class PositionalEncodingStacked(nn.Module):
 
     def __init__(self, embed_dim, max_len=5000):
         super().__init__()
-        angle = torch.outer(torch.arange(max_len).double(), 1e-4 ** (torch.arange(0, embed_dim, 2).double() / embed_dim))
+        angle = torch.outer(torch.arange(max_len).double(),
+                            1e-4 ** (torch.arange(0, embed_dim, 2).double() / embed_dim))
         table = torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)  # (max_len, D): sin, cos, sin, ...
         self.register_buffer("pe", table.to(torch.get_default_dtype()).unsqueeze(0), persistent=False)
 
@@ -417,8 +418,9 @@ class ClassifierReordered(ClassifierModuleList):
                  activation=nn.GELU, max_len=5000, dropout=0.0):
         nn.Module.__init__(self)
         self.classifier = nn.Linear(embed_dim, num_classes)
-        self.encoder = nn.ModuleList(EncoderBlockAttentionLast(embed_dim, num_heads, feedforward_dim, activation, dropout)
-                                     for _ in range(num_layers))
+        self.encoder = nn.ModuleList(
+            EncoderBlockAttentionLast(embed_dim, num_heads, feedforward_dim, activation, dropout)
+            for _ in range(num_layers))
         self.positional_encoding = PositionalEncodingStacked(embed_dim, max_len)
         self.input_embedding = nn.Linear(input_dim, embed_dim)
         self.cls_token = nn.Parameter(torch.randn(embed_dim))
@@ -546,7 +548,8 @@ def linformer_classifier(base, block):
 
 
 LINFORMERS = [
-    (LinformerAttentionEinsum, LinformerBlockInherited, linformer_classifier(ClassifierModuleList, LinformerBlockInherited)),
+    (LinformerAttentionEinsum, LinformerBlockInherited,
+     linformer_classifier(ClassifierModuleList, LinformerBlockInherited)),
     (LinformerAttentionTransposed, LinformerBlockOwnForward,
      linformer_classifier(ClassifierSequential, LinformerBlockOwnForward)),
     (LinformerAttentionTransposed, LinformerBlockInherited,

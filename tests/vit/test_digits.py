@@ -68,7 +68,8 @@ def test_grid_distances_and_position_similarity_skip_cls():
     from course_lib.patch_grid import grid_distances, position_similarity
 
     side = 3
-    expected = torch.tensor([[abs(a // side - b // side) + abs(a % side - b % side) for b in range(9)] for a in range(9)])
+    expected = torch.tensor([[abs(a // side - b // side) + abs(a % side - b % side) for b in range(9)]
+                             for a in range(9)])
     assert torch.equal(grid_distances(side), expected)
     table = torch.randn(1, 10, 5)
     table[0, 0] = 100.0  # [CLS]'s row must not enter

@@ -176,7 +176,8 @@ def test_task_4_is_judged_on_the_reference_not_on_the_model_s_own_forward(cheat,
     (images_in_weights, "of the training digits"),
     # a table of all 1,617 stored digits is a feed-forward layer 1617 wide: the size rule refuses it before the shift
     # floor (which the check's tests still exercise on it) is reached
-    (lambda ns: images_in_weights(ns, ("train", "test")), "feedforward_dim = 1617 is above 512, 4 x the task's default"),
+    (lambda ns: images_in_weights(ns, ("train", "test")),
+     "feedforward_dim = 1617 is above 512, 4 x the task's default"),
 ], ids=["trained on the test split", "test digits in the weights", "train and test digits in the weights"])
 def test_memorisers_are_refused_with_the_reason(make, words, graded_cases):
     problem = judged(make(graded_cases[4]), graded_cases)

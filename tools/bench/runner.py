@@ -39,7 +39,7 @@ from course_lib.device import get_device
 from tools.bench.goals import format_table, goals_as_dicts
 
 INTERFACE = ("SETTINGS", "SECTIONS", "goals")  # what a bench module must define; figures is optional
-SHARED = ("goals", "native", "runner", "scaling", "timing", "training")  # modules of this package that are no bench module
+SHARED = ("goals", "native", "runner", "scaling", "timing", "training")  # this package's modules that are no bench
 
 
 class BenchError(Exception):

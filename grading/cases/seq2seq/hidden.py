@@ -36,7 +36,8 @@ def layer_norm_cases(reference, generator):
         weights = random_weights(cls, "LayerNorm", LAYER_NORM, generator, embed_dim=embed_dim, eps=eps)
         built = module("LayerNorm", LAYER_NORM, weights, embed_dim=embed_dim, eps=eps)
         x = randn(generator, *shape, embed_dim, scale=scale) + offset
-        name = f"hidden: width {embed_dim}, input {tuple(x.shape)}, eps={eps:g}" + (f", offset {offset:g}" * bool(offset))
+        name = (f"hidden: width {embed_dim}, input {tuple(x.shape)}, eps={eps:g}"
+                + (f", offset {offset:g}" * bool(offset)))
         cases.append(recipe(1, name, False, build=built, call=called(x), **TOLERANCE))
     cases.append(recipe(1, "hidden: gradients", False, build=built, grad=True, call=called(x), **TOLERANCE))
     fresh = module("LayerNorm", LAYER_NORM, None, embed_dim=embed_dim)  # no weights loaded: its own initial values
