@@ -8,8 +8,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the instructor-side packages (course, grading, tools) live in the checkout
 
-from course.reference import load_reference, reference_source  # noqa: E402
-from course.registry import assignment  # noqa: E402
+from course.reference import load_reference, reference_source  # noqa: E402 -- importable once ROOT is on sys.path
+from course.registry import assignment  # noqa: E402 -- importable once ROOT is on sys.path
 
 
 @pytest.fixture(scope="session")

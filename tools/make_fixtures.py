@@ -18,10 +18,10 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this script runs from a checkout, before or without installation
 
-from course import registry  # noqa: E402
-from course.fixtures import fixture_builders  # noqa: E402
-from course.mistakes import known_mistakes  # noqa: E402
-from course.reference import load_reference, reference_source  # noqa: E402
+from course import registry  # noqa: E402 -- importable once ROOT is on sys.path
+from course.fixtures import fixture_builders  # noqa: E402 -- importable once ROOT is on sys.path
+from course.mistakes import known_mistakes  # noqa: E402 -- importable once ROOT is on sys.path
+from course.reference import load_reference, reference_source  # noqa: E402 -- importable once ROOT is on sys.path
 
 
 def fixtures_folder(assignment):

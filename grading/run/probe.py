@@ -20,10 +20,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # checkers, course_lib and recipes.py are copied beside this file
 
-import torch  # noqa: E402
+import torch  # noqa: E402 -- with the imports that need HERE on sys.path, so all of them stay in one place
 
-import provenance  # noqa: E402
-import recipes  # noqa: E402
+import provenance  # noqa: E402 -- copied beside this file: importable once HERE is on sys.path
+import recipes  # noqa: E402 -- copied beside this file: importable once HERE is on sys.path
 
 _save, _replace, _dumps, _open = torch.save, os.replace, json.dumps, os.open  # captured before student code runs
 THREADS = int(os.environ.get("GRADING_THREADS", "1"))  # read before student code runs
@@ -55,7 +55,7 @@ def one_line(error):
     """'Type: first line of the message', robust to a student exception whose __str__ raises."""
     try:
         text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 -- a student exception's __str__ may raise anything
         text = ""
     if type(error).__name__ in ("CheckFailure", "NotImplementedYet"):
         return text[:300]
