@@ -22,7 +22,8 @@ $(STAMP): requirements.txt pyproject.toml
 lab: $(STAMP)  ## open JupyterLab on the student notebooks
 	MPLBACKEND= $(BIN)/jupyter lab notebooks/
 
-test: $(STAMP)  ## all tests: unit tests, checkers, release, notebooks (every reference executed end to end)
+test: $(STAMP)  ## all tests: lint, unit tests, checkers, release, notebooks (every reference executed end to end)
+	$(BIN)/python tools/timed.py "lint (ruff)" -- $(BIN)/ruff check .
 	$(BIN)/python tools/timed.py "unit tests and checkers" -- $(BIN)/pytest -q tests
 	$(EACH_ASSIGNMENT) \
 		$(BIN)/python tools/timed.py "reference notebook $$name (nbval)" -- \
