@@ -41,7 +41,7 @@ student-dist: release  ## what students receive, checked for leaks: make student
 fixtures: $(STAMP)  ## recompute the checkers' expected values from the reference notebooks
 	$(EACH_ASSIGNMENT) $(BIN)/python tools/make_fixtures.py --assignment $$name || exit 1; done
 
-assets: $(STAMP)  ## re-render the README's figures into assets/
+assets: $(STAMP)  ## re-render the figures of docs/students.md into assets/
 	$(BIN)/python -m tools.make_assets
 
 bench: $(STAMP)  ## measured performance of each assignment: layers vs torch-native, time to target (results/<name>/)

@@ -52,11 +52,11 @@ c.GenerateAssignment.preprocessors = [
 ]
 
 # No header cell: what students receive holds nothing addressed to course staff. That notebooks/ is generated
-# from solutions/ is said in the README and enforced by tests/test_release.py.
+# from solutions/ is said in docs/maintainers.md and enforced by tests/test_release.py.
 
 # ---------------------------------------------------------------------------------------------
-# Collecting and grading (`make collect`, `make grade`; see grading/ and the README's Instructors
-# section). `make grade` runs student code only inside its own sandboxed probe and hands nbgrader
+# Collecting and grading (`make collect`, `make grade`; see grading/ and
+# docs/instructors.md). `make grade` runs student code only inside its own sandboxed probe and hands nbgrader
 # finished notebooks (`autograde --no-execute`); the settings below make a plain `nbgrader autograde`
 # behave sensibly too, and grading/ reads the time limits from here.
 # ---------------------------------------------------------------------------------------------
@@ -68,7 +68,7 @@ c.Execute.kernel_name = "python3"  # not whatever kernelspec a student's editor 
 # Per-cell time limits, from the course registry (course.toml beside this file, `[limits]`; read with tomllib
 # rather than course/registry.py so that nbgrader started from anywhere finds them). Every cell but the two
 # training cells finishes in seconds; a training cell takes 11-107 s in the reference notebook on a 2-core CPU
-# (torch on 1 thread, load average 1.8-42; see the README), longer when several submissions share the machine,
+# (torch on 1 thread, load average 1.8-42; see docs/bench.md), longer when several submissions share the machine,
 # and a runaway loop anywhere must still stop. Execute.timeout is the per-cell limit nbgrader uses
 # (ExecuteOptions.timeout is ignored).
 with open(Path(__file__).resolve().with_name("course.toml"), "rb") as _registry:

@@ -1,7 +1,7 @@
 """The parts every registered assignment brings with it (its "slice"), and which of them are missing.
 
-Adding an assignment means adding these and nothing else (README: "Add an assignment"); tests/test_registry.py
-fails while any registered assignment lacks one.
+Adding an assignment means adding these and nothing else (docs/maintainers.md: "Add an assignment");
+tests/test_registry.py fails while any registered assignment lacks one.
 """
 import ast
 

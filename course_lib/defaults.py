@@ -1,7 +1,7 @@
 """The notebook's default data, model and training settings, in one place (the bench uses them too).
 
 Chosen by measurement on a 2-core CPU; the steps and times they take, and the machine's load when measured,
-are in the README's "Training time and performance" section.
+are in docs/bench.md.
 """
 import torch.nn as nn
 

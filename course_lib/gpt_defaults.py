@@ -1,7 +1,7 @@
 """The gpt notebook's default data, model and training settings, in one place (the bench and checks use them too).
 
 Chosen by measurement on a 2-core CPU; the steps and seconds they take, and the machine's load when measured, are
-stated in the notebook's Task 7 and in the README's "Training time and performance" section.
+stated in the notebook's Task 7 and in docs/bench.md.
 """
 import math
 

@@ -12,7 +12,7 @@ from .schedule import WarmupCosineSchedule, warmup_cosine_factor
 
 # torch's CPU threads while training. The course's tensors are too small to gain from a second thread, and on a
 # shared machine a thread that loses its core makes every op wait for it: one thread cost 6% on an idle 2-core
-# machine and saved 4.6-88x beside other jobs (`python -m tools.measure_threads`; figures in the README).
+# machine and saved 4.6-88x beside other jobs (`python -m tools.measure_threads`; figures in docs/bench.md).
 CPU_THREADS = 1
 # the arguments train() passes to the callables it is given: a loss given under the wrong keyword (loss_fn=
 # teacher_forcing_loss) is named before training starts instead of failing deep inside the loop

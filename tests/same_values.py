@@ -49,7 +49,7 @@ def _tensor_differences(committed, fresh, where, rtol, atol):
     return [f"{where}: differs by up to {largest:.3g} (tolerance {atol:g} + {rtol:g}·|committed|)"]
 
 
-# Root-mean-square pixel difference, in grey levels out of 255; one cell of the README's positional table
+# Root-mean-square pixel difference, in grey levels out of 255; one cell of the positional-encoding figure's table
 # changed by 0.3 gives 0.67.
 FIGURE_RMS = 0.1
 

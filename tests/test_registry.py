@@ -225,7 +225,8 @@ def test_collect_files_notebooks_under_the_named_assignment(tmp_path):
 
 @pytest.mark.parametrize("name", [assignment.name for assignment in registry.assignments()])
 def test_every_assignment_has_its_whole_slice(name):
-    """README, "Add an assignment": notebook, checks, fixtures, known mistakes, hidden cases, tests (course.slices)."""
+    """docs/maintainers.md, "Add an assignment": notebook, checks, fixtures, known mistakes, hidden cases, tests
+    (course/slices.py)."""
     assert missing_parts(registry.assignment(name)) == []
 
 

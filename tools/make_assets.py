@@ -1,4 +1,4 @@
-"""Render the README's figures into assets/ (run by `make assets`; the PNGs are generated, do not edit them).
+"""Render the figures docs/students.md shows into assets/ (`make assets`; the PNGs are generated, do not edit them).
 
 Usage: python -m tools.make_assets [--out DIR]
 """

@@ -5,7 +5,7 @@ code runs, the float64 norm of every parameter after every step. A weight the gr
 when its norm equals (within RELATIVE) the norm a parameter of its size had after a step: a best checkpoint reloaded
 or a model moved between devices passes; weights pasted into the notebook, loaded from a file or left at their
 initialisation do not. The task keeps its score; the flag only asks a person to check that the student trained it.
-It is not proof either way: see the README's "Trained weights the notebook did not produce".
+It is not proof either way: see docs/instructors.md, "Trained weights the notebook did not produce".
 """
 import torch
 

@@ -2,7 +2,7 @@
 
 One row per student, one column per assignment of the gradebook (every assignment graded so far), students by
 their LMS id as `make collect` read it from the download's names (collected.json's "lms_id"; the course's own
-student id when the names carried none). README.md ("Grades into the LMS") says how to import each.
+student id when the names carried none). docs/instructors.md ("Grades into the LMS") says how to import each.
 """
 import csv
 import json
