@@ -223,6 +223,7 @@ def test_jobs_beyond_the_free_cores_are_warned_about():
 class Graded:
     def __init__(self, student, limits):
         self.student, self.limits, self.verdicts, self.notes, self.seconds, self.flags = student, limits, {}, [], 1, {}
+        self.info = []  # collect's notes that need no one (grading.judge.Result.info)
         self.score, self.max_score = 10, 10
 
 

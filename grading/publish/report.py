@@ -120,7 +120,8 @@ def write_report(path, assignment, results, context):
     """The instructor's report, in Markdown.
 
     Args:
-        results: one grading result per submission (student, score, max_score, verdicts, notes, seconds, flags).
+        results: one grading result per submission (student, score, max_score, verdicts, notes, info, seconds,
+            flags, limits).
         context: dict with "jobs", "sandbox" (what containment was found, or the warning without it), "seconds",
             "load" (grading.schedule.LoadSampler.summary; optional) and "problems" (run-level notes).
     """
