@@ -12,7 +12,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from course_paths import DEFINITION_TASKS, POINTS, RELEASE, ROOT, SOURCE, TRANSFORMER
+from course_paths import POINTS, ROOT, SOURCE, TRANSFORMER
 from grading.run import sandbox
 from grading.run.notebook import read
 
@@ -62,11 +62,12 @@ def index_of(notebook, wanted):
     return next(i for i, cell in enumerate(notebook["cells"]) if grade_id(cell) == wanted)
 
 
-def definitions_only():
-    """The release with the reference answers of tasks 1-5 and 7: 8 points, and nothing to train (fast)."""
-    answers = {key: value for key, value in reference_answers().items()
-               if int(re.match(r"task_(\d)", key).group(1)) in DEFINITION_TASKS}
-    return with_answers(read(RELEASE), answers)
+def definitions_only(registered=TRANSFORMER):
+    """An assignment's release with the reference answers of its definition tasks (the transformer's 1-5 and 7:
+    8 points) and nothing trained: fast to grade."""
+    answers = {key: value for key, value in reference_answers(registered.source_notebook).items()
+               if int(re.match(r"task_(\d+)", key).group(1)) in registered.definition_tasks}
+    return with_answers(read(registered.release_notebook), answers)
 
 
 def prepend_to(source, lines):
@@ -145,7 +146,12 @@ def csv_rows(path):
 def report_sections(text):
     """{student: their notes} from grading_report_<assignment>.md's 'Needs attention' part."""
     part = text.split("## Needs attention", 1)[1].split("\n## ", 1)[0]
-    return {chunk.split(" (", 1)[0].strip(): chunk for chunk in part.split("### ")[1:]}
+    return {unescaped(chunk.split(" (", 1)[0].strip()): chunk for chunk in part.split("### ")[1:]}
+
+
+def unescaped(student):
+    """A student id as collect wrote it, from the report's Markdown-escaped one ("Bob-Jones\\_102")."""
+    return student.replace("\\", "")
 
 
 def also_noted(text):
@@ -155,7 +161,7 @@ def also_noted(text):
     for line in part.splitlines():
         if line.startswith("- **"):
             student, note = line[4:].split("**: ", 1)
-            found[student] = found.get(student, "") + note + "\n"
+            found[unescaped(student)] = found.get(unescaped(student), "") + note + "\n"
     return found
 
 

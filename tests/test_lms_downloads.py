@@ -5,7 +5,6 @@ renamed their notebook. Plain `grade` (and `--student`) grades the assignments t
 registered ones have none, and exits 0 when everything present was graded.
 """
 import json
-import re
 import subprocess
 import sys
 import zipfile
@@ -18,8 +17,7 @@ from grading.collect import collect
 from grading.collect.naming import file_name, is_assignment_file, late_mark, lms_id, source_of
 from grading.run import sandbox
 from grading.run.notebook import read
-from submissions import (GRADING_RUNAWAY, also_noted, csv_rows, reference_answers, report_sections, scratch_course,
-                         with_answers)
+from submissions import GRADING_RUNAWAY, also_noted, csv_rows, definitions_only, report_sections, scratch_course
 
 SEQ2SEQ = assignment("seq2seq")
 ON_TIME, LATE = (2026, 11, 30, 12, 0, 0), (2026, 12, 2, 9, 30, 0)
@@ -34,14 +32,6 @@ def with_due(course, name, due=DUE):
     (course / "course.toml").write_text(registry.replace(entry, f"{entry}due = {due}\n"))
 
 
-def definitions(name):
-    """The release of `name` with the reference's answers to its definition tasks: nothing trains, so it is quick."""
-    registered = assignment(name)
-    answers = {key: value for key, value in reference_answers(registered.source_notebook).items()
-               if int(re.match(r"task_(\d+)", key).group(1)) in registered.definition_tasks}
-    return json.dumps(with_answers(read(registered.release_notebook), answers))
-
-
 def write_zip(path, entries):
     """A zip of (name, text, date_time) entries, dated as an LMS dates them."""
     with zipfile.ZipFile(path, "w") as archive:
@@ -52,7 +42,8 @@ def write_zip(path, entries):
 
 def canvas_zip(path):
     """transformer as Canvas names it: on time, late, re-uploaded (-1), two files from one student, and an empty one."""
-    honest, empty = definitions("transformer"), json.dumps(read(assignment("transformer").release_notebook))
+    transformer = assignment("transformer")
+    honest, empty = json.dumps(definitions_only(transformer)), json.dumps(read(transformer.release_notebook))
     return write_zip(path, [("smithalice_1234_5678_transformer.ipynb", honest, ON_TIME),
                             ("jonesbob_late_2345_6789_transformer.ipynb", honest, LATE),
                             ("leecarol_3456_7890_transformer-1.ipynb", honest, ON_TIME),
@@ -63,7 +54,7 @@ def canvas_zip(path):
 
 def moodle_zip(path):
     """seq2seq as Moodle names it, with folders and without: on time, after the due date, two files, an empty file."""
-    honest = definitions("seq2seq")
+    honest = json.dumps(definitions_only(SEQ2SEQ))
     return write_zip(path, [("Alice Smith_101_assignsubmission_file_/seq2seq.ipynb", honest, ON_TIME),
                             ("Bob Jones_102_assignsubmission_file_seq2seq.ipynb", honest, LATE),
                             ("Dan Kim_104_assignsubmission_file_/seq2seq.ipynb", honest, ON_TIME),
@@ -102,7 +93,7 @@ def test_only_the_assignments_own_file_name_counts_as_no_rename():
     assert not is_assignment_file("alice_gpt-1.ipynb", "gpt")  # not Canvas's renaming: the student's own name
 
 
-def test_canvas_download_notes_only_the_late_one_and_keeps_the_rest_as_information(tmp_path):
+def test_canvas_download_notes_only_the_late_one_and_keeps_the_rest_as_also_noted(tmp_path):
     """Canvas names and its re-upload suffix need no one; its late mark does; a second file is information."""
     course = course_folder(tmp_path / "course")
     collect(canvas_zip(tmp_path / "canvas.zip"), course, "transformer")
@@ -158,16 +149,6 @@ def run_grade(course, *more):
     return done.returncode, done.stdout + done.stderr
 
 
-def attention(text):
-    """{student id as collect wrote it: their notes} of the report's 'Needs attention' (ids unescaped)."""
-    return {student.replace("\\", ""): notes for student, notes in report_sections(text).items()}
-
-
-def information(text):
-    """{student id: their lines} of the report's 'Also noted (no action needed)' (ids unescaped)."""
-    return {student.replace("\\", ""): notes for student, notes in also_noted(text).items()}
-
-
 @pytest.fixture
 def course(tmp_path):
     """A scratch course of four registered assignments with nothing collected yet, seq2seq due 2026-12-01."""
@@ -193,23 +174,23 @@ def test_an_instructors_term_canvas_then_moodle_then_a_regrade(course, tmp_path)
     assert all(f"{name}: nothing to grade" in output for name in ("seq2seq", "gpt", "vit"))
     assert "graded 5 submission(s) of transformer" in output
     text = (course / "grading_report_transformer.md").read_text()
-    assert set(attention(text)) == {"jonesbob", "parkeve"}, text
-    assert "late" in attention(text)["jonesbob"] and "empty submission" in attention(text)["parkeve"]
-    assert "not graded" in information(text)["kimdan"]
+    assert set(report_sections(text)) == {"jonesbob", "parkeve"}, text
+    assert "late" in report_sections(text)["jonesbob"] and "empty submission" in report_sections(text)["parkeve"]
+    assert "not graded" in also_noted(text)["kimdan"]
     # 2. seq2seq from Moodle: its report holds only the late file and the empty one.
     collect(moodle_zip(tmp_path / "moodle.zip"), course, "seq2seq")
     code, output = run_grade(course, "--assignment", "seq2seq")
     assert code == 0, output
     text = (course / "grading_report_seq2seq.md").read_text()
-    assert set(attention(text)) == {"Bob-Jones_102", "Eve-Park_105"}, text
-    assert "after the due date" in attention(text)["Bob-Jones_102"]
-    assert "not graded" in information(text)["Dan-Kim_104"]
+    assert set(report_sections(text)) == {"Bob-Jones_102", "Eve-Park_105"}, text
+    assert "after the due date" in report_sections(text)["Bob-Jones_102"]
+    assert "not graded" in also_noted(text)["Dan-Kim_104"]
     # 3. A regrade with plain grade --student: that student's submissions only; everyone else's rows stay.
     before = csv_rows(course / "grades_by_task.csv")
     code, output = run_grade(course, "--student", "Bob-Jones_102")
     assert code == 0, output
     assert "graded 1 submission(s) of seq2seq" in output and "transformer: nothing to grade" in output
     assert csv_rows(course / "grades_by_task.csv") == before  # the same notebook scores the same
-    assert "late" in attention((course / "grading_report_seq2seq_Bob-Jones_102.md").read_text())["Bob-Jones_102"]
+    assert "late" in report_sections((course / "grading_report_seq2seq_Bob-Jones_102.md").read_text())["Bob-Jones_102"]
     code, output = run_grade(course, "--student", "nobody")
     assert code != 0 and "no submissions under" in output

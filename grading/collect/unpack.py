@@ -172,8 +172,9 @@ def lateness(entry, due):
     mark = late_mark(entry.name)
     if mark:
         return [f"late: the LMS marks `{entry.name}` as submitted after the due date"]
-    if entry.stamp is None:
-        return [f"`{entry.name}` has no valid date in the zip: no timestamp recorded, lateness unknown"]
+    if entry.stamp is None:  # Canvas's unmarked name still says it was on time
+        return [f"`{entry.name}` has no valid date in the zip: no timestamp recorded"
+                + (", lateness unknown" if mark is None else "")]
     if mark is None and due is not None and entry.stamp > due:
         return [f"late: `{entry.name}` is dated {entry.stamp:%Y-%m-%d %H:%M}, after the due date {due:%Y-%m-%d %H:%M}"]
     return []
