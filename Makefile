@@ -24,7 +24,7 @@ lab: $(STAMP)  ## open JupyterLab on the student notebooks
 
 test: $(STAMP)  ## all tests: lint, unit tests, checkers, release, notebooks (every reference executed end to end)
 	$(BIN)/python tools/timed.py "lint (ruff)" -- $(BIN)/ruff check .
-	$(BIN)/python tools/timed.py "unit tests and checkers" -- $(BIN)/pytest -q tests
+	$(BIN)/python tools/timed.py "unit tests and checkers" -- $(BIN)/pytest -q tests course
 	$(EACH_ASSIGNMENT) \
 		$(BIN)/python tools/timed.py "reference notebook $$name (nbval)" -- \
 			$(BIN)/pytest -q --nbval-lax -p no:cacheprovider solutions/$$name/$$name.ipynb || exit 1; \

@@ -79,7 +79,7 @@ def _show(value):
     return f"nn.{value.__name__}" if inspect.isclass(value) else repr(value)
 
 
-# Said of a tensor whose dtype does not follow the default dtype (course/mistakes/transformer.py quotes it).
+# Said of a tensor whose dtype does not follow the default dtype (course/transformer/mistakes.py quotes it).
 FIXED_DTYPE = ("a tensor created with a fixed dtype (NumPy's float64, or dtype=torch.float64) keeps it when the rest "
                "of the model follows the default dtype: build it with torch functions in the default dtype, or "
                "convert it with .to(torch.get_default_dtype()).")

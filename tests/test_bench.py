@@ -13,8 +13,10 @@ import torch.nn as nn
 from checkers.gpt import trained as gpt_trained
 from course.reference import reference_of
 from course_lib import gpt_defaults, seq2seq_defaults, vit_defaults
-from tools.bench import goals as bench_goals, gpt as bench_gpt, runner, scaling as bench_scaling
-from tools.bench import seq2seq as bench_seq2seq, vit as bench_vit
+from course.gpt import bench as bench_gpt
+from tools.bench import goals as bench_goals, runner, scaling as bench_scaling
+from course.seq2seq import bench as bench_seq2seq
+from course.vit import bench as bench_vit
 from tools.bench import native as bench_native, timing as bench_timing, training as bench_training
 
 ROOT = Path(__file__).resolve().parent.parent

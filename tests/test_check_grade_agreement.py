@@ -24,7 +24,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/: in_process_grading and the slices' packages
 
-from course.mistakes import Mutant, known_mistakes
+from course.mutant import Mutant
+from course.slices import slice_of
 from course.reference import load_reference, reference_source
 from course.registry import assignments
 from in_process_grading import graded_cases_of, verdict_of
@@ -60,7 +61,9 @@ def dict_entries(entries, right):
 
 
 def slice_module(name):
-    return importlib.import_module(name)
+    """The module "<assignment>.<module>" of an assignment's own tests (course/<assignment>/tests/)."""
+    assignment, module = name.split(".", 1)
+    return importlib.import_module(f"course.{assignment}.tests.{module}")
 
 
 # ----- where the cases come from, per assignment: (label, reference namespace -> [Case]) -----------------------
@@ -151,8 +154,8 @@ SOURCES = {  # assignment: [(label, reference -> [Case])]; every assignment also
 
 
 def _extra_module(name):
-    """tests/<name>/unnamed_mistakes.py's MISTAKES and VARIANTS (dict entries), if the module has them."""
-    if not (Path(__file__).parent / name / "unnamed_mistakes.py").exists():
+    """course/<name>/tests/unnamed_mistakes.py's MISTAKES and VARIANTS (dict entries), if the module has them."""
+    if not (Path(__file__).parent.parent / "course" / name / "tests" / "unnamed_mistakes.py").exists():
         return []
     module = slice_module(f"{name}.unnamed_mistakes")
     return dict_entries(getattr(module, "MISTAKES", []), False) + dict_entries(getattr(module, "VARIANTS", []), True)
@@ -160,7 +163,7 @@ def _extra_module(name):
 
 COMMON_SOURCES = [
     ("reference", lambda name, ref: [Case(task, "reference", True) for task in ASSIGNMENTS[name].definition_tasks]),
-    ("planted", lambda name, ref: mutants(False)(known_mistakes(name).MUTANTS)),
+    ("planted", lambda name, ref: mutants(False)(slice_of(name).mistakes.MUTANTS)),
     ("written here", lambda name, ref: mutants(False)(WRITTEN_HERE.get(name, []))),
     ("unnamed_mistakes.py", lambda name, ref: _extra_module(name)),
 ]

@@ -1,12 +1,12 @@
 """The instructor pipeline (grading/): collect, autograde in a sandbox, reconcile with nbgrader, report.
 
 The end-to-end test builds every kind of submission from the reference and release notebooks (the
-full solution, planted mistakes from course/mistakes/transformer.py, broken, tampering and oddly saved notebooks),
+full solution, planted mistakes from course/transformer/mistakes.py, broken, tampering and oddly saved notebooks),
 zips them like an LMS download, runs `python -m grading.collect` and `python -m grading.grade --jobs 2`
 on a scratch copy of the course, and checks every task's score, the report, and that no feedback file
 holds hidden-test or reference code. Select it alone with `pytest -m grading tests/test_grading.py`.
 One fast test reads student ids from LMS file names. The builders of submissions shared with the red-team tests live
-in tests/submissions.py; the transformer's hidden cases are tested in tests/transformer/test_hidden_cases.py.
+in tests/submissions.py; the transformer's hidden cases are tested in course/transformer/tests/test_hidden_cases.py.
 """
 import copy
 import json
@@ -19,7 +19,7 @@ import zipfile
 
 import pytest
 
-from course.mistakes.transformer import MUTANTS
+from course.transformer.mistakes import MUTANTS
 from course.reference import solution_regions
 from course_paths import NAME, POINTS, RELEASE, ROOT, SOURCE, course_folder
 from grading.collect import collect

@@ -145,7 +145,7 @@ def test_each_trained_task_names_defaults_that_bound_its_sizes(name, task):
 def test_large_valid_settings_are_refused_before_building_and_flagged(monkeypatch):
     """seq2seq with embed_dim 512 (the old bound was 1024): 0 points, the reason, a flag, and nothing built."""
     from course_lib import seq2seq_defaults
-    from grading.cases.seq2seq.trained import evaluation_data
+    from course.seq2seq.cases.trained import evaluation_data
     from grading.run.recipes import run
     from grading.judge.expected import reference_namespace
     reference = reference_namespace(assignment("seq2seq"))

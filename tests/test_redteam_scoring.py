@@ -25,7 +25,7 @@ from grading.cases import build_cases
 from grading.collect import collect
 from grading.judge.expected import expected_records, reference_namespace
 from grading.run.notebook import UnreadableNotebook, check_cells, read, release_layout
-from grading.cases.transformer.trained import predict
+from course.transformer.cases.trained import predict
 from grading.run.recipes import run
 from grading.publish.render import RENDER_LIMIT, render
 from grading.judge.score import Verdict, score_submission

@@ -160,7 +160,7 @@ def test_every_trained_task_needs_the_task_of_its_model_s_class():
 
 def test_training_tasks_are_the_ones_the_grader_judges_by_weights():
     """grading/cases/trained.py judges a trained model for exactly the tasks the registry says train."""
-    from grading.cases.transformer.trained import TRAINED
+    from course.transformer.cases.trained import TRAINED
 
     assert set(TRAINED) == set(registry.assignment("transformer").training_tasks)
 

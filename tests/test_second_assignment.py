@@ -93,14 +93,14 @@ def goals(report, settings):
 SECTIONS = {"double": double_section}
 '''
 MISTAKES = '''"""Known mistakes of the toy assignment."""
-from course.mistakes import Mutant
+from course.mutant import Mutant
 
 MUTANTS = (Mutant(1, "tripled", (("torch.mul(x, 2)", "torch.mul(x, 3)"),), "you return 3x: the factor is 2."),)
 '''
 SLICE_TEST = '''"""The toy check, both ways."""
 import checkers.toy as checkers
 from checkers import CheckFailure
-from course.mistakes.toy import MUTANTS
+from course.toy.mistakes import MUTANTS
 from course.reference import load_reference, reference_source
 from course.registry import assignment
 
@@ -161,10 +161,10 @@ def toy_notebook():
 def slice_files():
     """{path relative to the checkout: text} of the toy's slice, every one of them inside a part of course/slices.py."""
     files = {f"solutions/{NAME}/{NAME}.ipynb": toy_notebook(), f"checkers/{NAME}/__init__.py": CHECKS,
-             f"course/fixtures/{NAME}.py": FIXTURES, f"course/mistakes/{NAME}.py": MISTAKES,
-             f"grading/cases/{NAME}/__init__.py": CASES,
-             f"tests/{NAME}/__init__.py": "", f"tests/{NAME}/test_{NAME}.py": SLICE_TEST,
-             f"tools/bench/{NAME}.py": BENCH}
+             f"course/{NAME}/__init__.py": "", f"course/{NAME}/fixtures.py": FIXTURES,
+             f"course/{NAME}/mistakes.py": MISTAKES, f"course/{NAME}/cases/__init__.py": CASES,
+             f"course/{NAME}/tests/__init__.py": "", f"course/{NAME}/tests/test_{NAME}.py": SLICE_TEST,
+             f"course/{NAME}/bench.py": BENCH}
     return files
 
 
@@ -245,7 +245,7 @@ def test_the_bench_runs_the_new_assignment(course):
 @pytest.mark.grading
 def test_the_course_s_own_tests_take_the_new_assignment_in(released):
     """Its slice's tests (the check both ways) and the course-wide tests that iterate over the registry."""
-    selected = ["tests/toy", "tests/test_release.py", "tests/test_student_notebook.py", "tests/test_registry.py",
+    selected = ["course/toy/tests", "tests/test_release.py", "tests/test_student_notebook.py", "tests/test_registry.py",
                 "tests/test_packaging.py::test_fixtures_are_current"]
     run = subprocess.run([str(ROOT / ".venv" / "bin" / "pytest"), "-v", "-p", "no:cacheprovider", *selected,
                           "-k", NAME], cwd=released, capture_output=True, text=True, timeout=600,

@@ -21,7 +21,7 @@ from course.registry import assignments, student_repo
 from submissions import reference_answers, with_answers
 from notebook_runs import errors, not_implemented_tasks, todo_failures
 from tools.student_dist import build
-from course.mistakes import known_mistakes
+from course.slices import slice_of
 from tools.student_leaks import problems
 
 INSTRUCTOR = ("course", "grading", "tools", "solutions", "tests")
@@ -118,7 +118,7 @@ def plant_hidden_case_name(dest, root):
 
 
 def plant_mistake(dest, root):
-    (mutant,) = [m for m in known_mistakes(assignments()[0].name).MUTANTS if (m.task, m.name) == (1, MISTAKE[0])]
+    (mutant,) = [m for m in slice_of(assignments()[0].name).mistakes.MUTANTS if (m.task, m.name) == (1, MISTAKE[0])]
     assert MISTAKE[1] in [new for _, new in mutant.edits]
     append(dest / "checkers" / "transformer" / "attention.py", f'\nHINT = "{MISTAKE[1]}"\n')
     return "checkers/transformer/attention.py: holds a known mistake"

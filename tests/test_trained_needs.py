@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from checkers._core import CheckFailure
-from course.mistakes import known_mistakes
+from course.slices import slice_of
 from course.registry import assignment
 from course_lib.addition import addition_sequences, answer_accuracy
 from course_lib.reversal import decoding_accuracy, random_sources, reversal_targets
@@ -47,7 +47,7 @@ def check_accuracy(name, model):
 def student(name, kind):
     """(the notebook's namespace, its trained model, seconds the training took): kind "reference" or "wrong class"."""
     variant = reference_helpers(name)[2]
-    mutant = next(m for m in known_mistakes(name).MUTANTS if m.name == WRONG_CLASS[name])
+    mutant = next(m for m in slice_of(name).mistakes.MUTANTS if m.name == WRONG_CLASS[name])
     namespace = variant(mutant) if kind == "wrong class" else variant(lambda source: source)
     start = time.perf_counter()
     model = models_module(name).train_reference(namespace)

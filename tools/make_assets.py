@@ -26,7 +26,8 @@ from course import registry
 from course_lib import defaults, plot_lr_schedule, plot_positional_encoding
 from course_lib.digits import digit_splits
 from course.reference import reference_of
-from tools.bench import training as bench_training, vit as bench_vit
+from course.vit import bench as bench_vit
+from tools.bench import training as bench_training
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS_PER_EPOCH = defaults.TRAIN_SIZE // defaults.BATCH_SIZE  # DataLoader(drop_last=True)

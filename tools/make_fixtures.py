@@ -19,8 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this script runs from a checkout, before or without installation
 
 from course import registry  # noqa: E402 -- importable once ROOT is on sys.path
-from course.fixtures import fixture_builders  # noqa: E402 -- importable once ROOT is on sys.path
-from course.mistakes import known_mistakes  # noqa: E402 -- importable once ROOT is on sys.path
+from course.slices import slice_of  # noqa: E402 -- importable once ROOT is on sys.path
 from course.reference import load_reference, reference_source  # noqa: E402 -- importable once ROOT is on sys.path
 
 
@@ -69,7 +68,7 @@ def graft_mistake(right, wrong, diagnosis, output_keys):
 
 def add_mistakes(builder, task, fixture, source, assignment, output_keys):
     """Run every diagnosed mistake of this task on the same inputs and weights as the correct run."""
-    for mutant in (m for m in known_mistakes(assignment.name).MUTANTS if m.task == task and m.diagnosis):
+    for mutant in (m for m in slice_of(assignment.name).mistakes.MUTANTS if m.task == task and m.diagnosis):
         planted = mutant.apply(source)  # outside the try: an edit whose text left the reference must stop the build
         try:
             wrong = build_fixture(builder, task, load_reference(planted))
@@ -82,19 +81,19 @@ def add_mistakes(builder, task, fixture, source, assignment, output_keys):
 def main(name=None, folder=None):
     """Write the fixtures of one assignment's definition tasks into folder (default: its checkers' fixtures/)."""
     assignment = registry.assignment(name)
-    slice_ = fixture_builders(assignment.name)
-    if set(slice_.BUILDERS) != set(assignment.definition_tasks):
+    builders = slice_of(assignment.name).fixtures
+    if set(builders.BUILDERS) != set(assignment.definition_tasks):
         sys.exit(f"make_fixtures: {assignment.name}'s definition tasks {assignment.definition_tasks} "
-                 f"have fixture builders for {tuple(slice_.BUILDERS)}")
+                 f"have fixture builders for {tuple(builders.BUILDERS)}")
     torch.set_default_dtype(torch.float64)  # expected values in float64, so tolerances measure the student
     torch.set_num_threads(1)  # seen: multi-threaded float64 sin differed in the last bits between runs
     source = reference_source(assignment)
     reference = load_reference(source)
     folder = Path(folder or fixtures_folder(assignment))
     folder.mkdir(exist_ok=True)
-    for task, builder in slice_.BUILDERS.items():
+    for task, builder in builders.BUILDERS.items():
         fixture = add_mistakes(builder, task, build_fixture(builder, task, reference), source, assignment,
-                               slice_.OUTPUT_KEYS)
+                               builders.OUTPUT_KEYS)
         save(folder, f"task_{task}", fixture)
         print(f"wrote {folder / f'task_{task}.pt'}")
 

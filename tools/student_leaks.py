@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 from course import registry
-from course.mistakes import known_mistakes
+from course.slices import slice_of
 from course.reference import solution_regions
 
 INSTRUCTOR_TOP = {"solutions", "grading", "tools", "course", "tests", "course.toml", "nbgrader_config.py"}
@@ -44,7 +44,7 @@ def cell_text(cell):
 
 def mistake_text(assignment):
     """Every known mistake's replacement text for the assignment, one string."""
-    mutants = known_mistakes(assignment.name).MUTANTS
+    mutants = slice_of(assignment.name).mistakes.MUTANTS
     return "\n".join(new for mutant in mutants for _, new in mutant.edits)
 
 

@@ -13,7 +13,7 @@ from .._weights import attention_slots
 
 ATOL, RTOL = 1e-6, 1e-6
 NAME = "CausalSelfAttention"
-# Sentences the known mistakes' diagnoses quote (course/mistakes/gpt.py).
+# Sentences the known mistakes' diagnoses quote (course/gpt/mistakes.py).
 VALUES_ROTATED = ("RoPE is applied to the values too: rotate only the queries and the keys, whose dot products "
                   "should depend on the distance; the values carry what is read and stay as v_proj made them.")
 ONLY_QUERIES = ("RoPE is applied to the queries only: rotate the keys too, by their own positions, so that each "

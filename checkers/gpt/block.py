@@ -15,7 +15,7 @@ ATOL, RTOL = 1e-6, 1e-6
 NAME = "GPTBlock"
 ATTENTION_FORMULA = "x = x + dropout(attention(norm1(x)))"
 FEEDFORWARD_FORMULA = "x = x + dropout(feedforward(norm2(x)))"
-# Sentences the known mistakes' diagnoses quote (course/mistakes/gpt.py).
+# Sentences the known mistakes' diagnoses quote (course/gpt/mistakes.py).
 POST_NORM = ("the block is post-norm (each LayerNorm after its residual sum); a GPT block is pre-norm, the residual "
              f"stream untouched by any norm: {ATTENTION_FORMULA}, then {FEEDFORWARD_FORMULA}.")
 POST_NORM_ATTENTION = ("the attention sub-layer is post-norm (norm1 applied after the residual sum); it is pre-norm: "

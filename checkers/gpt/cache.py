@@ -7,7 +7,7 @@ from .._dependencies import explain_parts
 from .attention import CACHE_BEFORE_ROPE, NAME, NEW_ONLY, _split, attend, loaded  # noqa: F401 -- NEW_ONLY quoted
 
 ATOL, RTOL = 1e-6, 1e-6
-# Sentences the known mistakes' diagnoses quote (course/mistakes/gpt.py); CACHE_BEFORE_ROPE and NEW_ONLY are Task 2's.
+# Sentences the known mistakes' diagnoses quote (course/gpt/mistakes.py); CACHE_BEFORE_ROPE and NEW_ONLY are Task 2's.
 KEYS_AT_ZERO = ("the new keys are rotated as if they sat at positions 0, 1, ... instead of their own: with a cache "
                 "of L_past positions, rotate the new queries and keys with offset=L_past.")
 MASK_IGNORES_PREFIX = ("the causal mask ignores the cached prefix: new query i sits at position L_past + i and may "

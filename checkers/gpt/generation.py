@@ -12,7 +12,7 @@ from .._dependencies import explain_parts
 from ._scripted import FixedLogitsModel
 
 NAME = "generate"
-# Sentences the known mistakes' diagnoses quote (course/mistakes/gpt.py).
+# Sentences the known mistakes' diagnoses quote (course/gpt/mistakes.py).
 CACHE_NEVER_USED = ("with use_cache=True every step feeds the whole sequence and no cache: feed the prompt once, then "
                     "only the newest token with the cache the previous step returned, model(next_token, cache=cache).")
 WHOLE_WITH_CACHE = ("with use_cache=True a step feeds the whole sequence together with the cache, so the cached "

@@ -12,7 +12,7 @@ from ._roles import gpt_blocks, gpt_slots, same_cache
 
 ATOL, RTOL = 1e-6, 1e-6
 NAME = "GPT"
-# Sentences the known mistakes' diagnoses quote (course/mistakes/gpt.py).
+# Sentences the known mistakes' diagnoses quote (course/gpt/mistakes.py).
 NO_FINAL_NORM = ("the logits do not go through final_norm: apply it to the last block's output before the head, "
                  "lm_head(final_norm(x)).")
 SCALED = ("the token embeddings are multiplied by √embed_dim; a GPT with a tied head uses them unscaled, "

@@ -11,7 +11,7 @@ ATOL, RTOL = 1e-6, 1e-6
 # Positions 2040-2043: an angle p·theta computed in float32 (valid: "computed in the default dtype" is about the
 # tables) is off by up to half the float32 spacing near 2048, 1.2e-4 rad; measured 9e-5 on inputs of size ~3.
 FAR, FAR_ATOL, FAR_RTOL = "positions 2040 to 2043", 5e-4, 1e-4
-# Sentences the known mistakes' diagnoses quote (course/mistakes/gpt.py).
+# Sentences the known mistakes' diagnoses quote (course/gpt/mistakes.py).
 HALVES = ("feature j is paired with feature j + head_dim / 2 (the \"rotate half\" layout of some libraries): here "
           "the pairs are interleaved, x[..., 2i] with x[..., 2i + 1] (even, odd = x[..., 0::2], x[..., 1::2]).")
 EXPONENT_HALVED = ("the frequencies use i where 2i belongs (theta_i = base ** (-i / head_dim)): pair i turns at "

@@ -9,7 +9,7 @@ from .._core import check_function, expect_callable, load_fixture, one_line
 NAME = "sample_next_token"
 SIGMAS = 5.0  # a frequency may stray this many binomial standard deviations from its probability
 PINNED = "torch.multinomial(torch.softmax(logits / temperature, dim=-1), 1, generator=generator)"
-# Sentences the known mistakes' diagnoses quote (course/mistakes/gpt.py).
+# Sentences the known mistakes' diagnoses quote (course/gpt/mistakes.py).
 SHAPE_B = ("it returns shape (B,) where (B, 1) is pinned (generate concatenates it to the tokens): keep the sample "
            "axis, torch.multinomial(probabilities, 1) already gives (B, 1).")
 GLOBAL_RNG = ("it draws from torch's global random generator although a `generator` was given: pass it on, "

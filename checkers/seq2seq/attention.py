@@ -10,7 +10,7 @@ from ._weights import attention_slots
 
 ATOL, RTOL = 1e-6, 1e-6
 SAME_LENGTH = "cross-attention, context as long as x"
-# Sentences the known mistakes' diagnoses quote (course/mistakes/seq2seq.py).
+# Sentences the known mistakes' diagnoses quote (course/seq2seq/mistakes.py).
 KV_FROM_X = ("the keys and values come from x instead of the context: key = k_proj(context), "
              "value = v_proj(context); only the queries come from x.")
 Q_FROM_CONTEXT = "the queries come from the context instead of x: query = q_proj(x); keys and values use the context."

@@ -11,7 +11,7 @@ from ._weights import decoder_block_slots
 
 ATOL, RTOL = 1e-6, 1e-6
 WHAT = "DecoderBlock"
-# Sentences the known mistakes' diagnoses quote (course/mistakes/seq2seq.py).
+# Sentences the known mistakes' diagnoses quote (course/seq2seq/mistakes.py).
 PRE_NORM = ("the block normalises before each sub-layer (pre-norm); this block is post-norm: "
             "x = norm1(x + dropout(self_attention(x))), then norm2 around cross-attention, norm3 around the "
             "feed-forward network.")

@@ -11,7 +11,7 @@ from .._modules import build, expect_gradients_everywhere, expect_native_output,
 from ._weights import layer_norm_slots
 
 ATOL, RTOL = 1e-6, 1e-6
-# Sentences the known mistakes' diagnoses quote (course/mistakes/seq2seq.py).
+# Sentences the known mistakes' diagnoses quote (course/seq2seq/mistakes.py).
 UNBIASED = ("the variance is the unbiased one (divided by D - 1): LayerNorm uses the biased variance, the mean "
             "of the squared deviations (divided by D).")
 EPS_OUTSIDE = ("eps is added outside the square root: divide by torch.sqrt(var + eps), not by torch.sqrt(var) + eps "

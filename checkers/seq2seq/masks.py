@@ -5,7 +5,7 @@ from torch.overrides import TorchFunctionMode
 from .._compare import expect_tensor
 from .._core import check_function, expect_callable, load_fixture
 
-# Sentences the known mistakes' diagnoses quote (course/mistakes/seq2seq.py).
+# Sentences the known mistakes' diagnoses quote (course/seq2seq/mistakes.py).
 CAUSAL_INVERTED = ("the causal mask is inverted: it is True where key j is in the future (j > i); True must mean "
                    "'may attend', for j <= i.")
 CAUSAL_TRANSPOSED = ("the causal mask is transposed: query i may attend keys j >= i, the future; keep the lower "

@@ -6,7 +6,7 @@ from .._core import CheckFailure, NotImplementedYet, check_function, expect_call
 from .._probes import matrix_only_ops, normalised_axis, temperature
 
 ATOL, RTOL = 1e-6, 1e-6  # float64 inputs: any correct formulation lands within ~1e-12
-# What the property checks below say; course/mistakes/transformer.py quotes them as its planted mistakes' diagnoses.
+# What the property checks below say; course/transformer/mistakes.py quotes them as its planted mistakes' diagnoses.
 RES_FROM_KEY = "res takes its last axis from `key` instead of `value`: compute res = attention @ value."
 BATCHED = ("`.T` reverses all axes of a batched tensor: transpose only the last two, key.transpose(-2, -1), and "
            "multiply with @ or torch.matmul, which broadcast over the leading axes.")

@@ -9,7 +9,7 @@ import torch
 from .._compare import matches
 
 ATOL, RTOL = 1e-6, 1e-6
-# Sentences the known mistakes' diagnoses quote (course/mistakes/vit.py).
+# Sentences the known mistakes' diagnoses quote (course/vit/mistakes.py).
 MEAN_PATCHES = ("it classifies the mean of the patch tokens; the head reads the [CLS] token only, "
                 "head(final_norm(x[:, 0])).")
 MEAN_TOKENS = "it classifies the mean of all tokens; the head reads the [CLS] token only, head(final_norm(x[:, 0]))."

@@ -11,7 +11,7 @@ from ._roles import patch_embedding_slots
 from ._tokens import ATOL, RTOL, explain_tokens
 
 NAME = "PatchEmbedding"
-# Sentences the known mistakes' diagnoses quote (course/mistakes/vit.py).
+# Sentences the known mistakes' diagnoses quote (course/vit/mistakes.py).
 N_ROWS = ("position_embedding has N rows, one per patch and none for the [CLS] token: make it (1, N + 1, embed_dim) "
           "and add it after putting the [CLS] token first.")
 FIXED_TABLE = ("a fixed table where ViT learns its positions: make position_embedding "

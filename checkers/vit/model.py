@@ -13,7 +13,7 @@ from ._model_probes import explain_block, explain_flow, explain_readout, recorde
 
 ATOL, RTOL = 1e-6, 1e-6
 NAME = "VisionTransformer"
-# Sentences the known mistakes' diagnoses quote (course/mistakes/vit.py).
+# Sentences the known mistakes' diagnoses quote (course/vit/mistakes.py).
 SHARED_BLOCKS = ("every layer shares one block's weights: create a new PreNormBlock for every layer (in a loop or "
                  "a list comprehension) rather than repeating one block, [block] * num_layers.")
 HEAD_EVERY_TOKEN = ("it returns logits for every token: apply the head to the [CLS] token only, "

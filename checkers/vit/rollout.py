@@ -6,7 +6,7 @@ from .._core import CheckFailure, check_function, expect_callable, load_fixture
 
 NAME = "attention_rollout"
 ATOL, RTOL = 1e-9, 1e-7
-# Sentences the known mistakes' diagnoses quote (course/mistakes/vit.py).
+# Sentences the known mistakes' diagnoses quote (course/vit/mistakes.py).
 NO_IDENTITY = ("the identity for the residual path is missing: a token also keeps its own input, so each layer's "
                "head-averaged map becomes A + I (rows renormalised) before it is multiplied in.")
 NOT_RENORMALISED = ("the rows of A + I sum to 2, not 1: divide each layer's A + I by its row sums "

@@ -1,4 +1,5 @@
-"""Each assignment's test cases, found by its name: grading/cases/<assignment>/ (parts.py: builders all share).
+"""Each assignment's hidden grading cases, found through its slice in course/<assignment>/cases/ (parts.py here:
+the builders they all share).
 
 An assignment's cases package defines `build_cases(reference, assignment)` ({task: [recipe, ...]}) and, when
 it has training tasks, what judge/trained.py needs for a trained task's spec: `evaluation_data(spec)` (the
@@ -8,26 +9,26 @@ the reference namespace). A recipe names
 the weight roles of a module it builds by a shared map of grading/run/recipes.py's SLOTS or by the assignment's
 own map as "module:function" (recipes.slots_of); an argument that is an object (a scripted model for a decoding
 loop) is a helper of the public checkers package built in the probe (parts.helper), and what it saw during the call
-(its report) is compared like an output. Adding an assignment adds its folder here and nothing else in
+(its report) is compared like an output. Adding an assignment adds its course/<name>/cases/ and nothing in
 grading/. `build_cases` is instructor-side: it needs the reference namespace, which
 never reaches a student or a probe; the recipes it returns hold inputs and weights only.
 """
-import importlib
+from course.slices import slice_of
 
 
 class NoCases(LookupError):
-    """The assignment has no cases package under grading/cases/."""
+    """The assignment has no cases package (course/<name>/cases/)."""
 
 
 def cases_of(name):
-    """The cases package of the assignment called name (grading.cases.<name>); raises NoCases."""
-    module = f"{__name__}.{name}"
+    """The cases package of the assignment called name (course.<name>.cases); raises NoCases."""
+    module = f"course.{name}.cases"
     try:
-        return importlib.import_module(module)
+        return slice_of(name).cases
     except ModuleNotFoundError as error:
-        if error.name != module:
+        if error.name not in (module, f"course.{name}"):
             raise
-        raise NoCases(f"assignment {name!r} has no test cases: add grading/cases/{name}/ "
+        raise NoCases(f"assignment {name!r} has no test cases: add course/{name}/cases/ "
                       "(build_cases; see grading/cases/__init__.py)") from None
 
 

@@ -5,7 +5,7 @@ Runs the sections of the assignment's bench module on the device in use (CUDA if
 table (each goal with its measured figure and PASS / MISS), and writes DIR/bench.json, DIR/bench.log (the
 profiler's native stderr) and the module's figures.
 
-An assignment's bench module is tools/bench/<NAME>.py (course/slices.py lists it as a part of every slice). It defines:
+An assignment's bench module is course/<NAME>/bench.py (course/slices.py lists it as a part of every slice). It defines:
   SETTINGS   {"full": dict, "quick": dict}: JSON-ready settings of a full run and of a --quick smoke run.
   SECTIONS   {section name: section(reference, settings, device) -> JSON-ready dict}, run in this order;
              reference is the namespace of the assignment's reference answers (course.reference.reference_of(NAME)).
@@ -18,7 +18,6 @@ goals.py (the table).
 """
 import argparse
 import contextlib
-import importlib
 import importlib.util
 import json
 import os
@@ -35,11 +34,11 @@ import torch
 
 from course import registry
 from course.reference import reference_of
+from course.slices import slice_of
 from course_lib.device import get_device
 from tools.bench.goals import format_table, goals_as_dicts
 
 INTERFACE = ("SETTINGS", "SECTIONS", "goals")  # what a bench module must define; figures is optional
-SHARED = ("goals", "native", "runner", "scaling", "timing", "training")  # this package's modules that are no bench
 
 
 class BenchError(Exception):
@@ -54,20 +53,20 @@ def load_bench(name, root=None):
         root: the checkout whose course.toml is read (default: this one).
 
     Returns:
-        The module tools.bench.<name>.
+        The module course.<name>.bench.
 
     Raises:
-        BenchError: name is not registered, has no module tools/bench/<name>.py, or the module lacks part of INTERFACE.
+        BenchError: name is not registered, has no module course/<name>/bench.py, or the module lacks part of INTERFACE.
     """
-    path = f"tools/bench/{name}.py"
+    path = f"course/{name}/bench.py"
     try:
         registry.assignment(name, root)
     except registry.RegistryError as error:
         raise BenchError(f"{error}: register it in course.toml, then add {path}") from None
-    if name in SHARED or importlib.util.find_spec(f"tools.bench.{name}") is None:
+    if importlib.util.find_spec(f"course.{name}") is None or importlib.util.find_spec(f"course.{name}.bench") is None:
         raise BenchError(f"{name} has no bench module: add {path} defining {', '.join(INTERFACE)} "
                          "(see tools/bench/runner.py)")
-    module = importlib.import_module(f"tools.bench.{name}")
+    module = slice_of(name).bench
     lacking = [attribute for attribute in INTERFACE if not hasattr(module, attribute)]
     if lacking:
         raise BenchError(f"{path} defines no {', '.join(lacking)} (see tools/bench/runner.py)")

@@ -1,0 +1,16 @@
+"""The gpt assignment's test cases: the visible checks' own, hidden ones, and the trained task's spec.
+
+See grading/cases/__init__.py for what an assignment's cases package provides.
+"""
+
+from grading.cases.parts import assemble
+from .hidden import hidden_cases
+from .trained import evaluation_data, trained_accuracy, trained_case, trained_config
+from .visible import VISIBLE
+
+__all__ = ["build_cases", "evaluation_data", "trained_accuracy", "trained_config"]
+
+
+def build_cases(reference, assignment):
+    """{task: [recipe, ...]} for every task of the registry's assignment: visible checks' cases, then hidden ones."""
+    return assemble(assignment, reference, VISIBLE, hidden_cases, trained_case)

@@ -1,0 +1,1 @@
+"""The seq2seq assignment, instructor side: fixture builders, known mistakes, grading cases, bench, tests."""

@@ -1,0 +1,1 @@
+"""The transformer assignment, instructor side: fixture builders, known mistakes, grading cases, bench, tests."""
