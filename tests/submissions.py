@@ -176,9 +176,9 @@ def visible_text(path):
 
 
 def hidden_case_lines(name):
-    """The code lines of grading/cases/<name>/ long enough to be telling (comments, docstrings and imports left out),
+    """The code lines of course/<name>/cases/ long enough to be telling (comments, docstrings and imports left out),
     whitespace squeezed: what must never reach a student's feedback page."""
-    return [re.sub(r"\s+", " ", line.strip()) for path in (ROOT / "grading" / "cases" / name).glob("*.py")
+    return [re.sub(r"\s+", " ", line.strip()) for path in (ROOT / "course" / name / "cases").glob("*.py")
             for line in path.read_text().splitlines()
             if len(line.strip()) > 25 and not line.strip().startswith(("#", '"""', "from ", "import "))]
 

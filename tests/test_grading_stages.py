@@ -49,14 +49,14 @@ def test_every_stage_is_a_folder_with_its_entry_points_documented():
     for stage in STAGES:
         init = (ROOT / "grading" / stage / "__init__.py").read_text()
         assert "Entry point" in init or stage == "cases", stage
-    assert (ROOT / "grading" / "cases" / NAME / "__init__.py").is_file()
+    assert (ROOT / "course" / NAME / "cases" / "__init__.py").is_file()
 
 
 def test_cases_are_found_by_assignment_name():
-    """build_cases looks for grading/cases/<name>/: an assignment without one is refused with what to add."""
+    """build_cases looks for course/<name>/cases/: an assignment without one is refused with what to add."""
     from grading.cases import NoCases, cases_of
     assert cases_of(NAME).build_cases
-    with pytest.raises(NoCases, match="grading/cases/decoder/"):
+    with pytest.raises(NoCases, match="course/decoder/cases/"):
         cases_of("decoder")
 
 

@@ -108,7 +108,7 @@ def plant_answer(dest, root):
 
 
 def plant_hidden_cases(dest, root):
-    shutil.copy(root / "grading" / "cases" / "transformer" / "hidden.py", dest / "checkers" / "cases.py")
+    shutil.copy(root / "course" / "transformer" / "cases" / "hidden.py", dest / "checkers" / "cases.py")
     return "checkers/cases.py: holds grading code or a hidden case"
 
 

@@ -59,9 +59,10 @@ def hidden_name(node):
 
 
 def grading_needles(root):
-    """{pattern: text} of grading's module docstrings' summary lines and of its hidden cases' names."""
+    """{pattern: text} of grading's module docstrings' summary lines and of its hidden cases' names (the shared
+    grading code and every assignment's cases, course/<name>/cases/)."""
     needles = {}
-    for path in sorted((root / "grading").rglob("*.py")):
+    for path in sorted([*(root / "grading").rglob("*.py"), *(root / "course").glob("*/cases/*.py")]):
         tree = ast.parse(path.read_text())
         summary = distinctive((ast.get_docstring(tree) or "").split("\n")[0])
         needles |= {re.escape(needle): line for needle, line in summary.items()}
