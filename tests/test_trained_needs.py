@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from checkers._core import CheckFailure
+from course.reference import load_reference
 from course.slices import slice_of
 from course.registry import assignment
 from course_lib.addition import addition_sequences, answer_accuracy
@@ -26,9 +27,9 @@ WRONG_CLASS = {"seq2seq": "pre-norm", "gpt": "post-norm"}  # a planted Task 4 mi
 
 def models_module(name):
     if name == "seq2seq":
-        from seq2seq import reversal_models
+        from course.seq2seq.tests import reversal_models
         return reversal_models
-    from gpt import addition_models
+    from course.gpt.tests import addition_models
     return addition_models
 
 
@@ -46,11 +47,12 @@ def check_accuracy(name, model):
 @functools.lru_cache(maxsize=None)
 def student(name, kind):
     """(the notebook's namespace, its trained model, seconds the training took): kind "reference" or "wrong class"."""
-    variant = reference_helpers(name)[2]
     mutant = next(m for m in slice_of(name).mistakes.MUTANTS if m.name == WRONG_CLASS[name])
-    namespace = variant(mutant) if kind == "wrong class" else variant(lambda source: source)
+    code = reference_helpers(name)[0]()
+    code = mutant.apply(code) if kind == "wrong class" else code
+    namespace = load_reference(code)
     start = time.perf_counter()
-    model = models_module(name).train_reference(namespace)
+    model = models_module(name).trained_on(namespace, code)  # the reference: the one its slice's tests train
     seconds = time.perf_counter() - start
     print(f"{name}, {kind}: trained in {seconds:.1f} s")
     return dict(namespace, model=model), model, seconds

@@ -11,13 +11,20 @@ from course_lib import gpt_defaults, seed_everything, stop_at_accuracy, train
 from course_lib.addition import (NUM_DIGITS, PLUS_ID, PROMPT_LEN, VOCAB_SIZE, AdditionDataset, answer_accuracy,
                                  answer_loss)
 
-from .checks import reference
+from trained_cache import trained_once
+
+from .checks import reference, source
 
 
 @functools.lru_cache(maxsize=None)
 def trained_reference():
-    """train_reference on the gpt reference namespace, once per test session (about 10 s on 2 cores)."""
-    return train_reference(reference())
+    """train_reference on the gpt reference namespace, once per test run (about 10 s on 2 cores)."""
+    return trained_on(reference(), source())
+
+
+def trained_on(namespace, code):
+    """train_reference on namespace, the namespace of code (the reference's or a mutant's), once per test run."""
+    return trained_once("gpt", code, lambda: namespace["GPT"](**gpt_defaults.MODEL), train_reference, namespace)
 
 
 def train_reference(ref):

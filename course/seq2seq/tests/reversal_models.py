@@ -7,13 +7,20 @@ from torch.utils.data import DataLoader
 from course_lib import seed_everything, seq2seq_defaults, stop_at_accuracy, train
 from course_lib.reversal import (EOS_ID, PAD_ID, ReversalDataset, decoding_accuracy, init_embedding,
                                  reversal_targets, teacher_forcing_loss)
+from trained_cache import trained_once
 
 
 @functools.lru_cache(maxsize=None)
 def trained_reference():
-    """train_reference on the seq2seq reference namespace, once per test session (about 10 s on 2 cores)."""
-    from .checks import reference
-    return train_reference(reference())
+    """train_reference on the seq2seq reference namespace, once per test run (about 10 s on 2 cores)."""
+    from .checks import reference, source
+    return trained_on(reference(), source())
+
+
+def trained_on(namespace, code):
+    """train_reference on namespace, the namespace of code (the reference's or a mutant's), once per test run."""
+    return trained_once("seq2seq", code, lambda: namespace["Seq2SeqTransformer"](**seq2seq_defaults.MODEL),
+                        train_reference, namespace)
 
 
 def train_reference(ref):

@@ -10,20 +10,26 @@ import torch.nn as nn
 from course_lib import vit_defaults
 from course_lib.digits import NUM_CLASSES, digit_splits
 from tools.measure_vit_memorisers import memorised, nearest_neighbour_vit, trained
+from trained_cache import trained_once
 
-from .checks import reference
+from .checks import reference, source
+
+
+def untrained():
+    return reference()["VisionTransformer"](**vit_defaults.MODEL)
 
 
 @functools.lru_cache(maxsize=None)
 def trained_reference():
-    """The reference ViT trained with the notebook's defaults at seed 0, once per test session (about 8 s idle)."""
-    return trained(reference(), digit_splits(), 0)
+    """The reference ViT trained with the notebook's defaults at seed 0, once per test run (about 8 s idle)."""
+    return trained_once("vit reference, seed 0", source(), untrained, trained, reference(), digit_splits(), 0)
 
 
 @functools.lru_cache(maxsize=None)
 def memorised_test_split():
-    """The pinned ViT trained on the 360 test digits alone until it classifies all of them."""
-    return memorised(reference(), digit_splits(), 0)
+    """The pinned ViT trained on the 360 test digits alone until it classifies all of them, once per test run."""
+    return trained_once("vit memorised test split, seed 0", source(), untrained, memorised, reference(),
+                        digit_splits(), 0)
 
 
 def images_in_weights(ref, splits=("test",)):
