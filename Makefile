@@ -22,13 +22,14 @@ $(STAMP): requirements.txt pyproject.toml
 lab: $(STAMP)  ## open JupyterLab on the student notebooks
 	MPLBACKEND= $(BIN)/jupyter lab notebooks/
 
+# make test: WORKERS=N runs the tests in N processes (pytest-xdist); each test file stays on one, with its fixtures.
+WORKERS ?= 2
 test: $(STAMP)  ## all tests: lint, unit tests, checkers, release, notebooks (every reference executed end to end)
 	$(BIN)/python tools/timed.py "lint (ruff)" -- $(BIN)/ruff check .
-	$(BIN)/python tools/timed.py "unit tests and checkers" -- $(BIN)/pytest -q tests course
-	$(EACH_ASSIGNMENT) \
-		$(BIN)/python tools/timed.py "reference notebook $$name (nbval)" -- \
-			$(BIN)/pytest -q --nbval-lax -p no:cacheprovider solutions/$$name/$$name.ipynb || exit 1; \
-	done
+	names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && \
+	$(BIN)/python tools/timed.py "unit tests, checkers and reference notebooks (nbval), $(WORKERS) workers" -- \
+		$(BIN)/pytest -q -n $(WORKERS) --dist loadfile tests course \
+			--nbval-lax $$(for name in $$names; do echo solutions/$$name/$$name.ipynb; done)
 
 release: $(STAMP)  ## regenerate the student notebooks from the references (nbgrader generate_assignment)
 	$(EACH_ASSIGNMENT) \
