@@ -488,15 +488,21 @@ def test_watchdog_bounds_a_submission_that_keeps_claiming_progress(tmp_path, mon
                     "process as another uid")
 def test_a_uid_is_swept_before_reuse():
     """A process left running as a job's uid is found in /proc, killed and counted (for the report)."""
-    uid = sandbox.FIRST_UID + 9  # a slot no test grades with
-    left = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sleep", "60"],
-                            start_new_session=True)
-    deadline = time.monotonic() + 5
-    while not sandbox.processes_of(uid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert sandbox.sweep(uid, settle=0) == 1
-    left.wait(5)
-    assert sandbox.processes_of(uid) == []
+    (slot,), leases = sandbox.lease_slots(1)  # no grading run of this machine (another test's, in parallel) uses it
+    uid = sandbox.FIRST_UID + slot
+    try:
+        sandbox.sweep(uid, settle=0)  # what an earlier run may have left, as the grader sweeps a slot it leases
+        left = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sleep", "60"],
+                                start_new_session=True)
+        deadline = time.monotonic() + 5
+        while not sandbox.processes_of(uid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sandbox.sweep(uid, settle=0) == 1
+        left.wait(5)
+        assert sandbox.processes_of(uid) == []
+    finally:
+        for handle in leases:
+            handle.close()
 
 
 def test_two_grading_runs_at_once_never_share_a_sandbox_uid(tmp_path, monkeypatch):
