@@ -28,7 +28,7 @@ test: $(STAMP)  ## all tests: lint, unit tests, checkers, release, notebooks (ev
 	$(BIN)/python tools/timed.py "lint (ruff)" -- $(BIN)/ruff check .
 	names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && \
 	$(BIN)/python tools/timed.py "unit tests, checkers and reference notebooks (nbval), $(WORKERS) workers" -- \
-		$(BIN)/pytest -q -n $(WORKERS) --dist loadfile tests course \
+		$(BIN)/pytest -q -n $(WORKERS) --dist loadfile --no-loadscope-reorder tests course \
 			--nbval-lax $$(for name in $$names; do echo solutions/$$name/$$name.ipynb; done)
 
 release: $(STAMP)  ## regenerate the student notebooks from the references (nbgrader generate_assignment)
