@@ -12,7 +12,7 @@ say) was trained for another function than the one graded.
 import torch
 
 from course_lib.seq2seq import (BOS_ID, decoding_accuracy, init_embedding, random_sources, reversal_targets,
-                                 teacher_forcing_input)
+                                teacher_forcing_input)
 
 from .._compare import expect_finite, expect_tensor
 from .._core import check_function

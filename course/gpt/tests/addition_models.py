@@ -10,7 +10,7 @@ from torch.utils.data import DataLoader
 from course_lib import seed_everything, stop_at_accuracy, train
 from course_lib import gpt as gpt_defaults
 from course_lib.gpt import (NUM_DIGITS, PLUS_ID, PROMPT_LEN, VOCAB_SIZE, AdditionDataset, answer_accuracy,
-                                 answer_loss)
+                            answer_loss)
 
 from .checks import reference
 

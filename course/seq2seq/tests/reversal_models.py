@@ -7,7 +7,7 @@ from torch.utils.data import DataLoader
 from course_lib import seed_everything, stop_at_accuracy, train
 from course_lib import seq2seq as seq2seq_defaults
 from course_lib.seq2seq import (EOS_ID, PAD_ID, ReversalDataset, decoding_accuracy, init_embedding,
-                                 reversal_targets, teacher_forcing_loss)
+                                reversal_targets, teacher_forcing_loss)
 
 
 @functools.lru_cache(maxsize=None)

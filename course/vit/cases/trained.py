@@ -16,7 +16,7 @@ from checkers._trained import redrawn
 from checkers.vit.trained import RESET_CEILING, SHIFT_FLOOR, TRAIN_FLOOR
 from course_lib.device import cpu_threads
 from course_lib.vit import (IMAGE_SIZE, IN_CHANNELS, NUM_CLASSES, classification_accuracy, digit_splits,
-                               shifted_copies)  # counts in integers: 342 / 360 is exactly the 0.95 bar
+                            shifted_copies)  # counts in integers: 342 / 360 is exactly the 0.95 bar
 from course_lib.vit import TARGET_ACCURACY  # one bar for the notebook, the check and the grade
 
 from grading.judge.trained import InvalidModel, check_record, one_setting, shape

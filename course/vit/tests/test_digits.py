@@ -3,7 +3,7 @@ import torch
 import torch.nn as nn
 
 from course_lib.vit import (ONE_PIXEL_SHIFTS, classification_accuracy, confusion_matrix, digit_splits,
-                               load_digits, shift_images, shifted_copies)
+                            load_digits, shift_images, shifted_copies)
 
 
 def test_images_are_scaled_to_unit_range_with_ten_labels():
