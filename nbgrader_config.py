@@ -11,7 +11,12 @@ from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, Execute, Ge
 
 c = get_config()  # noqa: F821 -- injected by traitlets when it loads this file
 
-c.CourseDirectory.course_id = "transformer-workbook"
+# The course registry (course.toml beside this file), read with tomllib rather than course/registry.py so that
+# nbgrader started from anywhere finds it.
+with open(Path(__file__).resolve().with_name("course.toml"), "rb") as _registry:
+    _course = tomllib.load(_registry)
+
+c.CourseDirectory.course_id = _course["course"]["id"]
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "notebooks"
 
@@ -65,14 +70,12 @@ c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
 c.Execute.kernel_name = "python3"  # not whatever kernelspec a student's editor wrote into the notebook
 
-# Per-cell time limits, from the course registry (course.toml beside this file, `[limits]`; read with tomllib
-# rather than course/registry.py so that nbgrader started from anywhere finds them). Every cell but the two
+# Per-cell time limits, from the course registry (`[limits]`). Every cell but the two
 # training cells finishes in seconds; a training cell takes 11-107 s in the reference notebook on a 2-core CPU
 # (torch on 1 thread, load average 1.8-42; see docs/bench.md), longer when several submissions share the machine,
 # and a runaway loop anywhere must still stop. Execute.timeout is the per-cell limit nbgrader uses
 # (ExecuteOptions.timeout is ignored).
-with open(Path(__file__).resolve().with_name("course.toml"), "rb") as _registry:
-    _limits = tomllib.load(_registry)["limits"]
+_limits = _course["limits"]
 CELL_TIMEOUT = _limits["cell_seconds"]
 TRAINING_CELL_TIMEOUT = _limits["training_cell_seconds"]
 c.Execute.timeout = CELL_TIMEOUT

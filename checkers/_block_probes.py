@@ -1,4 +1,4 @@
-"""Property probes of a post-norm encoder block whose output is wrong (Tasks 3 and 7).
+"""Property probes of a post-norm encoder block whose output is wrong (an encoder block, or a model built of them).
 
 Each probe changes a few loaded weights (restored afterwards) or watches a submodule, and fails saying which
 property of the post-norm layout does not hold: norm2 last, norm1 feeding the feed-forward network, a residual
@@ -34,7 +34,7 @@ def _set(slots, values):
 
 
 def _standardised(rows):
-    """Whether every row (last axis) has mean 0 and variance 1, as LayerNorm with weight 1 and bias 0 gives."""
+    """Whether every row (last axis) has mean 0 and variance 1, as nn.LayerNorm with weight 1 and bias 0 gives."""
     if rows is None:
         return False
     mean, variance = rows.mean(-1), rows.var(-1, unbiased=False)
@@ -92,8 +92,8 @@ def _explain_normalised_axis(task, what, rows):
     axes = [axis for axis in range(rows.dim() - 1) if _standardised(rows.movedim(axis, -1))] if rows is not None else []
     if axes:
         task.fail(f"{what}: with norm2's weight 1 and bias 0 the output is standardised along axis {axes[0]} (size "
-                  f"{rows.size(axes[0])}), not along the last: LayerNorm normalises each token's embed_dim features, "
-                  "nn.LayerNorm(embed_dim) applied to (B, L, D).")
+                  f"{rows.size(axes[0])}), not along the last: layer normalisation normalises each token's embed_dim "
+                  "features, nn.LayerNorm(embed_dim) applied to (B, L, D).")
 
 
 def _depends_on_attention(block, x, weight):

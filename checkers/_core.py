@@ -41,8 +41,9 @@ def one_line(error, limit=200):
 class Task:
     """Helpers bound to one task number, so every message starts with 'Task N'."""
 
-    def __init__(self, number):
+    def __init__(self, number, package=None):
         self.number = number
+        self.package = package  # the assignment's checkers package, whose pinned signatures build uses
 
     def fail(self, message):
         """Raise the one-sentence failure; raised while handling the student's exception, it shows that one's frames."""
@@ -67,6 +68,12 @@ class Task:
         print(f"✓ Task {self.number} passed: {summary}")
 
 
+def _assignment_package(module):
+    """checkers.<assignment> for a check defined in checkers.<assignment>.<module>, else None (every pin applies)."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == __package__ and len(parts) > 2 else None
+
+
 def check_function(number):
     """Decorate a check so that no exception other than a clean CheckFailure ever escapes it."""
 
@@ -74,7 +81,7 @@ def check_function(number):
         @functools.wraps(check)
         def wrapper(*args, **kwargs):
             __tracebackhide__ = True
-            task = Task(number)
+            task = Task(number, _assignment_package(check.__module__))
             try:
                 with single_threaded():
                     return check(task, *args, **kwargs)
@@ -94,8 +101,8 @@ def single_threaded():
     """Run torch on one CPU thread, then restore the setting.
 
     The checks' tensors are tiny, so extra threads never help them; on a busy machine each multi-threaded
-    op can instead wait milliseconds for a descheduled worker (seen: 6 ms per LayerNorm on 2 loaded cores,
-    which made check_task_5 take 0.65 s instead of 0.05 s).
+    op can instead wait milliseconds for a descheduled worker (seen: 6 ms per layer norm on 2 loaded cores,
+    which made one block's check take 0.65 s instead of 0.05 s).
     """
     return cpu_threads(1)
 
@@ -104,7 +111,7 @@ def load_fixture(package, number):
     """The expected values of one task of an assignment, computed from its reference in float64 by `make fixtures`.
 
     Args:
-        package: the assignment's checkers package ("checkers.transformer"), whose fixtures/ holds task_<N>.pt.
+        package: the assignment's checkers package ("checkers.<assignment>"), whose fixtures/ holds task_<N>.pt.
         number: the task number.
     """
     with resources.files(package).joinpath("fixtures", f"task_{number}.pt").open("rb") as file:

@@ -14,7 +14,7 @@ def explain_parts(task, what, parts, package):
     Args:
         parts: (description, task number, the object that check takes, or a tuple of the objects it takes) in the
             order to try; a part with a None object is skipped.
-        package: the assignment's checkers package ("checkers.transformer"), whose check_task_<N> judge the parts.
+        package: the assignment's checkers package ("checkers.<assignment>"), whose check_task_<N> judge the parts.
     """
     checkers = importlib.import_module(package)  # at call time: the package imports this module's users
 

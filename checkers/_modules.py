@@ -1,6 +1,9 @@
 """Building student modules with fixed weights, and the module-level properties every layer shares."""
 import dis
+import functools
+import importlib
 import inspect
+import pkgutil
 
 import torch
 import torch.nn as nn
@@ -10,45 +13,39 @@ from ._core import CheckFailure, NotImplementedYet, default_dtype
 from ._weights import MissingPart
 
 REQUIRED = object()  # a pinned parameter without a default
-# The constructors the tasks pin, in order, with their defaults: a student's class is built with these
-# keywords, or, when its signature does not take them (renamed or positional-only), by position.
-PINNED = {
-    "MultiheadAttention": dict(embed_dim=REQUIRED, num_heads=REQUIRED),
-    "EncoderBlock": dict(embed_dim=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED, activation=nn.ReLU,
-                         dropout=0.0),
-    "PositionalEncoding": dict(embed_dim=REQUIRED, max_len=5000),
-    "TransformerForSequenceClassification": dict(
-        input_dim=REQUIRED, embed_dim=REQUIRED, num_classes=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED,
-        num_layers=REQUIRED, activation=nn.GELU, max_len=5000, dropout=0.0),
-    "LinformerAttention": dict(embed_dim=REQUIRED, num_heads=REQUIRED, sequence_length=REQUIRED, proj_dim=REQUIRED),
-    "LinformerBlock": dict(embed_dim=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED, sequence_length=REQUIRED,
-                           proj_dim=REQUIRED, activation=nn.ReLU, dropout=0.0),
-    "LinformerForSequenceClassification": dict(
-        input_dim=REQUIRED, embed_dim=REQUIRED, num_classes=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED,
-        num_layers=REQUIRED, sequence_length=REQUIRED, proj_dim=REQUIRED, activation=nn.GELU, max_len=5000,
-        dropout=0.0),
-    # seq2seq (MultiheadAttention and EncoderBlock above have the same pinned signatures there)
-    "LayerNorm": dict(embed_dim=REQUIRED, eps=1e-5),
-    "DecoderBlock": dict(embed_dim=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED, activation=nn.ReLU,
-                         dropout=0.0),
-    "Seq2SeqTransformer": dict(
-        vocab_size=REQUIRED, embed_dim=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED,
-        num_encoder_layers=REQUIRED, num_decoder_layers=REQUIRED, max_len=512, activation=nn.ReLU, dropout=0.0,
-        pad_id=0),
-    # gpt, Tasks 1-3
-    "RotaryEmbedding": dict(head_dim=REQUIRED, max_len=2048, base=10000.0),
-    "CausalSelfAttention": dict(embed_dim=REQUIRED, num_heads=REQUIRED, max_len=REQUIRED, rope=True),
-    # gpt, Tasks 4-5
-    "GPTBlock": dict(embed_dim=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED, max_len=REQUIRED,
-                     activation=nn.GELU, dropout=0.0),
-    "GPT": dict(vocab_size=REQUIRED, embed_dim=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED,
-                num_layers=REQUIRED, max_len=REQUIRED, dropout=0.0),
-    # vit, Tasks 2-3
-    "PatchEmbedding": dict(image_size=REQUIRED, patch_size=REQUIRED, in_channels=REQUIRED, embed_dim=REQUIRED),
-    "VisionTransformer": dict(image_size=REQUIRED, patch_size=REQUIRED, in_channels=REQUIRED, num_classes=REQUIRED,
-                              embed_dim=REQUIRED, num_heads=REQUIRED, feedforward_dim=REQUIRED, num_layers=REQUIRED,
-                              dropout=0.0),
-}
+
+
+def _own_pinned(package):
+    """PINNED of the assignment's checkers package, {} when it pins nothing (its _pinned module is absent)."""
+    try:
+        return importlib.import_module(f"{package}._pinned").PINNED
+    except ModuleNotFoundError as error:
+        if error.name != f"{package}._pinned":
+            raise
+        return {}
+
+
+@functools.cache
+def pinned(package=None):
+    """{class name: {parameter: default or REQUIRED}}: the constructors the tasks pin, in order, with their defaults.
+
+    A student's class is built with these keywords, or, when its signature does not take them (renamed or
+    positional-only), by position. Each assignment pins its own in checkers/<assignment>/_pinned.py.
+
+    Args:
+        package: the assignment's checkers package ("checkers.<assignment>"); None: every assignment's, for a caller
+            that builds classes by name alone (a class two assignments share is pinned alike in both).
+    """
+    if package is not None:
+        return _own_pinned(package)
+    merged = {}
+    packages = [found.name for found in pkgutil.iter_modules(importlib.import_module(__package__).__path__)
+                if found.ispkg]
+    for package in packages:
+        for name, signature in _own_pinned(f"{__package__}.{package}").items():
+            if merged.setdefault(name, signature) != signature:
+                raise ValueError(f"{name} is pinned differently by two assignments: give it one signature")
+    return merged
 
 
 def _binds(signature, args, kwargs):
@@ -59,17 +56,20 @@ def _binds(signature, args, kwargs):
     return True
 
 
-def constructor_call(cls, name, values):
-    """(args, kwargs) to build cls with: the pinned keywords if its signature takes them, else by position."""
+def constructor_call(cls, name, values, package=None):
+    """(args, kwargs) to build cls with: the pinned keywords if its signature takes them, else by position.
+
+    package: the assignment's checkers package whose pins apply (see pinned).
+    """
     try:
         signature = inspect.signature(cls)
     except (TypeError, ValueError):  # no signature to inspect: try the keywords
         return (), values
-    pinned = PINNED.get(name, {})
-    if _binds(signature, (), values) or not set(values) <= set(pinned):
+    pins = pinned(package).get(name, {})
+    if _binds(signature, (), values) or not set(values) <= set(pins):
         return (), values
-    names = list(pinned)
-    positional = tuple(values.get(key, pinned[key]) for key in names[: max(map(names.index, values), default=-1) + 1])
+    names = list(pins)
+    positional = tuple(values.get(key, pins[key]) for key in names[: max(map(names.index, values), default=-1) + 1])
     if all(value is not REQUIRED for value in positional) and _binds(signature, positional, {}):
         return positional, {}
     return (), values  # neither fits: the call raises the student's own TypeError, which names the problem
@@ -79,7 +79,7 @@ def _show(value):
     return f"nn.{value.__name__}" if inspect.isclass(value) else repr(value)
 
 
-# Said of a tensor whose dtype does not follow the default dtype (course/transformer/mistakes.py quotes it).
+# Said of a tensor whose dtype does not follow the default dtype (an assignment's known mistakes quote it).
 FIXED_DTYPE = ("a tensor created with a fixed dtype (NumPy's float64, or dtype=torch.float64) keeps it when the rest "
                "of the model follows the default dtype: build it with torch functions in the default dtype, or "
                "convert it with .to(torch.get_default_dtype()).")
@@ -124,12 +124,14 @@ SETUP_OPS = {"RESUME", "NOP", "CACHE", "EXTENDED_ARG", "COPY_FREE_VARS", "MAKE_C
 def build(task, cls, name, *args, dtype=torch.float64, native=False, **kwargs):
     """Construct the student's class, in dtype, with a clear message if that fails.
 
-    args are the pinned parameters of `name` in order; kwargs any of them by name (see PINNED).
+    args are the pinned parameters of `name` in order; kwargs any of them by name (see pinned: the task's
+    assignment's pins).
     native: leave the module as built under the default dtype `dtype`, without the .to(dtype) that would hide a
     tensor of a fixed dtype (see expect_native_output).
     """
-    values = dict(zip(PINNED.get(name, {}), args), **kwargs)
-    args, kwargs = constructor_call(cls, name, values)
+    package = getattr(task, "package", None)
+    values = dict(zip(pinned(package).get(name, {}), args), **kwargs)
+    args, kwargs = constructor_call(cls, name, values, package)
     arguments = ", ".join([_show(a) for a in args] + [f"{k}={_show(v)}" for k, v in kwargs.items()])
     with default_dtype(dtype):
         module = task.call(f"{name}({arguments})", cls, *args, **kwargs)
@@ -179,7 +181,7 @@ def load(task, module, slots_of, weights, name):
     for role, value in weights.items():
         if role not in slots:
             task.fail(f"{name}: expected a parameter for `{role}` but found none (created with bias=False, or "
-                      "a LayerNorm with elementwise_affine=False?).")
+                      "an nn.LayerNorm with elementwise_affine=False?).")
         slot = slots[role]
         # the same numbers in the same order, e.g. a cls_token of shape (1, 1, D) for (D,), load as they are
         if tuple(slot.squeeze().shape) != tuple(value.squeeze().shape):

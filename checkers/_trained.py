@@ -31,7 +31,7 @@ def model_device(model):
 
 def redrawn(model, seed, then=None):
     """A copy of model with every weight drawn afresh from seed: each layer's reset_parameters, N(0, 1) noise for any
-    parameter no reset_parameters covers (a student's own LayerNorm, a bare nn.Parameter). The caller's random state
+    parameter no reset_parameters covers (a student's own layer norm, a bare nn.Parameter). The caller's random state
     (CPU, and the model's GPU) is left as it was.
 
     Args:

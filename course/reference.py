@@ -15,7 +15,7 @@ from . import registry
 
 
 PROVIDED = "provided_"  # grade_id prefix of a read-only cell of given code the answers build on (an earlier
-#                         assignment's answers handed out, e.g. the encoder block in seq2seq)
+#                         assignment's answers handed out, e.g. its encoder block)
 
 
 def reference_source(assignment=None, notebook=None):

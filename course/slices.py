@@ -17,6 +17,8 @@ PARTS = (
     ("student notebook", "notebooks/{name}/{name}.ipynb", "`make release ASSIGNMENT={name}`"),
     ("checks", "checkers/{name}/__init__.py", "exports check_task_<N> for every task"),
     ("fixtures", "checkers/{name}/fixtures", "`make fixtures ASSIGNMENT={name}`"),
+    ("data and defaults", "course_lib/{name}.py",
+     "its data and the notebook's default model and training settings, shipped to students"),
     ("fixture builders", "course/{name}/fixtures.py", "BUILDERS, one per definition task, and OUTPUT_KEYS"),
     ("known mistakes", "course/{name}/mistakes.py", "MUTANTS: edits of the reference that a check must name"),
     ("hidden grading cases", "course/{name}/cases/__init__.py", "the cases `make grade` scores every task with"),
@@ -38,6 +40,15 @@ class Slice:
     def part(self, part):
         """The module course.<name>.<part> ("fixtures", "mistakes", "cases" or "bench")."""
         return importlib.import_module(f"course.{self.name}.{part}")
+
+    def optional(self, part):
+        """The module course.<name>.<part>, or None where the assignment has none (e.g. no figures in assets/)."""
+        try:
+            return self.part(part)
+        except ModuleNotFoundError as error:
+            if error.name != f"course.{self.name}.{part}":
+                raise
+            return None
 
     @property
     def fixtures(self):

@@ -1,7 +1,8 @@
-"""Shared utilities of the Transformer workbook: data, training, schedules, plots and measurement."""
-from . import defaults, gpt_defaults, seq2seq_defaults, vit_defaults
+"""Shared utilities of the course's workbooks: training, schedules, plots and measurement.
+
+Each assignment's own data and default settings are in its module, course_lib.<assignment>.
+"""
 from .attention_stats import explained_variance, head_statistics
-from .data import ALPHABET, VOCAB_SIZE, PalindromeDataset
 from .device import get_device, seed_everything
 from .measure import Measurement, measure
 from .metrics import accuracy, classification_loss
@@ -12,7 +13,6 @@ from .schedule import WarmupCosineSchedule, warmup_cosine_factor
 from .training import History, evaluate, stop_at_accuracy, train
 
 __all__ = [
-    "defaults", "gpt_defaults", "seq2seq_defaults", "vit_defaults", "ALPHABET", "VOCAB_SIZE", "PalindromeDataset",
     "get_device", "seed_everything", "Measurement", "measure",
     "accuracy", "classification_loss", "explained_variance", "head_statistics", "LiveCurves", "plot_attention_maps",
     "plot_explained_variance",

@@ -116,7 +116,7 @@ def location(filename, lineno):
 
 
 def _name(code):
-    return getattr(code, "co_qualname", code.co_name)  # GPT.forward rather than forward, from Python 3.11
+    return getattr(code, "co_qualname", code.co_name)  # Model.forward rather than forward, from Python 3.11
 
 
 def _shown(frames):

@@ -32,7 +32,7 @@ class _History:
 
 EMPTY_ENCODER = '''import torch
 import torch.nn as nn
-from course_lib.data import VOCAB_SIZE as _V
+from course_lib.transformer import VOCAB_SIZE as _V
 
 
 class {base}(nn.Module):
@@ -67,7 +67,7 @@ def hand_detector(notebook, sabotage):
     notebook = copy.deepcopy(notebook)
     for grade_id, base, name, history, extra in TRAINED_CELLS.values():
         line = sabotage.format(name=name)
-        source = "from course_lib.data import VOCAB_SIZE\n" + HAND_DETECTOR.format(
+        source = "from course_lib.transformer import VOCAB_SIZE\n" + HAND_DETECTOR.format(
             base=base, name=name, history=history, extra=extra, sabotage=line)
         edit_cell(notebook, grade_id, lambda _, source=source: source)
     return notebook

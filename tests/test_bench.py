@@ -12,7 +12,9 @@ import torch.nn as nn
 
 from checkers.gpt import trained as gpt_trained
 from course.reference import reference_of
-from course_lib import gpt_defaults, seq2seq_defaults, vit_defaults
+from course_lib import gpt as gpt_defaults
+from course_lib import seq2seq as seq2seq_defaults
+from course_lib import vit as vit_defaults
 from course.gpt import bench as bench_gpt
 from tools.bench import goals as bench_goals, runner, scaling as bench_scaling
 from course.seq2seq import bench as bench_seq2seq

@@ -203,7 +203,7 @@ def stand_ins(name, namespace):
     """Objects a check cell passes that no definition task defines: gpt's check_task_8(generate, model) gets a GPT
     built from the namespace's own class, untrained."""
     if name == "gpt":
-        from course_lib import gpt_defaults
+        from course_lib import gpt as gpt_defaults
         torch.manual_seed(SEED)
         return {"model": namespace["GPT"](**gpt_defaults.MODEL)}
     return {}

@@ -15,7 +15,7 @@ from nbclient import NotebookClient
 
 from course_lib import train
 from course_lib.frames import MAX_FRAMES, frame_lines, student_frames
-from course_lib.reversal import ReversalDataset
+from course_lib.seq2seq import ReversalDataset
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,7 +52,7 @@ DEEP_LINES = ["return x + self.rows(x.shape)  # the forward's line", "return sel
               "return self.pe[:, : shape.size(1)]  # the line that raises"]
 MODEL = textwrap.dedent('''\
     from course_lib import train
-    from course_lib.reversal import teacher_forcing_loss
+    from course_lib.seq2seq import teacher_forcing_loss
 
     class Classifier(nn.Module):
         def __init__(self):
@@ -226,8 +226,8 @@ def test_every_course_lib_callable_the_notebooks_import_is_guarded(module, name)
 
 
 def test_the_notebooks_import_what_is_checked():
-    assert {("course_lib", "train"), ("course_lib.reversal", "teacher_forcing_loss"),
-            ("course_lib.digits", "classification_accuracy")} <= set(notebook_imports())
+    assert {("course_lib", "train"), ("course_lib.seq2seq", "teacher_forcing_loss"),
+            ("course_lib.vit", "classification_accuracy")} <= set(notebook_imports())
 
 
 class Broken(torch.nn.Module):

@@ -9,10 +9,10 @@ from torch.utils.data import DataLoader, TensorDataset
 
 matplotlib.use("Agg")
 
-from course_lib import (PalindromeDataset, WarmupCosineSchedule, accuracy, classification_loss, get_device,
-                        plot_attention_maps, plot_explained_variance, plot_history, plot_lr_schedule,
-                        plot_positional_encoding, plot_scaling, seed_everything, stop_at_accuracy, train,
-                        warmup_cosine_factor)
+from course_lib import (WarmupCosineSchedule, accuracy, classification_loss, get_device, plot_attention_maps,
+                        plot_explained_variance, plot_history, plot_lr_schedule, plot_positional_encoding, plot_scaling,
+                        seed_everything, stop_at_accuracy, train, warmup_cosine_factor)
+from course_lib.transformer import PalindromeDataset
 from course_lib.plotting import explained_variance
 
 

@@ -144,7 +144,7 @@ def test_each_trained_task_names_defaults_that_bound_its_sizes(name, task):
 
 def test_large_valid_settings_are_refused_before_building_and_flagged(monkeypatch):
     """seq2seq with embed_dim 512 (the old bound was 1024): 0 points, the reason, a flag, and nothing built."""
-    from course_lib import seq2seq_defaults
+    from course_lib import seq2seq as seq2seq_defaults
     from course.seq2seq.cases.trained import evaluation_data
     from grading.run.recipes import run
     from grading.judge.expected import reference_namespace
@@ -176,7 +176,7 @@ atexit.register(time.sleep, 3600)  # and then for this
 print("ATTACK RAN linger")
 '''
 
-BIG_MODEL = '''from course_lib.data import VOCAB_SIZE
+BIG_MODEL = '''from course_lib.transformer import VOCAB_SIZE
 
 model = TransformerForSequenceClassification(input_dim=VOCAB_SIZE, embed_dim=256, num_classes=1, num_heads=2,
                                              feedforward_dim=1024, num_layers=4)  # 16 x, 32 x, 2 x the defaults

@@ -124,8 +124,8 @@ def test_files_left_in_out_are_looked_up_by_task_never_listed(tmp_path):
 
 def test_one_size_rule_bounds_sizes_both_ways_and_leaves_ids_alone():
     """1..4 x the default for every size: above it flagged (BeyondDefaults), below 1 no model; pad_id 0 is no size."""
-    from course_lib.seq2seq_defaults import MODEL
-    spec = {"defaults": "course_lib.seq2seq_defaults:MODEL"}
+    from course_lib.seq2seq import MODEL
+    spec = {"defaults": "course_lib.seq2seq:MODEL"}
     trained.within_defaults(dict(MODEL), spec)
     assert MODEL["pad_id"] == 0
     with pytest.raises(trained.InvalidModel, match="embed_dim = 0 is not a size") as refused:
@@ -138,7 +138,7 @@ def test_one_size_rule_bounds_sizes_both_ways_and_leaves_ids_alone():
 # ----- End to end: graded beside an honest notebook (marker `grading`: needs root and bubblewrap) ----------------
 
 SLEEPS = 6  # cells of 65 s each, under the scratch course's 20 s cells' backstop (70 s): 390 s, past MAX_IDLE
-BIG_MODEL = '''from course_lib.data import VOCAB_SIZE
+BIG_MODEL = '''from course_lib.transformer import VOCAB_SIZE
 model = TransformerForSequenceClassification(input_dim=VOCAB_SIZE, num_classes=1, embed_dim=1024, num_heads=2,
                                              feedforward_dim=4096, num_layers=4)  # 50 M weights: 400 MB recorded'''
 

@@ -19,8 +19,8 @@ import torch
 import torch.nn as nn
 
 from checkers._core import Task
-from course_lib import defaults
-from course_lib.data import VOCAB_SIZE
+from course_lib import transformer as defaults
+from course_lib.transformer import VOCAB_SIZE
 from grading.cases import build_cases
 from grading.collect import collect
 from grading.judge.expected import expected_records, reference_namespace

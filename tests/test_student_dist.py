@@ -113,8 +113,8 @@ def plant_hidden_cases(dest, root):
 
 
 def plant_hidden_case_name(dest, root):
-    append(dest / "course_lib" / "data.py", '\nEXAMPLE = "hidden: 5-D batch"\n')
-    return "course_lib/data.py: holds grading code or a hidden case"
+    append(dest / "course_lib" / "metrics.py", '\nEXAMPLE = "hidden: 5-D batch"\n')
+    return "course_lib/metrics.py: holds grading code or a hidden case"
 
 
 def plant_mistake(dest, root):

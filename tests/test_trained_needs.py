@@ -16,8 +16,8 @@ from checkers._core import CheckFailure
 from course.reference import load_reference
 from course.slices import slice_of
 from course.registry import assignment
-from course_lib.addition import addition_sequences, answer_accuracy
-from course_lib.reversal import decoding_accuracy, random_sources, reversal_targets
+from course_lib.gpt import addition_sequences, answer_accuracy
+from course_lib.seq2seq import decoding_accuracy, random_sources, reversal_targets
 from in_process_grading import graded_cases_of, verdicts_of
 from slice_reference import reference_helpers
 

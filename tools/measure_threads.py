@@ -1,8 +1,10 @@
-"""How many torch threads the notebook's training should use: `python -m tools.measure_threads [--load N]`.
+"""How many torch threads a notebook's training should use:
+`python -m tools.measure_threads [--load N] [--assignment NAME]`.
 
 Times the notebook's training step (a batch from its DataLoader, forward, backward, AdamW) and one evaluation
-pass (the 1,000 validation sequences) of its default model (course_lib.defaults.CLASSIFIER) on the CPU, with
-torch on 1 and on 2 threads. It measures twice: on the machine as it is, then with N busy-loop processes of its
+pass (its validation data) of its default model on the CPU, with torch on 1 and on 2 threads. The assignment's
+bench says how its notebook trains (course/<name>/bench.py: thread_setup); the default is the first registered
+assignment whose bench does. It measures twice: on the machine as it is, then with N busy-loop processes of its
 own (default 1: one other program keeping a core busy, as on a shared 2-core machine). Within a condition the
 thread settings alternate in short rounds, so a change in the rest of the machine's load hits both alike.
 Prints one table, with the load average (os.getloadavg, 1 minute) before and after each condition: a load
@@ -17,14 +19,12 @@ import time
 from contextlib import contextmanager
 
 import torch
-from torch.utils.data import DataLoader
 
-from course_lib import defaults
-from course_lib.data import PalindromeDataset
-from course_lib.device import cpu_threads
-from course_lib.metrics import classification_loss
-from course_lib.training import evaluate
+from course import registry
 from course.reference import reference_of
+from course.slices import slice_of
+from course_lib.device import cpu_threads
+from course_lib.training import evaluate
 
 THREADS = (1, 2)
 WARMUP_STEPS = 10  # per thread setting and condition, not timed
@@ -53,32 +53,27 @@ def synthetic_load(processes):
             worker.join()
 
 
-def notebook_setup():
-    """The notebook's model, optimizer and loaders (data cell and Task 6's cells, on the CPU)."""
-    torch.manual_seed(0)
-    model = reference_of("transformer")["TransformerForSequenceClassification"](**defaults.CLASSIFIER)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=defaults.TRAINING["lr"], betas=(0.9, 0.98))
-    train_data = PalindromeDataset(TRAIN_SEQUENCES, defaults.SEQ_LEN, seed=1)
-    val_data = PalindromeDataset(defaults.VAL_SIZE, defaults.SEQ_LEN, seed=2)
-    train_loader = DataLoader(train_data, batch_size=defaults.BATCH_SIZE, shuffle=True, drop_last=True)
-    return model, optimizer, forever(train_loader), DataLoader(val_data, batch_size=500)
+def notebook_setup(name=None):
+    """The training the assignment's bench describes (see course/<name>/bench.py: thread_setup), and its name.
+
+    name: the assignment; None: the first registered one whose bench has a thread_setup.
+    """
+    names = [name] if name else [assignment.name for assignment in registry.assignments()]
+    name = next(name for name in names if hasattr(slice_of(name).bench, "thread_setup"))
+    return slice_of(name).bench.thread_setup(reference_of(name), TRAIN_SEQUENCES), name
 
 
-def forever(loader):
-    while True:
-        yield from loader
-
-
-def seconds_per_step(model, optimizer, batches, steps, budget=ROUND_SECONDS):
+def seconds_per_step(setup, steps, budget=ROUND_SECONDS):
     """Wall time per training step, the batch's loading included, as a student waits for it.
 
     Runs `steps` steps, or fewer (at least MIN_STEPS) once `budget` seconds have passed.
     """
+    model, optimizer = setup["model"], setup["optimizer"]
     model.train()
     start, done = time.perf_counter(), 0
     while done < steps and (done < MIN_STEPS or time.perf_counter() - start < budget):
-        inputs, labels = next(batches)
-        loss = classification_loss(model(inputs), labels)
+        inputs, labels = next(setup["batches"])
+        loss = setup["loss"](model(inputs), labels)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -94,16 +89,15 @@ def seconds_per_evaluation(model, val_loader):
 
 def measure_condition(setup, rounds, steps):
     """{threads: (step times, evaluation times)}: `rounds` rounds, each timing every thread setting in turn."""
-    model, optimizer, batches, val_loader = setup
     times = {threads: ([], []) for threads in THREADS}
     for threads in THREADS:
         with cpu_threads(threads):
-            seconds_per_step(model, optimizer, batches, min(WARMUP_STEPS, steps))
+            seconds_per_step(setup, min(WARMUP_STEPS, steps))
     for _ in range(rounds):
         for threads in THREADS:
             with cpu_threads(threads):
-                times[threads][0].append(seconds_per_step(model, optimizer, batches, steps))
-                times[threads][1].append(seconds_per_evaluation(model, val_loader))
+                times[threads][0].append(seconds_per_step(setup, steps))
+                times[threads][1].append(seconds_per_evaluation(setup["model"], setup["val_loader"]))
     return times
 
 
@@ -125,16 +119,17 @@ def parse_args(argv=None):
     parser.add_argument("--rounds", type=int, default=6, help="rounds per condition (each times every setting)")
     parser.add_argument("--steps", type=int, default=40,
                         help=f"training steps per setting and round (fewer once {ROUND_SECONDS:g} s have passed)")
+    parser.add_argument("--assignment", help="whose notebook's training (default: the first whose bench has one)")
     return parser.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
     default_threads = torch.get_num_threads()
-    setup = notebook_setup()
+    setup, name = notebook_setup(args.assignment)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
-          f"(its default: {default_threads} threads); model {defaults.CLASSIFIER['embed_dim']}-dim, "
-          f"batch {defaults.BATCH_SIZE} x {defaults.SEQ_LEN + 1} tokens; {args.rounds} rounds x {args.steps} steps")
+          f"(its default: {default_threads} threads); {name}: {setup['about']}; {args.rounds} rounds x {args.steps} "
+          "steps")
     print(f"{'condition':<26} {'threads':>7} {'ms/step':>9} {'range':^13} {'vs 1 thr':>8} {'ms/eval':>9}"
           "   load avg (1 min) before -> after")
     conditions = {"machine as it is": 0, f"+ {args.load} busy process(es)": args.load}
@@ -146,7 +141,7 @@ def main(argv=None):
             times = measure_condition(setup, args.rounds, args.steps)
         print("\n".join(table_rows(condition, times, load_before, os.getloadavg()[0])), flush=True)
     print("ms/step: median over rounds (range: fastest-slowest round); vs 1 thr: median ms/step / 1 thread's; "
-          "ms/eval: one pass over the 1,000 validation sequences.")
+          "ms/eval: one pass over the validation data.")
 
 
 if __name__ == "__main__":

@@ -96,9 +96,9 @@ def needles(root, through=None):
 def secret_mistakes(mistakes, course_code):
     """{squeezed line: line} of an assignment's mistake text that is no line of any notebook of the course.
 
-    One assignment's planted mistake may be what another teaches: vit's post-norm block is seq2seq's given encoder
-    block, and seq2seq's "pre-norm" mistake is vit's given block. Such a line is in a notebook for good reasons and
-    says nothing of the catalogue; the mistakes no notebook holds stay secret.
+    One assignment's planted mistake may be what another teaches: a post-norm block planted as a mistake in one may
+    be another's given encoder block, and a "pre-norm" mistake of one another's given block. Such a line is in a
+    notebook for good reasons and says nothing of the catalogue; the mistakes no notebook holds stay secret.
     """
     return distinctive(mistakes, course_code)
 

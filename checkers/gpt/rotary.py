@@ -75,7 +75,7 @@ def _expect_tables(task, RotaryEmbedding, tables):
 
 def _explain_no_tables(task, RotaryEmbedding, config, what):
     """A constructor that makes no tensor is the stub's, unless forward works: then the tables are made elsewhere."""
-    args, kwargs = constructor_call(RotaryEmbedding, "RotaryEmbedding", config)
+    args, kwargs = constructor_call(RotaryEmbedding, "RotaryEmbedding", config, __package__)
     try:
         result = RotaryEmbedding(*args, **kwargs)(torch.zeros(1, 1, 2, config["head_dim"]))
     except Exception:  # noqa: BLE001 -- NotImplementedError included: then it is the stub

@@ -2,7 +2,7 @@
 
 No generator is run here (one is Task 8's answer, and checkers ship to students): for a model that cannot see the
 future, greedy decoding writes an answer exactly if and only if every answer position's most likely token, given the
-true prefix, is the true token, so one teacher-forced pass (course_lib.addition.answer_accuracy) gives greedy
+true prefix, is the true token, so one teacher-forced pass (course_lib.gpt.answer_accuracy) gives greedy
 decoding's exact verdict. The check therefore first makes sure that the model cannot see the future and that the
 accuracy comes from the trained weights, then that the model's class passes check_task_5: the grade loads the weights
 into the reference GPT and pays Task 7 only when Task 5 earns its points (course.toml's `needs`), so a model whose
@@ -11,7 +11,7 @@ blocks compute something else (post-norm, say) was trained for another function 
 
 import torch
 
-from course_lib.addition import SEQ_LEN, VOCAB_SIZE, addition_sequences, answer_accuracy
+from course_lib.gpt import SEQ_LEN, VOCAB_SIZE, addition_sequences, answer_accuracy
 
 from .._core import check_function
 from .._trained import expect_class_passes, expect_trained_model, model_device, redrawn

@@ -2,7 +2,7 @@
 import torch
 import torch.nn.functional as F
 
-from course_lib.reversal import BOS_ID, EOS_ID
+from course_lib.seq2seq import BOS_ID, EOS_ID
 from .._compare import diagnose, signatures
 from .._core import check_function, expect_callable, load_fixture
 from ._scripted import (FILLER, LOGIT, RUNNER_UP, RUNNER_UP_LOGIT, WRONG, ScriptedModel, idle_calls,

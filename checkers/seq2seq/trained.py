@@ -2,7 +2,7 @@
 
 No decoder is run here: for a decoder that cannot see the future, greedy decoding reproduces a target exactly if
 and only if every position's most likely token, given the true prefix, is the true token, so one teacher-forced
-pass (course_lib.reversal.decoding_accuracy) gives greedy decoding's exact match. The check therefore first makes
+pass (course_lib.seq2seq.decoding_accuracy) gives greedy decoding's exact match. The check therefore first makes
 sure that the decoder cannot see the future and that the accuracy comes from the trained weights, then that the
 model's class passes check_task_5: the grade loads the weights into the reference Seq2SeqTransformer and pays Task 7
 only when Task 5 earns its points (course.toml's `needs`), so a model whose blocks compute something else (pre-norm,
@@ -11,8 +11,8 @@ say) was trained for another function than the one graded.
 
 import torch
 
-from course_lib.reversal import (BOS_ID, decoding_accuracy, init_embedding, random_sources, reversal_targets,
-                                 teacher_forcing_input)
+from course_lib.seq2seq import (BOS_ID, decoding_accuracy, init_embedding, random_sources, reversal_targets,
+                                teacher_forcing_input)
 
 from .._compare import expect_finite, expect_tensor
 from .._core import check_function

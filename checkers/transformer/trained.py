@@ -9,8 +9,8 @@ import inspect
 import torch
 import torch.nn as nn
 
-from course_lib.data import PalindromeDataset
-from course_lib.defaults import SEQ_LEN as DEFAULT_SEQ_LEN
+from course_lib.transformer import PalindromeDataset
+from course_lib.transformer import SEQ_LEN as DEFAULT_SEQ_LEN
 from course_lib.metrics import predictions
 
 from .._compare import expect_finite, expect_tensor

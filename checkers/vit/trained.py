@@ -1,4 +1,4 @@
-"""Task 4: the trained VisionTransformer, judged on the course's held-out test digits (course_lib.digits' split,
+"""Task 4: the trained VisionTransformer, judged on the course's held-out test digits (course_lib.vit' split,
 never the student's variables).
 
 The 1,797 digits are public, so accuracy on the test images alone cannot tell learning from memorising. Before the
@@ -6,10 +6,10 @@ target, the check asks that the answers live in the weights (re-drawn at random 
 model's class passes check_task_3 (the grade loads the weights into the pinned VisionTransformer, so a class that
 computes something else was trained for another function). After the target, it asks that the model also classifies
 the course's training digits, which a model trained on them does and one fitted to the 360 test images does not; and
-that it survives moving every test image by one pixel (course_lib.digits.shifted_copies), which a table of exact
+that it survives moving every test image by one pixel (course_lib.vit.shifted_copies), which a table of exact
 images does not. Accuracies are counted in integers: 342 of 360 is exactly the 95% bar.
 
-Measured with `python -m tools.measure_vit_memorisers` (the reference ViT, torch on 1 thread, a 2-core CPU shared
+Measured with `python -m course.vit.memorisers` (the reference ViT, torch on 1 thread, a 2-core CPU shared
 with other jobs at the load shown; "shifted s": seconds to classify the 1,440 shifted images), under the first
 defaults (no dropout, 40 passes, lr 3e-3). Under the current ones (dropout 0.1, 60 passes, lr 2e-3) its honest runs
 at seeds 0-7 ended at 95.8-98.1% test and 39.7-49.0% shifted, and one trained with random shifts for 80 passes (seed
@@ -46,8 +46,8 @@ it is a ViT that learned digits, and nothing offline can tell which public image
 """
 import torch
 
-from course_lib.digits import NUM_CLASSES, digit_splits, shifted_copies
-from course_lib.vit_defaults import TARGET_ACCURACY  # one bar for the notebook, the check and the grade
+from course_lib.vit import NUM_CLASSES, digit_splits, shifted_copies
+from course_lib.vit import TARGET_ACCURACY  # one bar for the notebook, the check and the grade
 
 from .._compare import expect_finite, expect_tensor
 from .._core import check_function

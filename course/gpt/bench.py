@@ -29,8 +29,8 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
 from checkers.gpt.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY
-from course_lib import gpt_defaults as defaults
-from course_lib.addition import PROMPT_LEN, SEQ_LEN, AdditionDataset, answer_accuracy, answer_loss
+from course_lib import gpt as defaults
+from course_lib.gpt import PROMPT_LEN, SEQ_LEN, AdditionDataset, answer_accuracy, answer_loss
 from course_lib.device import seed_everything
 from course_lib.training import stop_at_accuracy
 from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training

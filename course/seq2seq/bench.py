@@ -24,11 +24,11 @@ import torch.nn as nn
 from torch.utils.data import DataLoader
 
 from checkers.seq2seq.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY
-from course_lib import seq2seq_defaults as defaults
+from course_lib import seq2seq as defaults
 from course_lib.device import seed_everything
 from course_lib.plotting import plot_scaling
-from course_lib.reversal import (BOS_ID, EOS_ID, MAX_LEN, PAD_ID, ReversalDataset, decoding_accuracy,
-                                 exact_match, init_embedding, teacher_forcing_loss)
+from course_lib.seq2seq import (BOS_ID, EOS_ID, MAX_LEN, PAD_ID, ReversalDataset, decoding_accuracy,
+                                exact_match, init_embedding, teacher_forcing_loss)
 from course_lib.training import stop_at_accuracy
 from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training
 from tools.bench.goals import Goal, ms

@@ -41,7 +41,7 @@ DECODE_STEP = "model.decode(tokens, memory, source)"
 ARGMAX_STEP = "model.decode(tokens, memory, source)[:, -1].argmax(dim=-1)"
 SAMPLED = SAMPLES.partition(":")[0]  # the rest names the row and token the draw gave
 DECODE_START = "    mode_before = model.training\n"
-IMPORT_IDS = "    from course_lib.reversal import BOS_ID, EOS_ID  # what the notebook's first cell imports\n"
+IMPORT_IDS = "    from course_lib.seq2seq import BOS_ID, EOS_ID  # what the notebook's first cell imports\n"
 # Task 5: Seq2SeqTransformer
 SCALE = " * math.sqrt(self.embed_dim)"
 ENCODE_EMBED = "x = self.positional_encoding(self.embedding(source) * math.sqrt(self.embed_dim))"

@@ -22,8 +22,9 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
 from checkers.transformer.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY
-from course_lib import defaults
-from course_lib.data import PalindromeDataset, VOCAB_SIZE
+from course_lib import transformer as defaults
+from course_lib.transformer import PalindromeDataset, VOCAB_SIZE
+from course_lib.metrics import classification_loss
 from course_lib.plotting import plot_scaling
 from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training
 from tools.bench.native import encoder_layer, load_attention
@@ -212,6 +213,28 @@ def notebook_loaders(train_size):
     val_data = PalindromeDataset(defaults.VAL_SIZE, defaults.SEQ_LEN, seed=2)
     return (DataLoader(train_data, batch_size=defaults.BATCH_SIZE, shuffle=True, drop_last=True),
             DataLoader(val_data, batch_size=500))
+
+
+def thread_setup(ref, train_size):
+    """The notebook's training on the CPU, as tools/measure_threads.py times it (data cell and training cells).
+
+    Returns:
+        dict: model, optimizer, batches (an endless iterator of (inputs, labels)), val_loader, loss (loss_fn of
+        train()), about (one line describing the model and the batch).
+    """
+    torch.manual_seed(0)
+    model = ref["TransformerForSequenceClassification"](**defaults.CLASSIFIER)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=defaults.TRAINING["lr"], betas=(0.9, 0.98))
+    train_loader, val_loader = notebook_loaders(train_size)
+    about = (f"model {defaults.CLASSIFIER['embed_dim']}-dim, batch {defaults.BATCH_SIZE} x {defaults.SEQ_LEN + 1} "
+             "tokens")
+    return dict(model=model, optimizer=optimizer, batches=_forever(train_loader), val_loader=val_loader,
+                loss=classification_loss, about=about)
+
+
+def _forever(loader):
+    while True:
+        yield from loader
 
 
 def checker_data(seq_len):

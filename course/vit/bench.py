@@ -1,7 +1,7 @@
 """The vit assignment's bench (`make bench ASSIGNMENT=vit`; interface: tools/bench/runner.py).
 
 Two sections, on the device in use (CUDA if available, else CPU):
-  training  the notebook's Task 4 run (vit_defaults, the notebook's loaders from course_lib.digits, the whole run with
+  training  the notebook's Task 4 run (vit_defaults, the notebook's loaders from course_lib.vit, the whole run with
             no stop), one run per seed; at every evaluation the bench also scores the held-out test split that
             check_task_4 scores (the notebook itself watches the validation split): seconds and steps until the test
             accuracy first reaches TARGET_ACCURACY, the whole run's seconds, and the trained model's test accuracy on
@@ -26,9 +26,9 @@ import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader
 
-from course_lib import vit_defaults as defaults
+from course_lib import vit as defaults
 from course_lib.device import seed_everything
-from course_lib.digits import classification_accuracy, digit_datasets, digit_splits, shifted_copies
+from course_lib.vit import classification_accuracy, digit_datasets, digit_splits, shifted_copies
 from tools.bench import timing as bench_timing, training as bench_training
 from tools.bench.goals import Goal, ms, seconds_or_not_reached, seeds_to_target
 from tools.bench.native import encoder_layer

@@ -8,7 +8,7 @@ accuracy is measured on sequences the probe never saw. Whatever the student's ow
 plays no part: weights that do not load, or settings that are not valid, score 0 and say why.
 
 Before anything is built, every integer size must lie in 1..SIZE_FACTOR x the task's default (the defaults are the
-assignment's data: its spec names them, e.g. "course_lib.seq2seq_defaults:MODEL"), the one size rule of every
+assignment's data: its spec names them, e.g. "course_lib.seq2seq:MODEL"), the one size rule of every
 assignment: larger settings the constructor would accept could keep the grader's own process busy for minutes; they
 score 0 and are flagged for a person. A size below 1 is no model at all: it scores 0 with the reason.
 

@@ -20,8 +20,8 @@ def encoder_layer(reference, num_heads, feedforward_dim, activation, norm_first=
     """nn.TransformerEncoderLayer (batch first, no dropout) with a reference encoder block's weights.
 
     Args:
-        reference: the reference block (attention, feedforward with two Linears, norm1, norm2): the transformer's
-            post-norm EncoderBlock or the vit's PreNormBlock.
+        reference: the reference block (attention, feedforward with two Linears, norm1, norm2), post-norm or
+            pre-norm.
         num_heads, feedforward_dim: what the reference block was built with.
         activation: nn.TransformerEncoderLayer's activation, as it takes it: "gelu", "relu" or a module instance.
         norm_first: True for a pre-norm block (x + attention(norm1(x))), False for a post-norm one.

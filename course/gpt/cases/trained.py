@@ -14,7 +14,7 @@ import copy
 import torch
 
 from checkers.gpt.trained import RESET_CEILING, TARGET_ACCURACY  # one bar for the check and the grade
-from course_lib.addition import PROMPT_LEN, SEQ_LEN, VOCAB_SIZE, addition_sequences
+from course_lib.gpt import PROMPT_LEN, SEQ_LEN, VOCAB_SIZE, addition_sequences
 from course_lib.device import cpu_threads
 
 from grading.judge.trained import InvalidModel, check_record, one_setting, shape
@@ -37,7 +37,7 @@ def evaluation_data(spec):
 def trained_case(task):
     """The one case of the training task: the model's weights and settings (no data goes to the probe)."""
     spec = {"assignment": "gpt", "class_name": "GPT", "slots": SLOTS, "stacks": STACKS, "target": TARGET_ACCURACY,
-            "defaults": "course_lib.gpt_defaults:MODEL"}  # the sizes the judge allows
+            "defaults": "course_lib.gpt:MODEL"}  # the sizes the judge allows
     return recipe(task, f"hidden: exact answers of greedy generation on {SIZE} fresh addition problems", False,
                   trained=spec)
 

@@ -7,9 +7,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from course_lib import gpt_defaults, seed_everything, stop_at_accuracy, train
-from course_lib.addition import (NUM_DIGITS, PLUS_ID, PROMPT_LEN, VOCAB_SIZE, AdditionDataset, answer_accuracy,
-                                 answer_loss)
+from course_lib import seed_everything, stop_at_accuracy, train
+from course_lib import gpt as gpt_defaults
+from course_lib.gpt import (NUM_DIGITS, PLUS_ID, PROMPT_LEN, VOCAB_SIZE, AdditionDataset, answer_accuracy,
+                            answer_loss)
 
 from trained_cache import trained_once
 
@@ -70,7 +71,7 @@ def calculator(ref):
 def memoriser(ref, seed, size, as_parameter=True):
     """A GPT with an extra table of the answers to the problems of one seed (the check's, if it knew it), read in
     forward at the answer positions only (so it stays causal); the table is an nn.Parameter or a buffer."""
-    from course_lib.addition import addition_sequences
+    from course_lib.gpt import addition_sequences
 
     class Memoriser(ref["GPT"]):
         def __init__(self, **config):

@@ -12,7 +12,7 @@ from checkers._core import load_fixture
 from checkers.gpt import CheckFailure, NotImplementedYet, check_task_8, generation
 from checkers.gpt._scripted import FixedLogitsModel
 from course.gpt.mistakes import MUTANTS
-from course_lib import gpt_defaults
+from course_lib import gpt as gpt_defaults
 from . import model_variants
 from .checks import reference, timings, variant
 

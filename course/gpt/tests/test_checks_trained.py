@@ -8,8 +8,8 @@ import torch
 
 from checkers.gpt import CheckFailure, NotImplementedYet, check_task_7
 from checkers.gpt.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY
-from course_lib import gpt_defaults
-from course_lib.addition import PROMPT_LEN, SEQ_LEN, addition_sequences, answer_accuracy
+from course_lib import gpt as gpt_defaults
+from course_lib.gpt import PROMPT_LEN, SEQ_LEN, addition_sequences, answer_accuracy
 
 from .addition_models import calculator, future_reader, memoriser, trained_reference, untied
 from .checks import reference, timings

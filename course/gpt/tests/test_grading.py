@@ -26,7 +26,7 @@ NOTHING = without(POINTS, *POINTS)
 
 # The training cell of each attack: no training, a model whose own forward answers by arithmetic, from a table, or
 # an untied head; or none of that, and the checks patched.
-CALCULATOR = '''from course_lib.addition import NUM_DIGITS, PROMPT_LEN
+CALCULATOR = '''from course_lib.gpt import NUM_DIGITS, PROMPT_LEN
 
 
 class Calculator(GPT):
@@ -48,7 +48,7 @@ class Calculator(GPT):
 model = Calculator(**model_config)
 '''
 MEMORISER = '''from checkers.gpt.trained import CHECK_SEED, CHECK_SIZE
-from course_lib.addition import addition_sequences
+from course_lib.gpt import addition_sequences
 
 
 class Memoriser(GPT):
@@ -84,7 +84,7 @@ model = GPT(**model_config)
 # Task 8's answer replaced: the prompt's true sum written out, no model and no sampling.
 SUM_WRITER = '''@torch.no_grad()
 def generate(model, prompt, max_new_tokens, temperature=1.0, top_k=None, use_cache=True, generator=None):
-    from course_lib.addition import NUM_DIGITS
+    from course_lib.gpt import NUM_DIGITS
     digits = prompt.clamp(max=9)
     powers = 10 ** torch.arange(NUM_DIGITS)
     total = (digits[:, :NUM_DIGITS] * powers).sum(1) + (digits[:, NUM_DIGITS + 1:2 * NUM_DIGITS + 1] * powers).sum(1)

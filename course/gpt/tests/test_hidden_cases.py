@@ -167,7 +167,7 @@ def test_a_trained_reference_model_earns_task_7(graded_cases):
 def test_task_7_is_judged_on_the_reference_not_on_the_model_s_own_forward(cheat, graded_cases):
     """A forward that adds by arithmetic, or one that knows the grader's very problems, earns nothing: the grader
     runs the reference architecture with the pinned (untrained) weights alone."""
-    from course_lib.addition import PROMPT_LEN
+    from course_lib.gpt import PROMPT_LEN
     model, sequences = cheat(graded_cases[4]), graded_cases[1][7][0]["sequences"]
     written = graded_cases[4]["generate"](model, sequences[:200, :PROMPT_LEN], 4, temperature=0, use_cache=False)
     assert (written == sequences[:200]).all()  # the cheat works through the model's own forward

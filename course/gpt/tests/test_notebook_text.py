@@ -18,7 +18,8 @@ matplotlib.use("Agg")
 import pytest
 
 from course.registry import assignment
-from course_lib import gpt_defaults, plot_history
+from course_lib import plot_history
+from course_lib import gpt as gpt_defaults
 from course_lib.training import History
 from notebook_text import (broken_copy, cells, check_cell_problems, checker_seeds, code_cell, glossary,
                            grade_id, index_of, is_answer, measured_sentences, notebook_seeds, seeded_model_problems,

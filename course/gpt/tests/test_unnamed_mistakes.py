@@ -7,7 +7,7 @@ import torch
 import checkers.gpt as checkers
 from checkers.gpt import CheckFailure
 from course.registry import assignment
-from course_lib import gpt_defaults
+from course_lib import gpt as gpt_defaults
 from grading.judge.expected import reference_namespace
 from in_process_grading import graded_cases_of, verdict_of
 

@@ -7,7 +7,7 @@ modules; an embedding's padding row is zero, as nn.Embedding(padding_idx=...) ma
 """
 import torch
 
-from course_lib.reversal import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
+from course_lib.seq2seq import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
 
 from grading.cases.parts import called, counted, helper, module, randn, random_mask, random_weights, recipe
 

@@ -14,7 +14,7 @@ import torch.nn as nn
 
 from checkers.seq2seq.trained import RESET_CEILING, TARGET_ACCURACY  # one bar for the check and the grade
 from course_lib.device import cpu_threads
-from course_lib.reversal import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE, ReversalDataset, exact_match
+from course_lib.seq2seq import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE, ReversalDataset, exact_match
 
 from grading.judge.trained import InvalidModel, check_record, one_setting, shape
 from grading.cases.parts import recipe
@@ -39,7 +39,7 @@ def evaluation_data(spec):
 def trained_case(task):
     """The one case of the training task: the model's weights and settings (no data goes to the probe)."""
     spec = {"assignment": "seq2seq", "class_name": "Seq2SeqTransformer", "slots": SLOTS, "stacks": STACKS,
-            "target": TARGET_ACCURACY, "defaults": "course_lib.seq2seq_defaults:MODEL"}  # the sizes the judge allows
+            "target": TARGET_ACCURACY, "defaults": "course_lib.seq2seq:MODEL"}  # the sizes the judge allows
     return recipe(task, f"hidden: exact match of greedy decoding on {SIZE} fresh reversal pairs", False,
                   trained=spec)
 

@@ -4,9 +4,10 @@ import functools
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from course_lib import seed_everything, seq2seq_defaults, stop_at_accuracy, train
-from course_lib.reversal import (EOS_ID, PAD_ID, ReversalDataset, decoding_accuracy, init_embedding,
-                                 reversal_targets, teacher_forcing_loss)
+from course_lib import seed_everything, stop_at_accuracy, train
+from course_lib import seq2seq as seq2seq_defaults
+from course_lib.seq2seq import (EOS_ID, PAD_ID, ReversalDataset, decoding_accuracy, init_embedding,
+                                reversal_targets, teacher_forcing_loss)
 from trained_cache import trained_once
 
 

@@ -7,9 +7,9 @@ import torch
 
 from checkers.seq2seq import CheckFailure, NotImplementedYet, check_task_7
 from checkers.seq2seq.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY
-from course_lib import seq2seq_defaults
-from course_lib.reversal import (BOS_ID, EOS_ID, decoding_accuracy, exact_match, random_sources,
-                                 reversal_targets)
+from course_lib import seq2seq as seq2seq_defaults
+from course_lib.seq2seq import (BOS_ID, EOS_ID, decoding_accuracy, exact_match, random_sources,
+                                reversal_targets)
 from .checks import reference, timings
 from .reversal_models import future_reader, memory_copier, source_reader, trained_reference
 

@@ -25,7 +25,7 @@ NOTHING = without(POINTS, *POINTS)
 
 # The training cell of each attack: no training, a model whose own forward reverses the source (or none of that,
 # and the checks patched); the reference greedy_decode would score 100% on the first two.
-SOURCE_READER = '''from course_lib.reversal import reversal_targets
+SOURCE_READER = '''from course_lib.seq2seq import reversal_targets
 
 
 class Reader(Seq2SeqTransformer):

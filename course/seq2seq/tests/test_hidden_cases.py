@@ -16,7 +16,7 @@ from course.mutant import Mutant
 from course.seq2seq.mistakes import MUTANTS
 from course.reference import load_reference, reference_source
 from course.registry import assignment
-from course_lib.reversal import EOS_ID
+from course_lib.seq2seq import EOS_ID
 from course.seq2seq.cases import trained
 from grading.judge.expected import reference_namespace
 from grading.judge.trained import trained_problem
@@ -217,7 +217,7 @@ def test_a_trained_reference_model_earns_task_7(trained_model, graded_cases):
 def test_task_7_is_judged_on_the_reference_not_on_the_model_s_own_forward(cheat, graded_cases):
     """A hand-written reversal in place of a trained network (the reference's own decoder gets 100% from the first
     two) earns nothing: the grader decodes the reference architecture loaded with the untrained weights."""
-    from course_lib.reversal import ReversalDataset, exact_match
+    from course_lib.seq2seq import ReversalDataset, exact_match
     reference = graded_cases[4]
     torch.manual_seed(0)
     model = getattr(reversal_models, cheat)(reference)

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from course.registry import assignment
-from course_lib import plot_attention_maps, plot_history, seq2seq_defaults
+from course_lib import plot_attention_maps, plot_history
+from course_lib import seq2seq as seq2seq_defaults
 from course_lib.training import History
 from notebook_text import (broken_copy, check_cell_problems, checker_seeds, code_cell, glossary, index_of,
                            measured_sentences, notebook_seeds, seeded_model_problems, shape_name_problems,

@@ -10,8 +10,8 @@ import torch.nn as nn
 
 from checkers._core import Task
 from checkers.transformer.trained import TARGET_ACCURACY  # one target for the notebook's check and the grader
-from course_lib.data import VOCAB_SIZE, PalindromeDataset
-from course_lib.defaults import SEQ_LEN as DEFAULT_SEQ_LEN
+from course_lib.transformer import VOCAB_SIZE, PalindromeDataset
+from course_lib.transformer import SEQ_LEN as DEFAULT_SEQ_LEN
 from course_lib.metrics import predictions
 
 from grading.judge.trained import InvalidModel, check_record, one_setting, shape
@@ -22,8 +22,8 @@ ACTIVATIONS = ("ReLU", "GELU", "SiLU", "Tanh", "LeakyReLU", "ELU", "SELU", "CELU
                "Hardswish", "Hardtanh", "ReLU6", "Softsign", "Tanhshrink", "LogSigmoid", "PReLU", "RReLU")
 DATA_SEED = 271828  # neither the notebook's data (1, 2) nor the visible check's (31337)
 SIZE = 2000
-TRAINED = {6: ("TransformerForSequenceClassification", "classifier", "course_lib.defaults:CLASSIFIER"),
-           8: ("LinformerForSequenceClassification", "linformer_classifier", "course_lib.defaults:LINFORMER")}
+TRAINED = {6: ("TransformerForSequenceClassification", "classifier", "course_lib.transformer:CLASSIFIER"),
+           8: ("LinformerForSequenceClassification", "linformer_classifier", "course_lib.transformer:LINFORMER")}
 
 
 def evaluation_data(spec):

@@ -12,7 +12,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from course_lib import defaults, plot_attention_maps, plot_lr_schedule
+from course_lib import plot_attention_maps, plot_lr_schedule
+from course_lib import transformer as defaults
 from course_lib.attention_stats import explained_variance, head_statistics
 
 from course_paths import RELEASE, SOURCE

@@ -3,10 +3,10 @@
 The probe receives no data for this task: it records the model's weights by role (checkers.vit._roles:vit_slots:
 the patch embedding, every block, the final norm, the head) and the settings the weights
 cannot tell (the heads of every attention module, the activation of every block). The grader loads them into the
-reference VisionTransformer and classifies the course's 360 test digits (course_lib.digits' split) with the
+reference VisionTransformer and classifies the course's 360 test digits (course_lib.vit' split) with the
 reference forward, so the student's own forward plays no part: extra weights, a forward that looks the images up or
 reads the labels from a global, score what the reference architecture does with the pinned weights alone. As in
-check_task_4 (and with its thresholds, measured by tools/measure_vit_memorisers.py: see checkers/vit/trained.py),
+check_task_4 (and with its thresholds, measured by course/vit/memorisers.py: see checkers/vit/trained.py),
 the same weights re-drawn must fall to chance, the training digits keep TRAIN_FLOOR and the one-pixel-shifted test
 digits SHIFT_FLOOR.
 """
@@ -15,9 +15,9 @@ import math
 from checkers._trained import redrawn
 from checkers.vit.trained import RESET_CEILING, SHIFT_FLOOR, TRAIN_FLOOR
 from course_lib.device import cpu_threads
-from course_lib.digits import (IMAGE_SIZE, IN_CHANNELS, NUM_CLASSES, classification_accuracy, digit_splits,
-                               shifted_copies)  # counts in integers: 342 / 360 is exactly the 0.95 bar
-from course_lib.vit_defaults import TARGET_ACCURACY  # one bar for the notebook, the check and the grade
+from course_lib.vit import (IMAGE_SIZE, IN_CHANNELS, NUM_CLASSES, classification_accuracy, digit_splits,
+                            shifted_copies)  # counts in integers: 342 / 360 is exactly the 0.95 bar
+from course_lib.vit import TARGET_ACCURACY  # one bar for the notebook, the check and the grade
 
 from grading.judge.trained import InvalidModel, check_record, one_setting, shape
 from grading.cases.parts import recipe
@@ -38,7 +38,7 @@ def evaluation_data(spec):
 def trained_case(task):
     """The one case of the training task: the model's weights and settings (no data goes to the probe)."""
     spec = {"assignment": "vit", "class_name": "VisionTransformer", "slots": SLOTS, "stacks": STACKS,
-            "target": TARGET_ACCURACY, "defaults": "course_lib.vit_defaults:MODEL"}  # the sizes the judge allows
+            "target": TARGET_ACCURACY, "defaults": "course_lib.vit:MODEL"}  # the sizes the judge allows
     return recipe(task, "hidden: accuracy on the course's test digits, their one-pixel shifts, and re-drawn", False,
                   trained=spec)
 

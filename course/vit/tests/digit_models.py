@@ -1,5 +1,5 @@
 """Models of the digits for the Task 4 tests: the reference ViT trained as the notebook trains it, and cheats that
-classify the test digits without having learned digits from the training split (tools/measure_vit_memorisers.py
+classify the test digits without having learned digits from the training split (course/vit/memorisers.py
 builds the memorisers and measures them all)."""
 import copy
 import functools
@@ -7,9 +7,9 @@ import functools
 import torch
 import torch.nn as nn
 
-from course_lib import vit_defaults
-from course_lib.digits import NUM_CLASSES, digit_splits
-from tools.measure_vit_memorisers import memorised, nearest_neighbour_vit, trained
+from course.vit.memorisers import memorised, nearest_neighbour_vit, trained
+from course_lib import vit as vit_defaults
+from course_lib.vit import NUM_CLASSES, digit_splits
 from trained_cache import trained_once
 
 from .checks import reference, source

@@ -1,5 +1,5 @@
 """check_task_4 (the trained ViT): a trained reference passes untouched; untrained, unimplemented and foreign models,
-and each cheat measured by tools/measure_vit_memorisers.py that it can catch, fail at their step with their reason."""
+and each cheat measured by course/vit/memorisers.py that it can catch, fail at their step with their reason."""
 import copy
 
 import pytest
@@ -8,8 +8,8 @@ import torch
 from checkers._trained import redrawn
 from checkers.vit import CheckFailure, NotImplementedYet, check_task_3, check_task_4
 from checkers.vit.trained import RESET_CEILING, SHIFT_FLOOR, TRAIN_FLOOR
-from course_lib import vit_defaults
-from course_lib.digits import classification_accuracy, digit_splits, shifted_copies
+from course_lib import vit as vit_defaults
+from course_lib.vit import classification_accuracy, digit_splits, shifted_copies
 from tools.bench.training import held_out_accuracy
 
 from . import model_variants

@@ -1,9 +1,9 @@
-"""course_lib.digits: the images, the course's split, one-pixel shifts, accuracy and the confusion matrix."""
+"""course_lib.vit: the images, the course's split, one-pixel shifts, accuracy and the confusion matrix."""
 import torch
 import torch.nn as nn
 
-from course_lib.digits import (ONE_PIXEL_SHIFTS, classification_accuracy, confusion_matrix, digit_splits,
-                               load_digits, shift_images, shifted_copies)
+from course_lib.vit import (ONE_PIXEL_SHIFTS, classification_accuracy, confusion_matrix, digit_splits,
+                            load_digits, shift_images, shifted_copies)
 
 
 def test_images_are_scaled_to_unit_range_with_ten_labels():
@@ -65,7 +65,7 @@ def test_classification_accuracy_batches_and_restores_the_mode():
 
 
 def test_grid_distances_and_position_similarity_skip_cls():
-    from course_lib.patch_grid import grid_distances, position_similarity
+    from course_lib.vit import grid_distances, position_similarity
 
     side = 3
     expected = torch.tensor([[abs(a // side - b // side) + abs(a % side - b % side) for b in range(9)]

@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import pytest
 
 from course.registry import assignment
-from course_lib import vit_defaults
+from course_lib import vit as vit_defaults
 from notebook_text import (broken_copy, cells, check_cell_problems, checker_seeds, code_cell, glossary,
                            index_of, measured_sentences, notebook_seeds, plot_problems, plotters, seeded_model_problems,
                            shape_name_problems, task_cell_order_problems, task_text_problems, tasks_of,

@@ -1,11 +1,11 @@
 """Honest and memorised vit models on the clean and one-pixel-shifted test digits:
-`python -m tools.measure_vit_memorisers [--quick]`.
+`python -m course.vit.memorisers [--quick]`.
 
 Trains the reference VisionTransformer (course.reference) honestly (the notebook's defaults at seeds 0-4, and a few
 variants a student might choose) and as memorisers (the pinned class trained on the 360 test images alone until it
 classifies all of them; trained on train + test), and builds a nearest-neighbour table of the test images in a
 ViT's own weights. For each it prints the accuracy on the test images, on their four one-pixel shifts
-(course_lib.digits.shifted_copies), on the validation images, and with every weight re-drawn (checkers._trained.
+(course_lib.vit.shifted_copies), on the validation images, and with every weight re-drawn (checkers._trained.
 redrawn), with the machine's load. check_task_4's and the grader's thresholds (checkers/vit/trained.py) come from
 this table.
 """
@@ -19,8 +19,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from checkers._trained import redrawn
 from course.reference import reference_of
-from course_lib import seed_everything, train, vit_defaults
-from course_lib.digits import classification_accuracy, digit_splits, shift_images, shifted_copies
+from course_lib import seed_everything, train
+from course_lib import vit as vit_defaults
+from course_lib.vit import classification_accuracy, digit_splits, shift_images, shifted_copies
 
 VARIANTS = {  # name -> (model keywords changed, training keywords changed, shift augmentation)
     "dropout 0.1": (dict(dropout=0.1), {}, False),
