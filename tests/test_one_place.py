@@ -32,7 +32,8 @@ def assignment_names(assignment):
     tree = ast.parse(reference_source(assignment))
     classes = sorted(node.name for node in tree.body if isinstance(node, ast.ClassDef))
     # torch's own layer of the same name (nn.MultiheadAttention) is not the assignment's class
-    return {rf"\b{assignment.name}\b": f"the assignment {assignment.name}",
+    # an underscore separates words here: gpt_defaults and check_vit name an assignment too
+    return {rf"(?<![A-Za-z0-9]){assignment.name}(?![A-Za-z0-9])": f"the assignment {assignment.name}",
             **{rf"(?<!nn\.)\b{name}\b": f"{assignment.name}'s class {name}" for name in classes}}
 
 

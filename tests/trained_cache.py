@@ -2,8 +2,8 @@
 
 The root conftest.py points FOLDER at the run's pytest temporary folder (one per `pytest` run, shared by its
 workers); outside pytest nothing is cached. An entry is keyed by what decides the weights: its label, the code of
-the namespace the model's classes come from, the training code (course_lib/, the training function's module,
-tools/measure_vit_memorisers.py) and the torch version. Training is seeded, so a model loaded from the cache holds
+the namespace the model's classes come from, the training code (course_lib/ and the training function's module)
+and the torch version. Training is seeded, so a model loaded from the cache holds
 the weights its own training would give.
 """
 import fcntl
@@ -20,8 +20,7 @@ FOLDER = None  # set by conftest.py for the run: <pytest's base temp of the run>
 def _key(label, source, train):
     """A hex digest of everything the trained weights depend on."""
     digest = hashlib.sha256(f"{label}\0{source}\0{torch.__version__}\0".encode())
-    code = sorted((ROOT / "course_lib").rglob("*.py")) + [ROOT / "tools" / "measure_vit_memorisers.py",
-                                                           Path(inspect.getsourcefile(train))]
+    code = sorted((ROOT / "course_lib").rglob("*.py")) + [Path(inspect.getsourcefile(train))]
     for path in code:
         digest.update(path.read_bytes())
     return digest.hexdigest()[:24]
