@@ -122,7 +122,7 @@ import torch
 
 from checkers._core import load_fixture
 
-from ..parts import called, recipe
+from grading.cases.parts import called, recipe
 
 
 def build_cases(reference, assignment):
