@@ -165,7 +165,9 @@ def slice_files():
              f"course/{NAME}/__init__.py": "", f"course/{NAME}/fixtures.py": FIXTURES,
              f"course/{NAME}/mistakes.py": MISTAKES, f"course/{NAME}/cases/__init__.py": CASES,
              f"course/{NAME}/tests/__init__.py": "", f"course/{NAME}/tests/test_{NAME}.py": SLICE_TEST,
-             f"course/{NAME}/bench.py": BENCH}
+             f"course/{NAME}/bench.py": BENCH,
+             # the given cell of its student notebook that uses no student code (tests/test_student_notebook.py)
+             f"course/{NAME}/tests/student_notebook.py": 'GIVEN_CELLS = ("import torch",)\n'}
     return files
 
 
