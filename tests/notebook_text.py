@@ -2,11 +2,12 @@
 
 Each `*_problems` function returns a list of problems, one line each naming the cell (its index in the notebook and,
 for an nbgrader cell, its grade_id): an empty list means the rule holds. The tests of an assignment call them on its
-notebooks (tests/<name>/test_notebook_text.py).
+notebooks (course/<name>/tests/test_notebook_text.py).
 """
 import ast
 import json
 import re
+from pathlib import Path
 
 from course.registry import ROOT, assignment as registered
 
@@ -46,7 +47,7 @@ def grade_id(cell):
 
 
 def where(index, cell):
-    """How a problem names a cell: `cell 12 (task_2_masks)`."""
+    """How a problem names a cell: `cell 12 (<its grade_id>)`, or `cell 12` when it has none."""
     name = grade_id(cell)
     return f"cell {index}" + (f" ({name})" if name else "")
 
@@ -312,9 +313,11 @@ def tasks_of(name):
 
 def training_seed_problems(path, model_class, dataset_class):
     """The cell before the training cell seeds and then builds model_class(**model_config), and draws nothing random
-    after that (the DataLoader's shuffle draws from the seed too)."""
+    after that (the DataLoader's shuffle draws from the seed too). The training cell: the answer of the assignment's
+    one training task (the notebook's name is the assignment's)."""
     all_cells = cells(path)
-    (training,) = [index for index, cell in enumerate(all_cells) if grade_id(cell).startswith("task_7_")]
+    (task,) = registered(Path(path).stem).training_tasks
+    (training,) = [index for index, cell in enumerate(all_cells) if grade_id(cell).startswith(f"task_{task}_")]
     before = all_cells[training - 1]["source"]
     if not re.search(rf"seed_everything\(\d+\)\s*\nmodel = {model_class}\(\*\*model_config\)", before):
         return [f"cell {training - 1}: does not seed, then build {model_class}(**model_config)"]

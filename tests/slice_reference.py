@@ -1,6 +1,6 @@
 """An assignment's reference answers for its slice tests: the source, the namespace, a mutant's namespace.
 
-Each slice binds them once in its own checks.py: `source, reference, variant = reference_helpers("gpt")`.
+Each slice binds them once in its own checks.py: `source, reference, variant = reference_helpers(<its name>)`.
 """
 import functools
 

@@ -1,7 +1,7 @@
 """The notebook rules every assignment's notebooks follow, one parametrised test each (tests/notebook_text.py).
 
 What is particular to one assignment (its tasks' rhythm and exceptions, its examples, its measured sentences) stays
-in tests/<assignment>/test_notebook_text.py. The first assignment's notebook predates the import-cell, glossary,
+in course/<assignment>/tests/test_notebook_text.py. The first assignment's notebook predates the import-cell, glossary,
 short-cell and titled-plot rules, so those run from the second assignment on (LATER). Shape comments are
 checked per assignment, each with the glossary and shape functions its notebook allows.
 """

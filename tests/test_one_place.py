@@ -13,14 +13,14 @@ from course.reference import reference_source
 from course.registry import assignments
 
 ROOT = Path(__file__).resolve().parent.parent
-TASK_NUMBER = r"\b[Tt]asks? \d|\btask_\d"  # "Task 3", "tasks 3 and 7", check_task_3
+TASK_NUMBER = r"\b[Tt]asks? \d|\btask_\d"  # "Task <N>", "tasks <N> and <M>", check_task_<N>
 
 
 def shared_files(root=ROOT):
     """The files every assignment shares: the top of checkers/, course_lib/ but its assignments' modules, grading/,
     course/*.py, tools/, tests/*.py and the checkout's own Python files."""
     names = {assignment.name for assignment in assignments(root)}
-    own = lambda path: any(part in names or part.removesuffix(".py") in names for part in path.parts)  # noqa: E731
+    own = lambda path: any(part in names or part.removesuffix(".py") in names for part in path.parts)
     files = [*root.glob("checkers/*.py"), *root.glob("course/*.py"), *root.glob("tests/*.py"), *root.glob("*.py")]
     for folder in ("course_lib", "grading", "tools"):
         files += [path for path in (root / folder).rglob("*.py") if not own(path.relative_to(root / folder))]
@@ -32,7 +32,7 @@ def assignment_names(assignment):
     tree = ast.parse(reference_source(assignment))
     classes = sorted(node.name for node in tree.body if isinstance(node, ast.ClassDef))
     # torch's own layer of the same name (nn.MultiheadAttention) is not the assignment's class
-    # an underscore separates words here: gpt_defaults and check_vit name an assignment too
+    # an underscore separates words here: <name>_defaults and check_<name> name an assignment too
     return {rf"(?<![A-Za-z0-9]){assignment.name}(?![A-Za-z0-9])": f"the assignment {assignment.name}",
             **{rf"(?<!nn\.)\b{name}\b": f"{assignment.name}'s class {name}" for name in classes}}
 
@@ -51,7 +51,7 @@ def test_the_search_has_something_to_find():
     for assignment in assignments():
         patterns = assignment_names(assignment)
         assert len(patterns) > 2, assignment.name
-        planted = f"x = {assignment.name}_model()  # Task 3"
+        planted = f"x = {assignment.name}_model()  # Task {len(assignment.tasks)}"
         assert any(re.search(p, planted) for p in patterns) and re.search(TASK_NUMBER, planted)
     assert len(shared_files()) > 50
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from course_paths import NAME, SOURCE
+from course.slices import slice_of
 from course.registry import assignments, student_repo
 from tools.student_leaks import install_problem
 from same_values import differences, figure_difference
@@ -105,28 +106,54 @@ def serialized(value):
     return buffer.getvalue()
 
 
-def test_fixture_comparison_ignores_rounding_and_catches_a_stale_value():
-    """The comparison above is not vacuous: last-bit noise passes, a value off by 1e-6 (a checker's tolerance) fails."""
+def leaves(tree, where=""):
+    """(container, key, path, value) of every leaf of a fixture, in order, with differences()'s path notation."""
+    items = tree.items() if isinstance(tree, dict) else enumerate(tree)
+    for key, value in items:
+        if isinstance(value, (dict, list)):
+            yield from leaves(value, f"{where}/{key}")
+        else:
+            yield tree, key, f"{where}/{key}", value
+
+
+def float64_leaves(tree):
     import torch
-    fixture = torch.load(ROOT / "checkers" / "transformer" / "fixtures" / "task_2.pt", weights_only=True)
+    return [leaf for leaf in leaves(tree) if isinstance(leaf[3], torch.Tensor) and leaf[3].dtype == torch.float64
+            and leaf[3].numel() >= 4]
+
+
+def test_fixture_comparison_ignores_rounding_and_catches_a_stale_value():
+    """The comparison above is not vacuous: last-bit noise passes, a value off by 1e-6 (a checker's tolerance) fails,
+    and so do a changed number and a tensor of another shape. The values: the first fixture of the first registered
+    assignment that holds two float64 tensors and a number."""
+    import torch
+    fixtures = sorted((ROOT / "checkers" / assignments()[0].name / "fixtures").glob("*.pt"))
+    loaded = [(path, torch.load(path, weights_only=True)) for path in fixtures]
+    path = next(path for path, tree in loaded if len(float64_leaves(tree)) >= 2 and any(
+        type(leaf[3]) is int for leaf in leaves(tree)))
+    fixture = torch.load(path, weights_only=True)
     assert not differences(fixture, fixture)
-    noisy = torch.load(ROOT / "checkers" / "transformer" / "fixtures" / "task_2.pt", weights_only=True)
-    outputs = noisy["cases"][2]["masks"]["causal (L, L)"]["outputs"]
+    noisy = torch.load(path, weights_only=True)
+    (_, _, where, outputs), (parent, key, _, _) = float64_leaves(noisy)[:2]
+    assert outputs.abs().max() < 1e3  # 1e-6 stands out of its rounding, and last-bit noise stays below RTOL
     outputs.mul_(1 + 4e-15).add_(4e-15)  # the largest cross-CPU difference seen, relative and absolute
     assert not differences(fixture, noisy)
     assert serialized(noisy) != serialized(fixture)  # what the byte-for-byte test used to reject
     outputs.view(-1)[3] += 1e-6
     assert differences(fixture, noisy) == [
-        "/cases/2/masks/causal (L, L)/outputs: differs by up to 1e-06 (tolerance 1e-12 + 1e-12·|committed|)"]
-    noisy["embed_dim"] += 1
-    noisy["cases"][2]["masks"]["none"]["mask"] = torch.ones(1)
+        f"{where}: differs by up to 1e-06 (tolerance 1e-12 + 1e-12·|committed|)"]
+    number = next(leaf for leaf in leaves(noisy) if type(leaf[3]) is int)
+    number[0][number[1]] += 1
+    parent[key] = torch.ones(1)
     assert len(differences(fixture, noisy)) == 3
 
 
-# Figures drawn from a model trained when `make assets` runs: training's float sums differ between CPUs (the same seed
-# trained a ViT here that erred on other test digits than the committed figure's), so these are compared by layout
-# (the same height: the same rows of panels), not pixel for pixel; the figures computed without training still are.
-TRAINED_FIGURES = {"vit_rollout.png"}
+def trained_figures():
+    """Figures drawn from a model trained when `make assets` runs (each slice's assets.TRAINED_FIGURES): training's
+    float sums differ between CPUs, so these are compared by layout (the same height: the same rows of panels), not
+    pixel for pixel; the figures computed without training still are."""
+    modules = [slice_of(a.name).optional("assets") for a in assignments()]
+    return set().union(*(getattr(module, "TRAINED_FIGURES", set()) for module in modules if module))
 
 
 def test_readme_figures_are_current(tmp_path):
@@ -141,7 +168,7 @@ def test_readme_figures_are_current(tmp_path):
     assert rendered and rendered == sorted(path.name for path in (ROOT / "assets").glob("*.png")), \
         "run `make assets` and commit assets/"
     for name in rendered:
-        if name in TRAINED_FIGURES:
+        if name in trained_figures():
             committed, now = (plt_image.imread(folder / name) for folder in (ROOT / "assets", tmp_path))
             assert committed.shape[0] == now.shape[0], f"assets/{name} has another layout: run `make assets`"
             continue

@@ -32,7 +32,7 @@ from grading.judge.score import Verdict, score_submission
 from grading.text import encodable, markdown
 from grading.judge.trained import reference_model, trained_problem
 from course_paths import NAME, RELEASE, ROOT, SOURCE, TRANSFORMER, course_folder
-from palindrome_models import mirror_logits
+from course.transformer.tests.palindrome_models import mirror_logits
 from redteam_builders import XSS, attack_submissions, inner_zip, latin1_placeholder, patch_central, write_latin1_names
 from submissions import (GRADING_RUNAWAY, csv_rows, definitions_only, report_sections, scratch_course,
                          seconds_per_submission, visible_text)

@@ -4,7 +4,10 @@ from nbformat import read, write
 from nbformat.v4 import new_code_cell, new_notebook
 
 from course.reference import load_reference, reference_source
-from course.registry import assignment
+from course.registry import assignments
+
+SAMPLE = assignments()[0]  # whose tasks the notebook below answers: one by definitions, one by training
+DEFINED, TRAINED = SAMPLE.definition_tasks[0], SAMPLE.training_tasks[0]
 
 
 def nbgrader(grade_id, **flags):
@@ -15,22 +18,23 @@ def nbgrader(grade_id, **flags):
 
 @pytest.fixture
 def notebook(tmp_path):
-    """A transformer-shaped notebook: set-up, a provided helper, task 1's answer using it, task 6's training."""
+    """A notebook shaped like SAMPLE's: set-up, a provided helper, a definition task's answer using it, a training
+    task's answer, the definition task's check."""
     cells = [new_code_cell("raise RuntimeError('set-up cells are not part of the reference')"),
              new_code_cell("def helper(x):\n    return x + 1", metadata=nbgrader("provided_helper", locked=True)),
              new_code_cell("def scaled_softmax_attention(x):\n    return helper(x)",
-                           metadata=nbgrader("task_1_attention", solution=True)),
+                           metadata=nbgrader(f"task_{DEFINED}_attention", solution=True)),
              new_code_cell("raise RuntimeError('training answers are not executed')",
-                           metadata=nbgrader("task_6_train", solution=True)),
-             new_code_cell("check_task_1(scaled_softmax_attention)",
-                           metadata=nbgrader("check_task_1", grade=True, locked=True, points=1))]
-    path = tmp_path / "transformer.ipynb"
+                           metadata=nbgrader(f"task_{TRAINED}_train", solution=True)),
+             new_code_cell(f"check_task_{DEFINED}(scaled_softmax_attention)",
+                           metadata=nbgrader(f"check_task_{DEFINED}", grade=True, locked=True, points=1))]
+    path = tmp_path / f"{SAMPLE.name}.ipynb"
     write(new_notebook(cells=cells), str(path))
     return path
 
 
 def test_provided_cells_and_definition_answers_make_the_reference(notebook):
-    namespace = load_reference(reference_source(assignment("transformer"), notebook))
+    namespace = load_reference(reference_source(SAMPLE, notebook))
     assert namespace["scaled_softmax_attention"](1) == 2
 
 
@@ -41,4 +45,4 @@ def test_only_a_locked_read_only_provided_cell_is_provided(notebook, flags):
     edited.cells[1].metadata.nbgrader.update(flags)
     write(edited, str(notebook))
     with pytest.raises(NameError, match="helper"):
-        load_reference(reference_source(assignment("transformer"), notebook))["scaled_softmax_attention"](1)
+        load_reference(reference_source(SAMPLE, notebook))["scaled_softmax_attention"](1)

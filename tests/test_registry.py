@@ -87,39 +87,69 @@ def test_every_assignment_matches_its_notebooks_and_checkers(name):
     assert problems(registry.assignment(name)) == []
 
 
+FIRST = registry.assignments()[0]  # the edits below break the first assignment of course.toml
+LAST_TASK = FIRST.tasks[max(FIRST.tasks)]  # no task needs it: needs name earlier tasks only
+FIRST_TASK = FIRST.tasks[min(FIRST.tasks)]
+TRAINED = next(task for task in FIRST.tasks.values() if task.needs)  # a trained task and the tasks it needs
+DEFINITION = FIRST.definition_tasks
+# a second assignment appended to course.toml, whose one task borrows the first assignment's first check
+SECOND = ('\n[[assignments]]\nname = "decoder"\ntitle = "x"\n[assignments.tasks]\n'
+          f'1 = {{ points = 10, check = "{FIRST_TASK.check}", trains = false }}\n')
+
+
+def task_line(text, number):
+    """The line of the first assignment's task number in course.toml's text."""
+    block = text.split("[[assignments]]")[1]
+    lines = [line for line in block.splitlines() if line.startswith(f"{number} = {{")]
+    assert len(lines) == 1, (number, lines)
+    return lines[0]
+
+
+def edit_task(number, old, new):
+    """An edit of course.toml's text: old becomes new in the first assignment's line of task number only."""
+    def edit(text):
+        line = task_line(text, number)
+        assert old in line, (old, line)
+        return text.replace(line, line.replace(old, new))
+    return edit
+
+
+def drop_task(number):
+    return lambda text: text.replace(task_line(text, number) + "\n", "")
+
+
+def points_of(task):
+    return f"points = {task.points}"
+
+
 @pytest.mark.parametrize("edit, problem", [
-    (lambda text: text.replace("5 = { points = 2", "5 = { points = 3"), "check_task_5 is not locked with 3"),
-    (lambda text: text.replace('"checkers.transformer:check_task_7"', '"checkers.transformer:check_task_9"'),
-     "cannot be imported"),
-    (lambda text: text.replace('"checkers.transformer:check_task_7"', '"grading.judge.score:score_submission"'),
+    (edit_task(LAST_TASK.number, points_of(LAST_TASK), f"points = {LAST_TASK.points + 1}"),
+     f"check_task_{LAST_TASK.number} is not locked with {LAST_TASK.points + 1}"),
+    (edit_task(LAST_TASK.number, LAST_TASK.check, f"{LAST_TASK.check_module}:no_such_check"), "cannot be imported"),
+    (edit_task(LAST_TASK.number, LAST_TASK.check, "grading.judge.score:score_submission"),
      "not in the student package"),
-    (lambda text: text.replace('name = "transformer"', 'name = "decoder"'), "is missing"),
-    (lambda text: text.replace('8 = { points = 1, check = "checkers.transformer:check_task_8", trains = true, '
-                               'needs = [7] }\n', ""),
-     "grade cells"),
-    (lambda text: text.replace('8 = { points = 1, check = "checkers.transformer:check_task_8"',
-                               '8 = { points = 1, check = "checkers.transformer:check_task_6"'),
-     "does not call check_task_6"),
+    (lambda text: text.replace(f'name = "{FIRST.name}"', 'name = "decoder"'), "is missing"),
+    (drop_task(LAST_TASK.number), "grade cells"),
+    (edit_task(LAST_TASK.number, LAST_TASK.check, FIRST_TASK.check), f"does not call {FIRST_TASK.check_function}"),
 ])
 def test_a_broken_registry_is_caught(tmp_path, edit, problem):
     """Each way the registry can disagree with the course is reported (the test above cannot pass vacuously)."""
-    broken = registry.assignments(copy_registry(tmp_path, edit))[0]  # the edits break the first, the transformer
+    broken = registry.assignments(copy_registry(tmp_path, edit))[0]
     assert any(problem in line for line in problems(broken)), problems(broken)
 
 
 @pytest.mark.parametrize("edit", [
     lambda text: text.replace("trains = false", "trains = 0", 1),
-    lambda text: text.replace('check = "checkers.transformer:check_task_1"', 'check = "check_task_1"'),
+    edit_task(FIRST_TASK.number, f'check = "{FIRST_TASK.check}"', f'check = "{FIRST_TASK.check_function}"'),
     lambda text: text.replace("[limits]", "[limitz]"),
-    lambda text: text.replace("needs = [7]", "needs = [8]"),  # itself, not an earlier task
-    lambda text: text.replace("needs = [7]", "needs = [6]"),  # a trained task
-    lambda text: text.replace("needs = [7]", 'needs = "7"'),
-    lambda text: text.replace("trains = false }", "trains = false, needs = [] }", 1).replace(
-        "2 = { points = 1, check = \"checkers.transformer:check_task_2\", trains = false }",
-        "2 = { points = 1, check = \"checkers.transformer:check_task_2\", trains = false, needs = [1] }"),
-    lambda text: text.replace('name = "transformer"', 'name = "my assignment"'),
-    lambda text: text + '\n[[assignments]]\nname = "transformer"\n[assignments.tasks]\n'
-                        '1 = { points = 10, check = "checkers.transformer:check_task_1", trains = false }\n',
+    edit_task(TRAINED.number, f"needs = {list(TRAINED.needs)}", f"needs = [{TRAINED.number}]"),  # itself
+    edit_task(TRAINED.number, f"needs = {list(TRAINED.needs)}", f'needs = "{TRAINED.needs[0]}"'),
+    # a needed task that trains: a definition task made to train, or one that trains already
+    edit_task(TRAINED.needs[0], "trains = false", "trains = true"),
+    edit_task(DEFINITION[1], "trains = false }", f"trains = false, needs = [{DEFINITION[0]}] }}"),  # trains nothing
+    lambda text: text.replace(f'name = "{FIRST.name}"', 'name = "my assignment"'),
+    lambda text: text + f'\n[[assignments]]\nname = "{FIRST.name}"\n[assignments.tasks]\n'
+                        f'1 = {{ points = 10, check = "{FIRST_TASK.check}", trains = false }}\n',
 ])
 def test_the_loader_refuses_an_impossible_registry(tmp_path, edit):
     with pytest.raises(registry.RegistryError):
@@ -127,9 +157,7 @@ def test_the_loader_refuses_an_impossible_registry(tmp_path, edit):
 
 
 def test_without_a_name_only_a_single_assignment_is_chosen(tmp_path):
-    second = ('\n[[assignments]]\nname = "decoder"\ntitle = "x"\n[assignments.tasks]\n'
-              '1 = { points = 10, check = "checkers.transformer:check_task_1", trains = false }\n')
-    root = copy_registry(tmp_path, lambda text: text + second)
+    root = copy_registry(tmp_path, lambda text: text + SECOND)
     assert [a.name for a in registry.assignments(root)][-1] == "decoder"  # release order: appended, so last
     assert registry.assignment("decoder", root).points == {1: 10}
     with pytest.raises(registry.RegistryError, match="several assignments"):
@@ -151,18 +179,13 @@ def test_nbgrader_config_limits_are_the_registry_s(tmp_path):
         assert execute.timeout_func(new_code_cell("history = train(model, loader)")) == limits.training_cell_seconds
 
 
-def test_every_trained_task_needs_the_task_of_its_model_s_class():
-    """A trained task's points need the definition task whose class its model is (its check runs that check)."""
-    classes = {"transformer": {6: [5], 8: [7]}, "seq2seq": {7: [5]}, "gpt": {7: [5]}, "vit": {4: [3]}}
+def test_every_trained_task_needs_a_definition_task():
+    """A trained task's points need the definition task whose class its model is (its check runs that check); which
+    task that is, each assignment's own tests say (course/<a>/tests/test_registry_entry.py)."""
     for assignment in registry.assignments():
-        assert {task: list(needed) for task, needed in assignment.needs.items()} == classes[assignment.name]
-
-
-def test_training_tasks_are_the_ones_the_grader_judges_by_weights():
-    """grading/cases/trained.py judges a trained model for exactly the tasks the registry says train."""
-    from course.transformer.cases.trained import TRAINED
-
-    assert set(TRAINED) == set(registry.assignment("transformer").training_tasks)
+        for number in assignment.training_tasks:
+            needed = assignment.needs.get(number, ())
+            assert needed and set(needed) <= set(assignment.definition_tasks), (assignment.name, number, needed)
 
 
 def imported_modules(path):
@@ -212,16 +235,14 @@ def test_the_import_scan_sees_a_forbidden_import(tmp_path):
 
 def test_collect_files_notebooks_under_the_named_assignment(tmp_path):
     """With two assignments registered, collect needs a name, files under it and reads its file names."""
-    second = ('\n[[assignments]]\nname = "decoder"\ntitle = "x"\n[assignments.tasks]\n'
-              '1 = { points = 10, check = "checkers.transformer:check_task_1", trains = false }\n')
-    root = copy_registry(tmp_path / "course", lambda text: text + second)
+    root = copy_registry(tmp_path / "course", lambda text: text + SECOND)
     with zipfile.ZipFile(tmp_path / "download.zip", "w") as archive:
-        for name in ("alice_decoder.ipynb", "decoder.ipynb", "transformer.ipynb"):
+        for name in ("alice_decoder.ipynb", "decoder.ipynb", f"{FIRST.name}.ipynb"):  # the last: a student's name
             archive.writestr(name, "{}")
     with pytest.raises(registry.RegistryError, match="several assignments"):
         collect(tmp_path / "download.zip", root)
     collected, unknown, _ = collect(tmp_path / "download.zip", root, "decoder")
-    assert sorted(collected) == ["alice", "transformer"] and unknown == ["decoder.ipynb"]
+    assert sorted(collected) == sorted(["alice", FIRST.name]) and unknown == ["decoder.ipynb"]
     assert (root / "submitted" / "alice" / "decoder" / "decoder.ipynb").is_file()
 
 

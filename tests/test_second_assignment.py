@@ -22,6 +22,7 @@ from course.slices import PARTS
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "toy"
+TASK = 1  # its one task (course.toml below registers it)
 
 ANSWER = ('def double(x):\n    """Twice x, elementwise."""\n'
           "    ### BEGIN SOLUTION\n    return torch.mul(x, 2)\n    ### END SOLUTION")
@@ -121,7 +122,7 @@ import torch
 
 from checkers._core import load_fixture
 
-from ..parts import called, recipe
+from grading.cases.parts import called, recipe
 
 
 def build_cases(reference, assignment):
@@ -137,7 +138,7 @@ name = "{NAME}"
 title = "A throwaway assignment with one trivial task"
 
 [assignments.tasks]
-1 = {{ points = 10, check = "checkers.{NAME}:check_task_1", trains = false }}
+{TASK} = {{ points = 10, check = "checkers.{NAME}:check_task_{TASK}", trains = false }}
 """
 
 
@@ -147,7 +148,7 @@ def toy_notebook():
     cells = [new_markdown_cell("# Toy\n\nOne task, to show that an assignment is a plug-in."),
              new_code_cell("import torch\n\nfrom checkers.toy import check_task_1"),
              new_markdown_cell("## 1. Double\n\n- return `2 * x`"),
-             new_code_cell(ANSWER, metadata={"nbgrader": dict(grader, grade=False, grade_id="task_1_double",
+             new_code_cell(ANSWER, metadata={"nbgrader": dict(grader, grade=False, grade_id=f"task_{TASK}_double",
                                                               locked=False, solution=True)}),
              new_code_cell("check_task_1(double)", metadata={"nbgrader": dict(grader, grade=True,
                            grade_id="check_task_1", locked=True, points=10, solution=False)}),
@@ -164,7 +165,9 @@ def slice_files():
              f"course/{NAME}/__init__.py": "", f"course/{NAME}/fixtures.py": FIXTURES,
              f"course/{NAME}/mistakes.py": MISTAKES, f"course/{NAME}/cases/__init__.py": CASES,
              f"course/{NAME}/tests/__init__.py": "", f"course/{NAME}/tests/test_{NAME}.py": SLICE_TEST,
-             f"course/{NAME}/bench.py": BENCH}
+             f"course/{NAME}/bench.py": BENCH,
+             # the given cell of its student notebook that uses no student code (tests/test_student_notebook.py)
+             f"course/{NAME}/tests/student_notebook.py": 'GIVEN_CELLS = ("import torch",)\n'}
     return files
 
 
@@ -227,7 +230,7 @@ def released(course):
 @pytest.mark.grading
 def test_release_and_fixtures_make_the_slice_whole(released):
     assert (released / "notebooks" / NAME / f"{NAME}.ipynb").is_file()
-    assert (released / "checkers" / NAME / "fixtures" / "task_1.pt").is_file()
+    assert (released / "checkers" / NAME / "fixtures" / f"task_{TASK}.pt").is_file()
     found = subprocess.run([sys.executable, "-c", "from course.registry import assignment; "
                             "from course.slices import missing_parts; print(missing_parts(assignment('toy')))"],
                            cwd=released, capture_output=True, text=True, check=True)
@@ -261,7 +264,7 @@ def submission(released, answer):
     """The released toy notebook with the answer cell holding answer, as a student would save it."""
     notebook = json.loads((released / "notebooks" / NAME / f"{NAME}.ipynb").read_text())
     for cell in notebook["cells"]:
-        if cell["metadata"].get("nbgrader", {}).get("grade_id") == "task_1_double":
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == f"task_{TASK}_double":
             cell["source"] = answer
     return json.dumps(notebook)
 
@@ -292,9 +295,9 @@ def test_collect_and_grade_score_the_new_assignment(graded):
     assert scores == {"ada": 10.0, "ben": 0.0}, output[-2000:]
     by_task = {(row["student_id"], row["task"]): row["score"] for row in rows(course / "grades_by_task.csv")
                if row["assignment"] == NAME}
-    assert by_task == {("ada", "1"): "10", ("ben", "1"): "0"}
+    assert by_task == {("ada", str(TASK)): "10", ("ben", str(TASK)): "0"}
     feedback = (course / "feedback" / "ben" / NAME / f"{NAME}.html").read_text()
-    assert "Task 1: check: random: the output differs" in feedback
+    assert f"Task {TASK}: check: random: the output differs" in feedback
     canvas = {row["Student"]: row[NAME] for row in rows(course / "exports" / "canvas.csv")}
     assert canvas == {"ada": "10", "ben": "0"}
 
@@ -323,7 +326,7 @@ def test_nothing_outside_the_slice_and_the_registry_changed(graded):
     course, _ = graded
     outside = [path for path in changed_files(course) if path != "course.toml" and not in_the_slice(path)]
     assert not outside, f"the toy assignment needed changes outside its slice: {outside}"
-    assert f"checkers/{NAME}/fixtures/task_1.pt" in changed_files(course)  # the scan sees what the commands wrote
+    assert f"checkers/{NAME}/fixtures/task_{TASK}.pt" in changed_files(course)  # the scan sees what the commands wrote
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,9 @@ from course.registry import assignments, student_repo
 from submissions import reference_answers, with_answers
 from notebook_runs import errors, not_implemented_tasks, todo_failures
 from tools.student_dist import build
+from course.reference import reference_source
 from course.slices import slice_of
+from course_paths import ROOT
 from tools.student_leaks import problems
 
 INSTRUCTOR = ("course", "grading", "tools", "solutions", "tests")
@@ -94,8 +96,38 @@ def test_dist_holds_the_student_repository_only(dist):
 
 # ----- Planted leaks: the search must find each, naming the file -----------------------------------------------
 
-ANSWER_LINE = "x = self.norm1(x + self.dropout(attended))  # (B, L, D)"  # task 3's residual + norm, from the reference
-MISTAKE = ("softmax over the queries", "attention = torch.softmax(scores, dim=-2)")
+SAMPLE = assignments()[0]  # the assignment whose answers, mistakes and notebook the leaks below come from
+
+
+def squeezed(text):
+    return "".join(text.split())
+
+
+def notebook_code(path):
+    return "\n".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"])
+
+
+def answer_line():
+    """The longest code line of SAMPLE's reference answers that its student notebook does not hold."""
+    given = squeezed(notebook_code(SAMPLE.release_notebook))
+    lines = [line.strip() for line in reference_source(SAMPLE).splitlines()
+             if not line.strip().startswith("#") and squeezed(line) not in given]
+    return max(lines, key=lambda line: len(squeezed(line)))
+
+
+def mistake():
+    """(the planted mistake of SAMPLE, a line of its replacement text that no notebook of the course holds)."""
+    course = squeezed("\n".join(notebook_code(path) for folder in ("solutions", "notebooks")
+                                 for path in sorted((ROOT / folder).glob("*/*.ipynb"))))
+    for mutant in slice_of(SAMPLE.name).mistakes.MUTANTS:
+        for _, new in mutant.edits:
+            for line in new.splitlines():
+                if len(squeezed(line)) >= 30 and squeezed(line) not in course:
+                    return mutant, line.strip()
+    raise AssertionError(f"no planted mistake of {SAMPLE.name} has a line no notebook holds")
+
+
+ANSWER_LINE = answer_line()
 
 
 def append(path, text):
@@ -108,7 +140,7 @@ def plant_answer(dest, root):
 
 
 def plant_hidden_cases(dest, root):
-    shutil.copy(root / "course" / "transformer" / "cases" / "hidden.py", dest / "checkers" / "cases.py")
+    shutil.copy(root / "course" / SAMPLE.name / "cases" / "hidden.py", dest / "checkers" / "cases.py")
     return "checkers/cases.py: holds grading code or a hidden case"
 
 
@@ -118,10 +150,10 @@ def plant_hidden_case_name(dest, root):
 
 
 def plant_mistake(dest, root):
-    (mutant,) = [m for m in slice_of(assignments()[0].name).mistakes.MUTANTS if (m.task, m.name) == (1, MISTAKE[0])]
-    assert MISTAKE[1] in [new for _, new in mutant.edits]
-    append(dest / "checkers" / "transformer" / "attention.py", f'\nHINT = "{MISTAKE[1]}"\n')
-    return "checkers/transformer/attention.py: holds a known mistake"
+    mutant, line = mistake()
+    assert any(line in new for _, new in mutant.edits)
+    append(dest / "checkers" / SAMPLE.name / "__init__.py", f"\nHINT = {line!r}\n")
+    return f"checkers/{SAMPLE.name}/__init__.py: holds a known mistake"
 
 
 def plant_grading_folder(dest, root):
@@ -130,9 +162,9 @@ def plant_grading_folder(dest, root):
 
 
 def plant_instructor_url(dest, root):
-    notebook = dest / "notebooks" / "transformer" / "transformer.ipynb"
+    notebook = dest / "notebooks" / SAMPLE.name / f"{SAMPLE.name}.ipynb"
     notebook.write_text(notebook.read_text().replace(student_repo(), "https://github.com/someone/instructor-repo"))
-    return "notebooks/transformer/transformer.ipynb: its first code cell sets COURSE_REPO"
+    return f"notebooks/{SAMPLE.name}/{SAMPLE.name}.ipynb: its first code cell sets COURSE_REPO"
 
 
 def plant_in_wheel(dest, root):
@@ -151,13 +183,13 @@ def plant_file_missing_from_wheel(dest, root):
                                    plant_grading_folder, plant_instructor_url, plant_in_wheel,
                                    plant_file_missing_from_wheel], ids=lambda plant: plant.__name__)
 def test_a_planted_leak_is_found(dist, tmp_path, plant):
-    root = Path(__file__).resolve().parent.parent
-    solutions = (root / "solutions" / "transformer" / "transformer.ipynb").read_text()
+    root = ROOT
+    solutions = SAMPLE.source_notebook.read_text()
     assert json.dumps(ANSWER_LINE)[1:-1] in solutions  # the planted line is the reference's own
     copy = tmp_path / "copy"
     shutil.copytree(dist, copy)
     expected = plant(copy, root)
-    found = problems(copy, through=assignments()[0].name)  # the stage at which the planted answer is still secret
+    found = problems(copy, through=SAMPLE.name)  # the stage at which the planted answer is still secret
     assert [line for line in found if line.startswith(expected)], (expected, found)
 
 

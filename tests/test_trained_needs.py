@@ -1,58 +1,51 @@
 """A trained task's ✓ and its points need the task of the model's class (course.toml's `needs`).
 
-A seq2seq model whose DecoderBlock is pre-norm and a gpt model whose GPTBlock is post-norm (planted Task 4 mistakes,
-course/mistakes/<a>.py), each trained with that class by the notebook's recipe (tests/<a>/*_models.py) to the check's
-target, fail the trained check with "fix Task 5 first" and score 0 for the trained task when the grader scores the
-notebook (tests/in_process_grading.verdicts_of); the reference trained the same way passes both. One short training
-per model, once per session (each about 10-30 s on 2 cores).
+For each assignment whose own tests say how (course/<a>/tests/trained_needs.py: WRONG_CLASS, a planted mistake of
+the class its trained model is made of; train_reference, the notebook's recipe; check_accuracy, on the trained
+check's own data), a model of the wrong class trained to the check's target fails the trained check with "fix Task N
+first" (N: the task it needs) and scores 0 for the trained task when the grader scores the notebook
+(tests/in_process_grading.verdicts_of); the reference trained the same way passes both. One short training per
+model, once per session (each about 10-30 s on 2 cores).
 """
 import functools
+import importlib
+import importlib.util
 import time
 
 import pytest
-import torch
 
 from checkers._core import CheckFailure
-from course.reference import load_reference
+from course.registry import assignment, assignments
 from course.slices import slice_of
-from course.registry import assignment
-from course_lib.gpt import addition_sequences, answer_accuracy
-from course_lib.seq2seq import decoding_accuracy, random_sources, reversal_targets
 from in_process_grading import graded_cases_of, verdicts_of
 from slice_reference import reference_helpers
 
-TRAINED_TASK = {"seq2seq": 7, "gpt": 7}
-WRONG_CLASS = {"seq2seq": "pre-norm", "gpt": "post-norm"}  # a planted Task 4 mistake of each
+
+def own_module(name):
+    """course/<name>/tests/trained_needs.py, or None for an assignment whose tests have none."""
+    if importlib.util.find_spec(f"course.{name}.tests.trained_needs") is None:
+        return None
+    return importlib.import_module(f"course.{name}.tests.trained_needs")
 
 
-def models_module(name):
-    if name == "seq2seq":
-        from course.seq2seq.tests import reversal_models
-        return reversal_models
-    from course.gpt.tests import addition_models
-    return addition_models
+NAMES = [a.name for a in assignments() if own_module(a.name) is not None]
 
 
-def check_accuracy(name, model):
-    """The model's accuracy on the trained check's own data (its target is the bar)."""
-    if name == "seq2seq":
-        from checkers.seq2seq.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY
-        sources = random_sources(CHECK_SIZE, torch.Generator().manual_seed(CHECK_SEED))
-        return decoding_accuracy(model, sources, reversal_targets(sources))[1], TARGET_ACCURACY
-    from checkers.gpt.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY
-    return answer_accuracy(model, addition_sequences(CHECK_SIZE, torch.Generator().manual_seed(CHECK_SEED)))[1], \
-        TARGET_ACCURACY
+def trained_task(name):
+    """(the trained task that needs a definition task, the task it needs)."""
+    needs = assignment(name).needs
+    task = min(needs)
+    return task, needs[task][0]
 
 
 @functools.lru_cache(maxsize=None)
 def student(name, kind):
     """(the notebook's namespace, its trained model, seconds the training took): kind "reference" or "wrong class"."""
-    mutant = next(m for m in slice_of(name).mistakes.MUTANTS if m.name == WRONG_CLASS[name])
-    code = reference_helpers(name)[0]()
-    code = mutant.apply(code) if kind == "wrong class" else code
-    namespace = load_reference(code)
+    variant = reference_helpers(name)[2]
+    mutant = next(m for m in slice_of(name).mistakes.MUTANTS if m.name == own_module(name).WRONG_CLASS)
+    namespace = variant(mutant) if kind == "wrong class" else variant(lambda source: source)
     start = time.perf_counter()
-    model = models_module(name).trained_on(namespace, code)  # the reference: the one its slice's tests train
+    model = own_module(name).train_reference(namespace)
     seconds = time.perf_counter() - start
     print(f"{name}, {kind}: trained in {seconds:.1f} s")
     return dict(namespace, model=model), model, seconds
@@ -64,38 +57,38 @@ def graded(name):
 
 
 def check_of(name):
-    import importlib
-    return getattr(importlib.import_module(f"checkers.{name}"), f"check_task_{TRAINED_TASK[name]}")
+    task = assignment(name).tasks[trained_task(name)[0]]
+    return getattr(importlib.import_module(task.check_module), task.check_function)
 
 
 def grade(name, namespace):
     """The grader's verdicts of the trained task and of the tasks it needs, scored together."""
     needs = assignment(name).needs
-    task = TRAINED_TASK[name]
+    task = trained_task(name)[0]
     return verdicts_of([*needs[task], task], namespace, graded(name), needs)
 
 
-@pytest.mark.parametrize("name", TRAINED_TASK)
+@pytest.mark.parametrize("name", NAMES)
 def test_a_model_of_a_wrong_class_trained_to_the_target_fails_the_check_and_scores_0(name):
     namespace, model, _ = student(name, "wrong class")
-    accuracy, target = check_accuracy(name, model)
-    assert accuracy >= target, f"the {WRONG_CLASS[name]} model did not reach the target ({accuracy:.1%})"
-    task = TRAINED_TASK[name]
+    accuracy, target = own_module(name).check_accuracy(model)
+    assert accuracy >= target, f"the {own_module(name).WRONG_CLASS} model did not reach the target ({accuracy:.1%})"
+    task, needed = trained_task(name)
     with pytest.raises(CheckFailure) as failure:
         check_of(name)(model)
     message = str(failure.value)
-    assert message.startswith(f"Task {task}: the model's class does not pass check_task_5: fix Task 5 first, then "
-                              "train again (check_task_5: "), message
+    assert message.startswith(f"Task {task}: the model's class does not pass check_task_{needed}: fix Task {needed} "
+                              f"first, then train again (check_task_{needed}: "), message
     verdicts = grade(name, namespace)
-    assert verdicts[5].score == 0, verdicts[5].message
-    assert verdicts[task].score == 0 and "fix Task 5 first" in verdicts[task].message, verdicts[task].message
+    assert verdicts[needed].score == 0, verdicts[needed].message
+    assert verdicts[task].score == 0 and f"fix Task {needed} first" in verdicts[task].message, verdicts[task].message
 
 
-@pytest.mark.parametrize("name", TRAINED_TASK)
+@pytest.mark.parametrize("name", NAMES)
 def test_the_reference_trained_the_same_way_passes_the_check_and_earns_the_points(name, capsys):
     namespace, model, _ = student(name, "reference")
     capsys.readouterr()  # what training printed, if it trained here
-    task = TRAINED_TASK[name]
+    task = trained_task(name)[0]
     check_of(name)(model)
     assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
     verdicts = grade(name, namespace)
@@ -106,10 +99,21 @@ def test_the_reference_trained_the_same_way_passes_the_check_and_earns_the_point
 def test_a_needed_task_that_fails_takes_the_trained_task_s_points_and_says_why():
     """grading.judge.score.apply_needs on its own: a paid trained task whose needed task scored 0 scores 0."""
     from grading.judge.score import Verdict, apply_needs
-    verdicts = {5: Verdict(5, 2, 0.0, "Task 5: wrong"), 7: Verdict(7, 2, 2.0, "✓ Task 7 passed the grader")}
-    apply_needs(verdicts, {7: (5,)})
-    assert verdicts[7].score == 0 and verdicts[7].message.startswith("Task 7: ") and "fix Task 5 first" in \
-        verdicts[7].message
-    paid = {5: Verdict(5, 2, 2.0, "✓"), 7: Verdict(7, 2, 2.0, "✓")}
-    apply_needs(paid, {7: (5,)})
-    assert paid[7].score == 2
+    needed, trained = 1, 2  # a toy's tasks
+    verdicts = {needed: Verdict(needed, 2, 0.0, f"Task {needed}: wrong"),
+                trained: Verdict(trained, 2, 2.0, f"✓ Task {trained} passed the grader")}
+    apply_needs(verdicts, {trained: (needed,)})
+    assert verdicts[trained].score == 0 and verdicts[trained].message.startswith(f"Task {trained}: ") and \
+        f"fix Task {needed} first" in verdicts[trained].message
+    paid = {needed: Verdict(needed, 2, 2.0, "✓"), trained: Verdict(trained, 2, 2.0, "✓")}
+    apply_needs(paid, {trained: (needed,)})
+    assert paid[trained].score == 2
+
+
+def test_the_assignments_tests_say_how_to_train_a_model_of_a_wrong_class():
+    """The tests above are not vacuous: some assignment's own tests hold trained_needs.py, and each such assignment
+    has a trained task that needs a definition task."""
+    assert NAMES
+    for name in NAMES:
+        task, needed = trained_task(name)
+        assert task in assignment(name).training_tasks and needed in assignment(name).definition_tasks

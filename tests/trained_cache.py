@@ -30,7 +30,7 @@ def trained_once(label, source, build, train, *args):
     """The model train(*args) returns, trained by whichever worker asks first and loaded from the cache by the others.
 
     Args:
-        label: what is trained, e.g. "gpt reference" (two trainings of one source need two labels).
+        label: what is trained, e.g. "<name> reference" (two trainings of one source need two labels).
         source: the code of the namespace whose classes build the model (its reference or a mutant of it).
         build: () -> the untrained model of this process's classes, which the cached weights fill.
         train: (*args) -> the trained model, a function of a module (its file is part of the key).

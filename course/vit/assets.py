@@ -32,6 +32,11 @@ def rollout():
     return namespace["fig"]
 
 
+# Figures drawn from a model trained when `make assets` runs: training's float sums differ between CPUs (the same seed
+# trained a ViT here that erred on other test digits than the committed figure's), so tests compare them by layout.
+TRAINED_FIGURES = {"vit_rollout.png"}
+
+
 def figures():
     """{file name: matplotlib figure}: attention rollout of a trained model on test digits (trained here: slow)."""
     return {"vit_rollout.png": rollout()}

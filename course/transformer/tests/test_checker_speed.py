@@ -8,7 +8,7 @@ import pytest
 import checkers.transformer as checkers
 from checkers.transformer import CheckFailure
 from check_timing import timings
-from palindrome_models import MirrorModel
+from .palindrome_models import MirrorModel
 from .student_objects import STUDENT_OBJECTS
 from .unnamed_mistakes import UNNAMED
 

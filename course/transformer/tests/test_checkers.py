@@ -6,7 +6,7 @@ import torch.nn as nn
 import checkers.transformer as checkers
 from checkers.transformer import CheckFailure
 from course.transformer.mistakes import MUTANTS
-from palindrome_models import MirrorModel
+from .palindrome_models import MirrorModel
 from .student_objects import STUDENT_OBJECTS, run_check
 
 

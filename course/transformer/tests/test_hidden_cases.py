@@ -11,7 +11,7 @@ from course_paths import DEFINITION_TASKS, POINTS, TRANSFORMER
 from grading.judge.expected import reference_namespace
 from grading.run.recipes import run
 from in_process_grading import graded_cases_of, verdict_of
-from palindrome_models import mirror_logits
+from .palindrome_models import mirror_logits
 from . import valid_variants as alt
 from .unnamed_mistakes import UNNAMED
 

@@ -1,0 +1,7 @@
+"""The seq2seq assignment's registry entry (course.toml) agrees with what its own parts say."""
+from course.registry import assignment
+
+
+def test_every_trained_task_needs_the_task_of_its_model_s_class():
+    """A trained task's points need the definition task whose class its model is (its check runs that check)."""
+    assert assignment("seq2seq").needs == {7: (5,)}
