@@ -104,7 +104,7 @@ def test_the_bench_runs_the_new_assignment(course):
 def test_the_course_s_own_tests_take_the_new_assignment_in(released):
     """Its slice's tests (the checks both ways) and the course-wide tests that iterate over the registry."""
     selected = ["course/toy/tests", "tests/test_release.py", "tests/test_student_notebook.py", "tests/test_registry.py",
-                "tests/test_packaging.py::test_fixtures_are_current"]
+                "tests/test_packaging.py::test_fixtures_are_current", "tests/test_check_grade_agreement.py"]
     run = subprocess.run([str(ROOT / ".venv" / "bin" / "pytest"), "-v", "-p", "no:cacheprovider", *selected,
                           "-k", NAME], cwd=released, capture_output=True, text=True, timeout=600,
                          env=scratch_env(released))
@@ -113,9 +113,12 @@ def test_the_course_s_own_tests_take_the_new_assignment_in(released):
                    "test_a_known_mistake_is_named[tripled]", "test_a_known_mistake_is_named[softmax]",
                    "test_an_untrained_model_fails_with_its_accuracy",
                    "test_a_trained_model_of_a_wrong_class_fails_naming_the_class_task"]
+    agreement = [f"{NAME}-task{DOUBLE}-right-reference", f"{NAME}-task{CLASSIFIER}-right-reference",
+                 f"{NAME}-task{DOUBLE}-wrong-tripled", f"{NAME}-task{CLASSIFIER}-wrong-softmax"]  # the check and grade
     for test in (*(f"test_{NAME}.py::{test}" for test in slice_tests), "test_release_is_current[toy]",
                  "test_every_check_cell_says_its_task_is_not_implemented[toy]", "test_fixtures_are_current[toy]",
-                 "test_every_assignment_matches_its_notebooks_and_checkers[toy]"):
+                 "test_every_assignment_matches_its_notebooks_and_checkers[toy]",
+                 *(f"test_check_and_grader_agree[{case}]" for case in agreement)):
         assert f"{test} PASSED" in run.stdout, f"{test} did not run and pass:\n{run.stdout[-3000:]}"
 
 

@@ -366,6 +366,12 @@ def trained_accuracy(task, model, data, reference=None):
 '''
 
 
+# The first code cell of every notebook: Colab installs the course package from course.toml's student repository
+INSTALL = ('# Colab starts without the course files: install the course package (checkers and course_lib) there.\n'
+           'import sys\n\nCOURSE_REPO = "https://github.com/transformer-workbook/transformer-course"\n'
+           'if "google.colab" in sys.modules:\n    %pip install --quiet "git+{COURSE_REPO}"')
+
+
 def toy_notebook():
     """The toy reference notebook: set-up, then each task's text, answer cell and locked check cell."""
     grader = dict(schema_version=3, task=False)
@@ -374,6 +380,7 @@ def toy_notebook():
     check = lambda task, source: new_code_cell(source, metadata={"nbgrader": dict(
         grader, grade=True, grade_id=f"check_task_{task}", locked=True, points=TASKS[task][1], solution=False)})
     cells = [new_markdown_cell("# Toy\n\nThree tasks, to show that an assignment is a plug-in."),
+             new_code_cell(INSTALL),
              new_code_cell(filled("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
                                   "from checkers.toy import (INPUT_DIM, NUM_CLASSES, blobs, check_task_{double}, "
                                   "check_task_{classifier},\n                        check_task_{trained})")),
