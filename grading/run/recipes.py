@@ -373,7 +373,8 @@ def trained_weights(model, slots_name, stacks=None):
 
     Args:
         stacks: {stack attribute: [attention attributes of each of its blocks]}, in order; ENCODER_ONLY by default
-            (an encoder-decoder names its decoder's self_attention and cross_attention too).
+            (an encoder-decoder names its decoder's self_attention and cross_attention too); {} for a model without
+            a stack of blocks (its settings are then empty lists).
 
     Settings are plain data the grader validates: {"num_heads": [per attention module of each block, in order],
     "activation": [per block], "rotary_pairs": [per attention module, see rotary_pairs]}, or {"error": why} when the
@@ -381,7 +382,7 @@ def trained_weights(model, slots_name, stacks=None):
     """
     try:
         weights = {role: snapshot(p).double() for role, p in slots_of(slots_name)(model).items()}
-        blocks = [(block, attentions) for stack, attentions in (stacks or ENCODER_ONLY).items()
+        blocks = [(block, attentions) for stack, attentions in (ENCODER_ONLY if stacks is None else stacks).items()
                   for block in encoder_blocks(model, stack)]
     except Exception as error:  # noqa: BLE001 -- a model of another layout: the grader says why it scores 0
         return {}, {"error": str(error)[:300]}
