@@ -63,7 +63,7 @@ def load_bench(name, root=None):
         registry.assignment(name, root)
     except registry.RegistryError as error:
         raise BenchError(f"{error}: register it in course.toml, then add {path}") from None
-    if importlib.util.find_spec(f"course.{name}") is None or importlib.util.find_spec(f"course.{name}.bench") is None:
+    if not has_module(f"course.{name}.bench"):
         raise BenchError(f"{name} has no bench module: add {path} defining {', '.join(INTERFACE)} "
                          "(see tools/bench/runner.py)")
     module = slice_of(name).bench
@@ -71,6 +71,15 @@ def load_bench(name, root=None):
     if lacking:
         raise BenchError(f"{path} defines no {', '.join(lacking)} (see tools/bench/runner.py)")
     return module
+
+
+def has_module(dotted):
+    """Whether the module dotted can be imported (False too where a parent is a module, not a package: a name
+    like "registry" finds course/registry.py, which holds no bench)."""
+    try:
+        return importlib.util.find_spec(dotted) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 @contextlib.contextmanager
