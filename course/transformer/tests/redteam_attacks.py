@@ -1,14 +1,13 @@
-"""Attack submissions and hostile zips for tests/test_redteam_scoring.py, built from the reference and release."""
+"""The transformer's attack submissions for course/transformer/tests/test_redteam_scoring.py, built from its reference
+and release (hostile text, added cells and zips: tests/redteam_builders.py)."""
 import copy
-import json
-import struct
-import zipfile
 
-from course_paths import RELEASE
+from course.registry import assignment
 from grading.run.notebook import read
+from redteam_builders import XSS, extra_cell
 from submissions import definitions_only, edit_cell, index_of
 
-XSS = "<img src=x onerror=alert(1)>"
+TRANSFORMER = assignment("transformer")
 
 HAND_DETECTOR = '''def _mirror(x):
     mismatch = (x - x.flip(1)).abs().sum((1, 2))  # (B,): 0 exactly for palindromes
@@ -78,14 +77,6 @@ def empty_encoder(notebook):
     for grade_id, base, name, history, _ in TRAINED_CELLS.values():
         source = EMPTY_ENCODER.format(base=base, name=name, history=history)
         edit_cell(notebook, grade_id, lambda _, source=source: source)
-    return notebook
-
-
-def extra_cell(notebook, after, source):
-    """A code cell of the student's own after the cell with grade_id `after`."""
-    notebook = copy.deepcopy(notebook)
-    notebook["cells"].insert(index_of(notebook, after) + 1, {"cell_type": "code", "metadata": {}, "source": source,
-                                                           "outputs": [], "execution_count": None})
     return notebook
 
 
@@ -168,7 +159,7 @@ def huge_outputs(notebook, cells=1500, width=3000):
 
 def attack_submissions():
     """{student: (zip name, notebook, {task: expected score} or None, what to check)}; None: checked by hand."""
-    release, definitions = read(RELEASE), definitions_only()
+    release, definitions = read(TRANSFORMER.release_notebook), definitions_only(TRANSFORMER)
     def_points = {1: 1, 2: 1, 3: 1, 4: 1, 5: 2, 6: 0, 7: 2, 8: 0}
     zero = {task: 0 for task in def_points}
     heads_str = hand_detector(definitions, "for _block in {name}.encoder:\n    _block.attention.num_heads = '2'")
@@ -190,69 +181,3 @@ def attack_submissions():
         "malformed": ("malformed_transformer.ipynb", malformed(definitions), zero),
         "huge": ("huge_transformer.ipynb", huge_outputs(definitions), def_points),
     }
-
-
-# ----- Hostile zips --------------------------------------------------------------------------------------------
-
-def central_record(data, name):
-    """Offset of the central directory record of the entry with this (encoded) name."""
-    start = data.find(b"PK\x01\x02")
-    while start >= 0:
-        length = struct.unpack("<H", data[start + 28:start + 30])[0]
-        if data[start + 46:start + 46 + length] == name:
-            return start
-        start = data.find(b"PK\x01\x02", start + 4)
-    raise AssertionError(f"no entry {name!r}")
-
-
-def patch_central(path, name, flag_bits=0, declared_size=None, month0=False):
-    """Rewrite one entry's headers: add flag bits (0x1: encrypted), a declared size, a date with month 0."""
-    path.write_bytes(patched(path.read_bytes(), name, flag_bits, declared_size, month0))
-
-
-def patched(data, name, flag_bits=0, declared_size=None, month0=False):
-    """The zip's bytes with one entry's headers rewritten (see patch_central)."""
-    data = bytearray(data)
-    start = central_record(data, name.encode("utf-8"))
-    local = struct.unpack("<I", data[start + 42:start + 46])[0]
-    for offset in (start + 8, local + 6):
-        struct.pack_into("<H", data, offset, struct.unpack("<H", data[offset:offset + 2])[0] | flag_bits)
-    if declared_size is not None:
-        struct.pack_into("<I", data, start + 24, declared_size)
-    if month0:
-        struct.pack_into("<H", data, start + 14, struct.unpack("<H", data[start + 14:start + 16])[0] & ~(0xF << 5))
-    return bytes(data)
-
-
-def write_latin1_names(path, names):
-    """Store each name in Latin-1 without the UTF-8 flag, as old zip tools do (placeholders written first)."""
-    data = path.read_bytes()
-    for index, name in enumerate(names):
-        placeholder = "".join(c if ord(c) < 128 else chr(ord("A") + index) for c in name).encode("ascii")
-        assert data.count(placeholder) == 2, placeholder  # the local header and the central directory
-        data = data.replace(placeholder, name.encode("latin-1"))
-    path.write_bytes(data)
-
-
-def latin1_placeholder(name, index):
-    return "".join(c if ord(c) < 128 else chr(ord("A") + index) for c in name)
-
-
-def corrupt_data(path, name):
-    """Flip a byte of a stored entry's data: its CRC no longer matches."""
-    data = bytearray(path.read_bytes())
-    with zipfile.ZipFile(path) as archive:
-        info = archive.getinfo(name)
-    name_length, extra_length = struct.unpack("<HH", data[info.header_offset + 26:info.header_offset + 30])
-    data[info.header_offset + 30 + name_length + extra_length + 10] ^= 0xFF
-    path.write_bytes(bytes(data))
-
-
-def inner_zip(notebook_name, notebook, encrypted=False, corrupt=False):
-    """A student's own zip holding one notebook (encrypted by flag, or cut short)."""
-    import io
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr(zipfile.ZipInfo(notebook_name, (2026, 11, 20, 10, 0, 0)), json.dumps(notebook))
-    data = patched(buffer.getvalue(), notebook_name, flag_bits=0x1) if encrypted else buffer.getvalue()
-    return data[: len(data) // 2] if corrupt else data
