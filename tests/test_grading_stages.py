@@ -109,13 +109,13 @@ def test_progress_lines_count_done_failed_and_time_left():
     assert lines[2].startswith("[3/3]") and "1 failed so far; about 0 s left" in lines[2]
 
 
-SCORES = {"alice": {"transformer": 9.0, "decoder": 4.5}, "bob": {"transformer": 3.0}}
+SCORES = {"alice": {"encoder": 9.0, "decoder": 4.5}, "bob": {"encoder": 3.0}}
 
 
 def test_canvas_layout_names_students_by_lms_id_with_one_column_per_assignment():
     """Canvas's import columns, then the assignments in release order; a student without an LMS id keeps theirs."""
-    header, table = rows(SCORES, {"alice": "1234"}, "canvas", order=["transformer", "decoder"])
-    assert header == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "transformer", "decoder"]
+    header, table = rows(SCORES, {"alice": "1234"}, "canvas", order=["encoder", "decoder"])
+    assert header == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "encoder", "decoder"]
     assert table == [["alice", "1234", "", "", "", "9", "4.5"], ["bob", "bob", "", "", "", "3", ""]]
 
 
@@ -127,13 +127,13 @@ def test_moodle_layout_has_an_identifier_column_and_one_column_per_assignment(tm
     write_exports(tmp_path / "exports", SCORES, submitted, ["moodle"])
     with open(tmp_path / "exports" / "moodle.csv", newline="") as file:
         got = list(csv.reader(file))
-    assert got == [["ID number", "Student", "decoder", "transformer"], ["77", "alice", "4.5", "9"],
+    assert got == [["ID number", "Student", "decoder", "encoder"], ["77", "alice", "4.5", "9"],
                    ["bob", "bob", "", "3"]]
     assert not (tmp_path / "exports" / "canvas.csv").exists()
 
 
 def two_assignment_course(folder):
-    """A scratch course with transformer and `sequel` (a copy of it, registered after it)."""
+    """A scratch course with the first registered assignment and `sequel` (a copy of it, registered after it)."""
     scratch_course(folder)
     for kind in ("solutions", "notebooks"):
         (folder / kind / "sequel").mkdir()
@@ -169,7 +169,7 @@ def publish_scores(root, assignment, scores, student=None):
 
 
 def snapshot(root):
-    """What a regrade must leave alone for bob: his rows, his feedback pages, the transformer report."""
+    """What a regrade must leave alone for bob: his rows, his feedback pages, the first assignment's report."""
     feedback = {path.relative_to(root): path.read_bytes() for path in sorted((root / "feedback" / "bob").rglob("*"))
                 if path.is_file()}
     rows_of = {(row["student_id"], row["assignment"], row["task"]): row["score"]
@@ -180,7 +180,8 @@ def snapshot(root):
 
 @pytest.mark.grading
 def test_two_assignments_share_one_gradebook_and_a_regrade_touches_one_student(tmp_path):
-    """transformer then sequel: every file keeps both; then alice's transformer regrade changes only alice's."""
+    """The first assignment then sequel: every file keeps both; then alice's regrade of the first changes only
+    alice's."""
     from grading.course import Course
     from grading.publish import gradebook
     root = two_assignment_course(tmp_path / "course")
