@@ -62,6 +62,11 @@ def index_of(notebook, wanted):
     return next(i for i, cell in enumerate(notebook["cells"]) if grade_id(cell) == wanted)
 
 
+def answer_id(notebook, task):
+    """The grade_id of task's (first) answer cell in notebook: `task_<N>_<what it answers>`."""
+    return next(grade_id(cell) for cell in notebook["cells"] if grade_id(cell).startswith(f"task_{task}_"))
+
+
 def definitions_only(registered=VEHICLE):
     """An assignment's release with the reference answers of its definition tasks and nothing trained: fast to
     grade."""
