@@ -116,7 +116,7 @@ def test_a_saved_model_beyond_the_read_limit_is_flagged_as_too_large_not_as_tamp
 
 def test_files_left_in_out_are_looked_up_by_task_never_listed(tmp_path):
     (tmp_path / "out").mkdir()
-    for number in ("3", "99", "0100", "x"):  # only task 3 has a check cell; 0100 is not 100
+    for number in ("3", "99", "0100", "x"):  # check cells ask for 3 and 4; 99 is an answer cell's; 0100 is not 100
         (tmp_path / "out" / f"task_{number}.pt").write_bytes(b"")
     program = [SimpleNamespace(kind="check", task=3), SimpleNamespace(kind="check", task=4),
                SimpleNamespace(kind="answer", task=99)]
