@@ -14,7 +14,7 @@ import zipfile
 
 import pytest
 
-from course_paths import NAME, ROOT, course_folder
+from course_paths import NAME, POINTS, ROOT, course_folder
 from submissions import csv_rows, scratch_course
 from grading.publish.exports import rows, write_exports
 from grading.publish.report import write_task_scores
@@ -185,8 +185,9 @@ def test_two_assignments_share_one_gradebook_and_a_regrade_touches_one_student(t
     from grading.course import Course
     from grading.publish import gradebook
     root = two_assignment_course(tmp_path / "course")
-    assert not publish_scores(root, NAME, {"alice": {1: 1.0}, "bob": {2: 1.0, 5: 2.0}})
-    assert not publish_scores(root, "sequel", {"alice": {3: 1.0}, "bob": {4: 1.0}})
+    tasks = list(POINTS)  # scores set by hand on seven of the first assignment's tasks (sequel's are the same)
+    assert not publish_scores(root, NAME, {"alice": {tasks[0]: 1.0}, "bob": {tasks[1]: 1.0, tasks[4]: 2.0}})
+    assert not publish_scores(root, "sequel", {"alice": {tasks[2]: 1.0}, "bob": {tasks[3]: 1.0}})
     scores = gradebook.all_scores(Course(root, NAME))
     assert scores == {"alice": {NAME: 1.0, "sequel": 1.0}, "bob": {NAME: 3.0, "sequel": 1.0}}
     feedback, rows_before, totals = snapshot(root)
@@ -195,12 +196,12 @@ def test_two_assignments_share_one_gradebook_and_a_regrade_touches_one_student(t
     assert {assignment for _, assignment, _ in rows_before} == {NAME, "sequel"}
     assert (root / f"grading_report_{NAME}.md").is_file() and (root / "grading_report_sequel.md").is_file()
     report = (root / f"grading_report_{NAME}.md").read_bytes()
-    assert not publish_scores(root, NAME, {"alice": {1: 1.0, 7: 2.0}}, student="alice")
+    assert not publish_scores(root, NAME, {"alice": {tasks[0]: 1.0, tasks[6]: 2.0}}, student="alice")
     feedback_after, rows_after, totals_after = snapshot(root)
     assert feedback_after == feedback and (root / f"grading_report_{NAME}.md").read_bytes() == report
     assert {key: value for key, value in rows_after.items() if key[0] == "bob"} == \
         {key: value for key, value in rows_before.items() if key[0] == "bob"}
-    assert rows_after[("alice", NAME, "7")] == "2" and totals_after[("alice", NAME)] == "3.0"
+    assert rows_after[("alice", NAME, str(tasks[6]))] == "2" and totals_after[("alice", NAME)] == "3.0"
     assert {key: value for key, value in totals_after.items() if key != ("alice", NAME)} == \
         {key: value for key, value in totals.items() if key != ("alice", NAME)}
     assert (root / f"grading_report_{NAME}_alice.md").is_file()
