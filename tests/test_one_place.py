@@ -20,7 +20,7 @@ def shared_files(root=ROOT):
     """The files every assignment shares: the top of checkers/, course_lib/ but its assignments' modules, grading/,
     course/*.py, tools/, tests/*.py and the checkout's own Python files."""
     names = {assignment.name for assignment in assignments(root)}
-    own = lambda path: any(part in names or part.removesuffix(".py") in names for part in path.parts)  # noqa: E731
+    own = lambda path: any(part in names or part.removesuffix(".py") in names for part in path.parts)
     files = [*root.glob("checkers/*.py"), *root.glob("course/*.py"), *root.glob("tests/*.py"), *root.glob("*.py")]
     for folder in ("course_lib", "grading", "tools"):
         files += [path for path in (root / folder).rglob("*.py") if not own(path.relative_to(root / folder))]
