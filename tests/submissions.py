@@ -12,7 +12,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from course_paths import POINTS, ROOT, SOURCE, TRANSFORMER
+from course_paths import POINTS, ROOT, SOURCE, VEHICLE
 from grading.run import sandbox
 from grading.run.notebook import read
 
@@ -62,9 +62,14 @@ def index_of(notebook, wanted):
     return next(i for i, cell in enumerate(notebook["cells"]) if grade_id(cell) == wanted)
 
 
-def definitions_only(registered=TRANSFORMER):
-    """An assignment's release with the reference answers of its definition tasks (the transformer's 1-5 and 7:
-    8 points) and nothing trained: fast to grade."""
+def answer_id(notebook, task):
+    """The grade_id of task's (first) answer cell in notebook: `task_<N>_<what it answers>`."""
+    return next(grade_id(cell) for cell in notebook["cells"] if grade_id(cell).startswith(f"task_{task}_"))
+
+
+def definitions_only(registered=VEHICLE):
+    """An assignment's release with the reference answers of its definition tasks and nothing trained: fast to
+    grade."""
     answers = {key: value for key, value in reference_answers(registered.source_notebook).items()
                if int(re.match(r"task_(\d+)", key).group(1)) in registered.definition_tasks}
     return with_answers(read(registered.release_notebook), answers)
@@ -78,7 +83,7 @@ def without(points, *tasks):
     return {task: (0 if task in tasks else score) for task, score in points.items()}
 
 
-DEFINITION_POINTS = without(POINTS, *TRANSFORMER.training_tasks)  # the definitions' reference answers, nothing trained
+DEFINITION_POINTS = without(POINTS, *VEHICLE.training_tasks)  # the definitions' reference answers, nothing trained
 
 
 # ----- A scratch copy of the course to grade them in ---------------------------------------------------------
@@ -96,8 +101,8 @@ def scratch_course(folder):
 
 
 # Seconds after which a test's grading run counts as stuck: a runaway bound, not a speed requirement. Limits count
-# CPU time, so a busy machine changes no score, only the time: 17 transformer submissions take several minutes on an
-# idle 2-core machine, and a load of 8 on 2 cores makes that about four times as long.
+# CPU time, so a busy machine changes no score, only the time: 17 submissions of the first assignment take several
+# minutes on an idle 2-core machine, and a load of 8 on 2 cores makes that about four times as long.
 GRADING_RUNAWAY = 3 * 3600
 
 

@@ -14,7 +14,7 @@ import zipfile
 
 import pytest
 
-from course_paths import NAME, ROOT, course_folder
+from course_paths import NAME, POINTS, ROOT, course_folder
 from submissions import csv_rows, scratch_course
 from grading.publish.exports import rows, write_exports
 from grading.publish.report import write_task_scores
@@ -109,13 +109,13 @@ def test_progress_lines_count_done_failed_and_time_left():
     assert lines[2].startswith("[3/3]") and "1 failed so far; about 0 s left" in lines[2]
 
 
-SCORES = {"alice": {"transformer": 9.0, "decoder": 4.5}, "bob": {"transformer": 3.0}}
+SCORES = {"alice": {"encoder": 9.0, "decoder": 4.5}, "bob": {"encoder": 3.0}}
 
 
 def test_canvas_layout_names_students_by_lms_id_with_one_column_per_assignment():
     """Canvas's import columns, then the assignments in release order; a student without an LMS id keeps theirs."""
-    header, table = rows(SCORES, {"alice": "1234"}, "canvas", order=["transformer", "decoder"])
-    assert header == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "transformer", "decoder"]
+    header, table = rows(SCORES, {"alice": "1234"}, "canvas", order=["encoder", "decoder"])
+    assert header == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "encoder", "decoder"]
     assert table == [["alice", "1234", "", "", "", "9", "4.5"], ["bob", "bob", "", "", "", "3", ""]]
 
 
@@ -127,13 +127,13 @@ def test_moodle_layout_has_an_identifier_column_and_one_column_per_assignment(tm
     write_exports(tmp_path / "exports", SCORES, submitted, ["moodle"])
     with open(tmp_path / "exports" / "moodle.csv", newline="") as file:
         got = list(csv.reader(file))
-    assert got == [["ID number", "Student", "decoder", "transformer"], ["77", "alice", "4.5", "9"],
+    assert got == [["ID number", "Student", "decoder", "encoder"], ["77", "alice", "4.5", "9"],
                    ["bob", "bob", "", "3"]]
     assert not (tmp_path / "exports" / "canvas.csv").exists()
 
 
 def two_assignment_course(folder):
-    """A scratch course with transformer and `sequel` (a copy of it, registered after it)."""
+    """A scratch course with the first registered assignment and `sequel` (a copy of it, registered after it)."""
     scratch_course(folder)
     for kind in ("solutions", "notebooks"):
         (folder / kind / "sequel").mkdir()
@@ -169,7 +169,7 @@ def publish_scores(root, assignment, scores, student=None):
 
 
 def snapshot(root):
-    """What a regrade must leave alone for bob: his rows, his feedback pages, the transformer report."""
+    """What a regrade must leave alone for bob: his rows, his feedback pages, the first assignment's report."""
     feedback = {path.relative_to(root): path.read_bytes() for path in sorted((root / "feedback" / "bob").rglob("*"))
                 if path.is_file()}
     rows_of = {(row["student_id"], row["assignment"], row["task"]): row["score"]
@@ -180,12 +180,14 @@ def snapshot(root):
 
 @pytest.mark.grading
 def test_two_assignments_share_one_gradebook_and_a_regrade_touches_one_student(tmp_path):
-    """transformer then sequel: every file keeps both; then alice's transformer regrade changes only alice's."""
+    """The first assignment then sequel: every file keeps both; then alice's regrade of the first changes only
+    alice's."""
     from grading.course import Course
     from grading.publish import gradebook
     root = two_assignment_course(tmp_path / "course")
-    assert not publish_scores(root, NAME, {"alice": {1: 1.0}, "bob": {2: 1.0, 5: 2.0}})
-    assert not publish_scores(root, "sequel", {"alice": {3: 1.0}, "bob": {4: 1.0}})
+    tasks = list(POINTS)  # scores set by hand on seven of the first assignment's tasks (sequel's are the same)
+    assert not publish_scores(root, NAME, {"alice": {tasks[0]: 1.0}, "bob": {tasks[1]: 1.0, tasks[4]: 2.0}})
+    assert not publish_scores(root, "sequel", {"alice": {tasks[2]: 1.0}, "bob": {tasks[3]: 1.0}})
     scores = gradebook.all_scores(Course(root, NAME))
     assert scores == {"alice": {NAME: 1.0, "sequel": 1.0}, "bob": {NAME: 3.0, "sequel": 1.0}}
     feedback, rows_before, totals = snapshot(root)
@@ -194,12 +196,12 @@ def test_two_assignments_share_one_gradebook_and_a_regrade_touches_one_student(t
     assert {assignment for _, assignment, _ in rows_before} == {NAME, "sequel"}
     assert (root / f"grading_report_{NAME}.md").is_file() and (root / "grading_report_sequel.md").is_file()
     report = (root / f"grading_report_{NAME}.md").read_bytes()
-    assert not publish_scores(root, NAME, {"alice": {1: 1.0, 7: 2.0}}, student="alice")
+    assert not publish_scores(root, NAME, {"alice": {tasks[0]: 1.0, tasks[6]: 2.0}}, student="alice")
     feedback_after, rows_after, totals_after = snapshot(root)
     assert feedback_after == feedback and (root / f"grading_report_{NAME}.md").read_bytes() == report
     assert {key: value for key, value in rows_after.items() if key[0] == "bob"} == \
         {key: value for key, value in rows_before.items() if key[0] == "bob"}
-    assert rows_after[("alice", NAME, "7")] == "2" and totals_after[("alice", NAME)] == "3.0"
+    assert rows_after[("alice", NAME, str(tasks[6]))] == "2" and totals_after[("alice", NAME)] == "3.0"
     assert {key: value for key, value in totals_after.items() if key != ("alice", NAME)} == \
         {key: value for key, value in totals.items() if key != ("alice", NAME)}
     assert (root / f"grading_report_{NAME}_alice.md").is_file()

@@ -1,9 +1,9 @@
 """An honest full solution graded beside two CPU hogs keeps full marks: limits count CPU time, not the machine's load.
 
 The hogs (`python -c "while True: pass"`, started here) take two cores' worth of CPU for the whole run, on top of
-whatever else the machine runs; the transformer's full solution (its two training cells use about 35 and 6 s of CPU
-time on a 2-core machine, of 300 s limits) is collected and graded with `grade --jobs 2`. The report must give the
-load it was graded under and name no CPU limit reached. Select it with `pytest -m grading`.
+whatever else the machine runs; the full solution of the registry's first assignment (course_paths; its training cells
+use a small part of their 300 s CPU limits on a 2-core machine) is collected and graded with `grade --jobs 2`. The
+report must give the load it was graded under and name no CPU limit reached. Select it with `pytest -m grading`.
 """
 import subprocess
 import sys
@@ -21,7 +21,7 @@ HOG = "while True: pass"
 def graded_beside_hogs(tmp_path_factory):
     """(course, submissions, grade's output) after grading the full solution with two CPU hogs running."""
     course = scratch_course(tmp_path_factory.mktemp("loaded"))
-    submissions = {"honest": ("honest_transformer.ipynb", read(SOURCE), dict(POINTS))}
+    submissions = {"honest": (f"honest_{NAME}.ipynb", read(SOURCE), dict(POINTS))}
     hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(2)]
     try:
         _, output = collect_and_grade(course, NAME, submissions)

@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from course.registry import RegistryError, assignment
+from course.registry import RegistryError, assignment, assignments
 from course_paths import ROOT, course_folder
 from grading.collect import collect
 from grading.collect.naming import file_name, is_assignment_file, late_mark, lms_id, source_of
@@ -19,7 +19,8 @@ from grading.run import sandbox
 from grading.run.notebook import read
 from submissions import GRADING_RUNAWAY, also_noted, csv_rows, definitions_only, report_sections, scratch_course
 
-SEQ2SEQ = assignment("seq2seq")
+FIRST, SECOND, LAST = assignments()[0], assignments()[1], assignments()[-1]  # shared machinery: any will do
+A, B, C = FIRST.name, SECOND.name, LAST.name
 ON_TIME, LATE = (2026, 11, 30, 12, 0, 0), (2026, 12, 2, 9, 30, 0)
 DUE = "2026-12-01T23:59:00"
 
@@ -41,25 +42,26 @@ def write_zip(path, entries):
 
 
 def canvas_zip(path):
-    """transformer as Canvas names it: on time, late, re-uploaded (-1), two files from one student, and an empty one."""
-    transformer = assignment("transformer")
-    honest, empty = json.dumps(definitions_only(transformer)), json.dumps(read(transformer.release_notebook))
-    return write_zip(path, [("smithalice_1234_5678_transformer.ipynb", honest, ON_TIME),
-                            ("jonesbob_late_2345_6789_transformer.ipynb", honest, LATE),
-                            ("leecarol_3456_7890_transformer-1.ipynb", honest, ON_TIME),
-                            ("kimdan_4567_8901_transformer.ipynb", honest, ON_TIME),
+    """The first assignment as Canvas names it: on time, late, re-uploaded (-1), two files from one student, and an
+    empty one."""
+    honest, empty = json.dumps(definitions_only(FIRST)), json.dumps(read(FIRST.release_notebook))
+    return write_zip(path, [(f"smithalice_1234_5678_{A}.ipynb", honest, ON_TIME),
+                            (f"jonesbob_late_2345_6789_{A}.ipynb", honest, LATE),
+                            (f"leecarol_3456_7890_{A}-1.ipynb", honest, ON_TIME),
+                            (f"kimdan_4567_8901_{A}.ipynb", honest, ON_TIME),
                             ("kimdan_4567_8902_scratch.ipynb", honest, (2026, 11, 29, 8, 0, 0)),
-                            ("parkeve_5678_9012_transformer.ipynb", empty, ON_TIME)])
+                            (f"parkeve_5678_9012_{A}.ipynb", empty, ON_TIME)])
 
 
 def moodle_zip(path):
-    """seq2seq as Moodle names it, with folders and without: on time, after the due date, two files, an empty file."""
-    honest = json.dumps(definitions_only(SEQ2SEQ))
-    return write_zip(path, [("Alice Smith_101_assignsubmission_file_/seq2seq.ipynb", honest, ON_TIME),
-                            ("Bob Jones_102_assignsubmission_file_seq2seq.ipynb", honest, LATE),
-                            ("Dan Kim_104_assignsubmission_file_/seq2seq.ipynb", honest, ON_TIME),
+    """The second assignment as Moodle names it, with folders and without: on time, after the due date, two files, an
+    empty file."""
+    honest = json.dumps(definitions_only(SECOND))
+    return write_zip(path, [(f"Alice Smith_101_assignsubmission_file_/{B}.ipynb", honest, ON_TIME),
+                            (f"Bob Jones_102_assignsubmission_file_{B}.ipynb", honest, LATE),
+                            (f"Dan Kim_104_assignsubmission_file_/{B}.ipynb", honest, ON_TIME),
                             ("Dan Kim_104_assignsubmission_file_/notes.ipynb", honest, (2026, 11, 29, 8, 0, 0)),
-                            ("Eve Park_105_assignsubmission_file_seq2seq.ipynb", "", ON_TIME)])
+                            (f"Eve Park_105_assignsubmission_file_{B}.ipynb", "", ON_TIME)])
 
 
 def recorded(course, name):
@@ -72,38 +74,38 @@ def recorded(course, name):
 # ----- Fast: names and what collect records ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, sender, user, own, late", [
-    ("smithalice_1234_5678_gpt.ipynb", "smithalice", "1234", "gpt.ipynb", False),
-    ("smithalice_late_1234_5678_gpt-1.ipynb", "smithalice", "1234", "gpt-1.ipynb", True),
-    ("smithalice_late_1234_5678_gpt/gpt.ipynb", "smithalice_late_1234_5678_gpt", "1234", "gpt.ipynb", True),
-    ("Alice Smith_123_assignsubmission_file_gpt.ipynb", "Alice Smith_123_assignsubmission_file_", "123",
-     "gpt.ipynb", None),
-    ("Alice Smith_123_assignsubmission_file_/Copy of gpt.ipynb", "Alice Smith_123_assignsubmission_file_", "123",
-     "Copy of gpt.ipynb", None),
-    ("alice_gpt.ipynb", "alice", "", "gpt.ipynb", None)])
+    (f"smithalice_1234_5678_{C}.ipynb", "smithalice", "1234", f"{C}.ipynb", False),
+    (f"smithalice_late_1234_5678_{C}-1.ipynb", "smithalice", "1234", f"{C}-1.ipynb", True),
+    (f"smithalice_late_1234_5678_{C}/{C}.ipynb", f"smithalice_late_1234_5678_{C}", "1234", f"{C}.ipynb", True),
+    (f"Alice Smith_123_assignsubmission_file_{C}.ipynb", "Alice Smith_123_assignsubmission_file_", "123",
+     f"{C}.ipynb", None),
+    (f"Alice Smith_123_assignsubmission_file_/Copy of {C}.ipynb", "Alice Smith_123_assignsubmission_file_", "123",
+     f"Copy of {C}.ipynb", None),
+    (f"alice_{C}.ipynb", "alice", "", f"{C}.ipynb", None)])
 def test_lms_names_give_sender_number_own_file_name_and_late_mark(name, sender, user, own, late):
     """Canvas's `lastfirst[_late]_user_submission_file` and Moodle's two layouts are read field by field."""
-    assert (source_of(name, "gpt"), lms_id(name), file_name(name), late_mark(name)) == (sender, user, own, late)
+    assert (source_of(name, C), lms_id(name), file_name(name), late_mark(name)) == (sender, user, own, late)
 
 
 def test_only_the_assignments_own_file_name_counts_as_no_rename():
-    """gpt.ipynb and Canvas's gpt-1.ipynb are the assignment's notebook; a copy or another name is not."""
-    assert is_assignment_file("smithalice_1234_5678_gpt.ipynb", "gpt")
-    assert is_assignment_file("smithalice_1234_5678_gpt-2.ipynb", "gpt")
-    assert not is_assignment_file("smithalice_1234_5678_Copy of gpt.ipynb", "gpt")
-    assert not is_assignment_file("alice_gpt-1.ipynb", "gpt")  # not Canvas's renaming: the student's own name
+    """<name>.ipynb and Canvas's <name>-1.ipynb are the assignment's notebook; a copy or another name is not."""
+    assert is_assignment_file(f"smithalice_1234_5678_{C}.ipynb", C)
+    assert is_assignment_file(f"smithalice_1234_5678_{C}-2.ipynb", C)
+    assert not is_assignment_file(f"smithalice_1234_5678_Copy of {C}.ipynb", C)
+    assert not is_assignment_file(f"alice_{C}-1.ipynb", C)  # not Canvas's renaming: the student's own name
 
 
 def test_canvas_download_notes_only_the_late_one_and_keeps_the_rest_as_also_noted(tmp_path):
     """Canvas names and its re-upload suffix need no one; its late mark does; a second file is information."""
     course = course_folder(tmp_path / "course")
-    collect(canvas_zip(tmp_path / "canvas.zip"), course, "transformer")
-    found = recorded(course, "transformer")
+    collect(canvas_zip(tmp_path / "canvas.zip"), course, A)
+    found = recorded(course, A)
     assert sorted(found) == ["jonesbob", "kimdan", "leecarol", "parkeve", "smithalice"]
     assert {student for student, (notes, _) in found.items() if notes} == {"jonesbob"}
     assert "late" in found["jonesbob"][0][0]
     assert found["kimdan"][1] == ["also sent `kimdan_4567_8902_scratch.ipynb`: not graded"]
     assert all(not info for student, (_, info) in found.items() if student != "kimdan")
-    lms = {student: json.loads((course / "submitted" / student / "transformer" / "collected.json").read_text())
+    lms = {student: json.loads((course / "submitted" / student / A / "collected.json").read_text())
            ["lms_id"] for student in found}
     assert lms["smithalice"] == "1234" and lms["jonesbob"] == "2345"
 
@@ -111,9 +113,9 @@ def test_canvas_download_notes_only_the_late_one_and_keeps_the_rest_as_also_note
 def test_moodle_download_is_late_after_the_registrys_due_date(tmp_path):
     """Moodle's names carry no late mark: a file the zip dates after course.toml's `due` is noted late."""
     course = course_folder(tmp_path / "course")
-    with_due(course, "seq2seq")
-    collect(moodle_zip(tmp_path / "moodle.zip"), course, "seq2seq")
-    found = recorded(course, "seq2seq")
+    with_due(course, B)
+    collect(moodle_zip(tmp_path / "moodle.zip"), course, B)
+    found = recorded(course, B)
     assert sorted(found) == ["Alice-Smith_101", "Bob-Jones_102", "Dan-Kim_104", "Eve-Park_105"]
     assert {student for student, (notes, _) in found.items() if notes} == {"Bob-Jones_102"}
     assert "after the due date 2026-12-01 23:59" in found["Bob-Jones_102"][0][0]
@@ -124,20 +126,20 @@ def test_moodle_download_is_late_after_the_registrys_due_date(tmp_path):
 def test_without_a_due_date_nothing_is_late_and_canvas_extensions_are_canvas_own(tmp_path):
     """No `due`: no lateness from dates; a due date never overrides Canvas's own mark (it knows extensions)."""
     course = course_folder(tmp_path / "course")
-    collect(moodle_zip(tmp_path / "moodle.zip"), course, "seq2seq")
-    assert not any(notes for notes, _ in recorded(course, "seq2seq").values())
-    with_due(course, "transformer", "2026-11-01T00:00:00")  # every file is dated after it
-    collect(canvas_zip(tmp_path / "canvas.zip"), course, "transformer")
-    assert {student for student, (notes, _) in recorded(course, "transformer").items() if notes} == {"jonesbob"}
+    collect(moodle_zip(tmp_path / "moodle.zip"), course, B)
+    assert not any(notes for notes, _ in recorded(course, B).values())
+    with_due(course, A, "2026-11-01T00:00:00")  # every file is dated after it
+    collect(canvas_zip(tmp_path / "canvas.zip"), course, A)
+    assert {student for student, (notes, _) in recorded(course, A).items() if notes} == {"jonesbob"}
 
 
 @pytest.mark.parametrize("due", ['"tomorrow"', "2026-12-01T23:59:00Z", "12"])
 def test_a_due_date_that_is_not_a_local_date_time_is_refused(tmp_path, due):
     """A due date in a form the download's clock cannot be compared with is a registry error, said as such."""
     course = course_folder(tmp_path / "course")
-    with_due(course, "gpt", due)
+    with_due(course, C, due)
     with pytest.raises(RegistryError, match="due must be a local date-time"):
-        assignment("gpt", course)
+        assignment(C, course)
 
 
 # ----- End to end: plain grade over the course, Canvas and Moodle downloads -------------------------------------
@@ -151,9 +153,9 @@ def run_grade(course, *more):
 
 @pytest.fixture
 def course(tmp_path):
-    """A scratch course of four registered assignments with nothing collected yet, seq2seq due 2026-12-01."""
+    """A scratch course of the registered assignments with nothing collected yet, the second due 2026-12-01."""
     folder = scratch_course(tmp_path / "course")
-    with_due(folder, "seq2seq")
+    with_due(folder, B)
     return folder
 
 
@@ -167,21 +169,21 @@ def test_plain_grade_with_nothing_collected_says_so_and_fails(course):
 @pytest.mark.grading
 def test_an_instructors_term_canvas_then_moodle_then_a_regrade(course, tmp_path):
     """One workflow, in order: the steps share the course's state as an instructor's term does."""
-    # 1. One of four assignments collected (transformer, from Canvas): plain grade grades it, names the others, exit 0.
-    collect(canvas_zip(tmp_path / "canvas.zip"), course, "transformer")
+    # 1. One assignment collected (the first, from Canvas): plain grade grades it, names the others, exit 0.
+    collect(canvas_zip(tmp_path / "canvas.zip"), course, A)
     code, output = run_grade(course)
     assert code == 0, output
-    assert all(f"{name}: nothing to grade" in output for name in ("seq2seq", "gpt", "vit"))
-    assert "graded 5 submission(s) of transformer" in output
-    text = (course / "grading_report_transformer.md").read_text()
+    assert all(f"{name}: nothing to grade" in output for name in (a.name for a in assignments()[1:]))
+    assert f"graded 5 submission(s) of {A}" in output
+    text = (course / f"grading_report_{A}.md").read_text()
     assert set(report_sections(text)) == {"jonesbob", "parkeve"}, text
     assert "late" in report_sections(text)["jonesbob"] and "empty submission" in report_sections(text)["parkeve"]
     assert "not graded" in also_noted(text)["kimdan"]
-    # 2. seq2seq from Moodle: its report holds only the late file and the empty one.
-    collect(moodle_zip(tmp_path / "moodle.zip"), course, "seq2seq")
-    code, output = run_grade(course, "--assignment", "seq2seq")
+    # 2. The second from Moodle: its report holds only the late file and the empty one.
+    collect(moodle_zip(tmp_path / "moodle.zip"), course, B)
+    code, output = run_grade(course, "--assignment", B)
     assert code == 0, output
-    text = (course / "grading_report_seq2seq.md").read_text()
+    text = (course / f"grading_report_{B}.md").read_text()
     assert set(report_sections(text)) == {"Bob-Jones_102", "Eve-Park_105"}, text
     assert "after the due date" in report_sections(text)["Bob-Jones_102"]
     assert "not graded" in also_noted(text)["Dan-Kim_104"]
@@ -189,8 +191,8 @@ def test_an_instructors_term_canvas_then_moodle_then_a_regrade(course, tmp_path)
     before = csv_rows(course / "grades_by_task.csv")
     code, output = run_grade(course, "--student", "Bob-Jones_102")
     assert code == 0, output
-    assert "graded 1 submission(s) of seq2seq" in output and "transformer: nothing to grade" in output
+    assert f"graded 1 submission(s) of {B}" in output and f"{A}: nothing to grade" in output
     assert csv_rows(course / "grades_by_task.csv") == before  # the same notebook scores the same
-    assert "late" in report_sections((course / "grading_report_seq2seq_Bob-Jones_102.md").read_text())["Bob-Jones_102"]
+    assert "late" in report_sections((course / f"grading_report_{B}_Bob-Jones_102.md").read_text())["Bob-Jones_102"]
     code, output = run_grade(course, "--student", "nobody")
     assert code != 0 and "no submissions under" in output

@@ -1,15 +1,17 @@
 """Red team: submissions that try to buy themselves grading time, each held to a budget.
 
 - 100,000 added cells: cut before any stage sees the notebook (grading/run/bound.py) to the bounds derived from the
-  release (its cells x 4 + 50: 270 for the transformer release), and flagged for manual grading with the reason.
-  Budget: what an honest notebook of 270 cells costs.
+  release (its cells x 4 + 50), and flagged for manual grading with the reason. Budget: what an honest notebook of
+  that many cells costs.
 - A thread and an atexit handler left running after the last cell: the sandbox is torn down at the probe's "done"
   event (grading/run/supervise.py), not at the last cell's deadline. Budget: what the same notebook costs without them.
 - A trained model's settings far above the task's defaults: refused before anything is built
   (grading/judge/trained.py within_defaults), flagged with the reason. Budget: the judge at its task's defaults x 4.
 
 No test here measures time: each asserts the mechanism (the cut, the flag and its reason in the report, how the probe
-ended). The end-to-end test (marker `grading`, needs root and bubblewrap) prints the seconds per submission.
+ended). The end-to-end test (marker `grading`, needs root and bubblewrap) prints the seconds per submission. Its
+vehicle is the registry's first assignment (course_paths), with that assignment's own attack (course/<name>/tests/
+vehicle.py); the size bounds of the trained tasks are tested for every assignment.
 """
 import copy
 import json
@@ -19,27 +21,25 @@ import sys
 import time
 
 import pytest
-import torch
 
-from course.registry import assignment
-from course_paths import NAME, RELEASE, ROOT, SOURCE
+from course.registry import assignments
+from course_paths import DEFINITION_TASKS, NAME, RELEASE, ROOT, SOURCE, VEHICLE, vehicle_parts
 from grading.cases import cases_of
 from grading.judge import trained as judge_trained_module
-from grading.judge.score import case_problem
 from grading.run import bounded, sandbox, supervise
 from grading.run.bound import Bounds
 from grading.run.notebook import read, release_layout
 from grading.run.program import ProgramCell, build_program
-from submissions import (DEFINITION_POINTS, csv_rows, definitions_only, edit_cell, index_of, report_sections,
-                         scratch_course, seconds_per_submission)
+from submissions import (DEFINITION_POINTS, answer_id, csv_rows, definitions_only, edit_cell, index_of,
+                         report_sections, scratch_course, seconds_per_submission)
 
 ADDED_CELLS = 100_000
 
 
 def many_cells(notebook, count=ADDED_CELLS):
-    """count one-line cells added after check_task_7, before Task 8's answer and check."""
+    """count one-line cells added after the last definition task's check cell."""
     notebook = copy.deepcopy(notebook)
-    at = index_of(notebook, "check_task_7") + 1
+    at = index_of(notebook, f"check_task_{DEFINITION_TASKS[-1]}") + 1
     notebook["cells"][at:at] = [{"cell_type": "code", "metadata": {}, "source": f"x = {i}", "outputs": [],
                                  "execution_count": None} for i in range(count)]
     return notebook
@@ -80,7 +80,7 @@ def test_an_honest_notebook_is_not_cut_and_runs_the_same_program(name):
 def test_huge_code_and_outputs_are_cut_and_said():
     """A 3 MB cell is emptied; 30 MB of stored outputs (never read: the probe reruns every cell) are reported."""
     notebook = definitions_only()
-    at = index_of(notebook, "task_1_attention")
+    at = index_of(notebook, answer_id(notebook, DEFINITION_TASKS[0]))
     notebook["cells"].insert(at, {"cell_type": "code", "metadata": {}, "source": "# " + "y" * 3_000_000,
                                   "outputs": [{"output_type": "stream", "name": "stdout", "text": "z" * (30 << 20)}],
                                   "execution_count": None})
@@ -122,8 +122,7 @@ def test_the_sandbox_is_torn_down_at_the_done_event_not_at_a_deadline(tmp_path):
 
 # ----- The judge: settings within the task's defaults x SIZE_FACTOR, checked before anything is built --------------
 
-TRAINED_TASKS = [(name, task) for name in ("transformer", "seq2seq", "gpt", "vit")
-                 for task in assignment(name).training_tasks]
+TRAINED_TASKS = [(registered.name, task) for registered in assignments() for task in registered.training_tasks]
 
 
 @pytest.mark.parametrize("name, task", TRAINED_TASKS)
@@ -142,32 +141,6 @@ def test_each_trained_task_names_defaults_that_bound_its_sizes(name, task):
             judge_trained_module.within_defaults(dict(defaults, **{key: max(value, 1) * factor + 1}), spec)
 
 
-def test_large_valid_settings_are_refused_before_building_and_flagged(monkeypatch):
-    """seq2seq with embed_dim 512 (the old bound was 1024): 0 points, the reason, a flag, and nothing built."""
-    from course_lib import seq2seq as seq2seq_defaults
-    from course.seq2seq.cases.trained import evaluation_data
-    from grading.run.recipes import run
-    from grading.judge.expected import reference_namespace
-    reference = reference_namespace(assignment("seq2seq"))
-    recipe = cases_of("seq2seq").trained_case(7)
-    torch.manual_seed(0)
-    model = reference["Seq2SeqTransformer"](**seq2seq_defaults.MODEL)
-    record = run(recipe, [model], {"Seq2SeqTransformer": type(model)})
-    # What the probe adds for a notebook that took no optimizer step, its hook intact (grading/run/provenance.py)
-    record["provenance"] = {"hooked": True, "steps": 0, "failures": 0, "stepped": 0, "norms": {}}
-    wide = {role: torch.zeros(*[512 if size == 32 else size for size in value.shape])
-            for role, value in record["weights"].items()}
-    built, build = [], judge_trained_module.build
-    monkeypatch.setattr(judge_trained_module, "build", lambda *args, **kwargs: built.append(args) or build(*args,
-                                                                                                           **kwargs))
-    expected = dict(recipe["trained"], **evaluation_data(recipe["trained"]))
-    problem, _, flag = case_problem(7, recipe, dict(record, weights=wide), expected, {"reference": reference})
-    assert "embed_dim = 512 is above 128, 4 x the task's default 32" in problem and built == []
-    assert flag.startswith("model settings beyond the task's defaults, not evaluated: embed_dim = 512")
-    honest, _, honest_flag = case_problem(7, recipe, record, expected, {"reference": reference})
-    assert honest.startswith("accuracy") and honest_flag == "" and built  # the defaults: built and measured
-
-
 # ----- End to end: the three attacks graded beside an honest notebook ---------------------------------------------
 
 LINGER = '''import atexit, threading, time
@@ -176,20 +149,17 @@ atexit.register(time.sleep, 3600)  # and then for this
 print("ATTACK RAN linger")
 '''
 
-BIG_MODEL = '''from course_lib.transformer import VOCAB_SIZE
-
-model = TransformerForSequenceClassification(input_dim=VOCAB_SIZE, embed_dim=256, num_classes=1, num_heads=2,
-                                             feedforward_dim=1024, num_layers=4)  # 16 x, 32 x, 2 x the defaults
-'''
 
 
 def budget_class():
-    """{student: notebook}: an honest one and the three attacks, each on the reference answers of tasks 1-5 and 7."""
+    """{student: notebook}: an honest one and the three attacks, each on the reference answers of the definition
+    tasks; the big model answers the first training task."""
     honest = definitions_only()
     linger = copy.deepcopy(honest)
-    linger["cells"].insert(index_of(linger, "task_1_attention"), {"cell_type": "code", "metadata": {},
-                           "source": LINGER, "outputs": [], "execution_count": None})
-    big = edit_cell(copy.deepcopy(honest), "task_6_training", lambda _: BIG_MODEL)
+    linger["cells"].insert(index_of(linger, answer_id(linger, DEFINITION_TASKS[0])), {
+        "cell_type": "code", "metadata": {}, "source": LINGER, "outputs": [], "execution_count": None})
+    big = edit_cell(copy.deepcopy(honest), answer_id(honest, VEHICLE.training_tasks[0]),
+                    lambda _: vehicle_parts().BIG_MODEL)
     return {"honest": honest, "manycells": many_cells(honest), "linger": linger, "bigmodel": big}
 
 
@@ -221,11 +191,12 @@ def test_each_costly_submission_keeps_its_points_and_says_why_it_was_flagged(bud
     report = (course / f"grading_report_{NAME}.md").read_text().replace("\\", "")
     flagged = report.split("## Flagged for manual grading", 1)[1].split("## Needs attention", 1)[0]
     assert not re.search(r"\*\*(honest|linger)\*\*", flagged), flagged
+    bound = len(read(RELEASE)["cells"]) * 4 + 50
     for task in DEFINITION_POINTS:
-        assert f"**manycells**, task {task}: the notebook holds more than an honest one (270 cells" in flagged
+        assert f"**manycells**, task {task}: the notebook holds more than an honest one ({bound} cells" in flagged
     assert "left out" in flagged
-    assert "**bigmodel**, task 6: model settings beyond the task's defaults, not evaluated: embed_dim = 256 is " \
-           "above 64" in flagged
+    assert (f"**bigmodel**, task {VEHICLE.training_tasks[0]}: model settings beyond the task's defaults, not "
+            f"evaluated: {vehicle_parts().BIG_MODEL_REFUSED}") in flagged
     print(f"\nbudget class, grade --jobs 2: {seconds:.0f} s; each: {seconds_per_submission(output)}")
 
 

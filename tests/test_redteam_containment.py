@@ -1,10 +1,11 @@
 """Red team: submissions that attack the grader's containment, graded beside honest ones.
 
-Each attack is one extra cell, put before the first answer cell of the reference answers of tasks
-1-5 and 7 (8 points, nothing to train): whatever the attack does, it must be contained and
-reported, and the honest cells around it must still score their 8 points. One full solution (10)
-is graded in the same run. The attacks print "ESCAPE: ..." for anything that got out and
-"ATTACK RAN <name>" when they finished, so a test can tell "contained" from "never ran".
+Each attack is one extra cell, put before the first answer cell of the reference answers of the
+definition tasks of the registry's first assignment (course_paths; nothing to train): whatever the
+attack does, it must be contained and reported, and the honest cells around it must still score
+their points. One full solution (full marks) is graded in the same run. The attacks print
+"ESCAPE: ..." for anything that got out and "ATTACK RAN <name>" when they finished, so a test
+can tell "contained" from "never ran".
 
 Fast tests (the clock, file reading, the training limit, the command line) run anywhere; the
 end-to-end ones need root and bubblewrap and are skipped with the reason otherwise
@@ -27,13 +28,13 @@ from pathlib import Path
 
 import pytest
 
-from course_paths import NAME, ROOT, SOURCE
+from course_paths import DEFINITION_TASKS, NAME, POINTS, ROOT, SOURCE, VEHICLE
 from grading.course import Course
 from grading.run import sandbox, supervise
 from grading.run.notebook import read
 from grading.run.program import ProgramCell
-from submissions import (DEFINITION_POINTS, GRADING_RUNAWAY, csv_rows, definitions_only, index_of, limits_section,
-                         report_sections, scratch_course, seconds_per_submission)
+from submissions import (DEFINITION_POINTS, GRADING_RUNAWAY, answer_id, csv_rows, definitions_only, index_of,
+                         limits_section, report_sections, scratch_course, seconds_per_submission)
 
 BWRAP = sandbox.bwrap_version()
 CGROUP = sandbox.choose("auto").cgroup[0] if BWRAP else None  # without one, memory is capped by RLIMIT_AS
@@ -71,8 +72,8 @@ attempt("connect to the internet", lambda: socket.create_connection(("1.1.1.1", 
 attempt("connect to the host", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=3))
 attempt("signal the grader", lambda: os.kill({grader}, 0))
 attempt("ptrace pid 1", lambda: 1 / (ctypes.CDLL(None).ptrace(16, 1, 0, 0) + 1))
-attempt("hard link to the gradebook", lambda: os.link("{gradebook}", "../out/task_10.pt"))
-os.symlink("{gradebook}", "../out/task_9.pt")  # a link where the grader looks for records: never followed
+attempt("hard link to the gradebook", lambda: os.link("{gradebook}", "../out/task_{linked}.pt"))
+os.symlink("{gradebook}", "../out/task_{symlinked}.pt")  # a link where the grader looks for records: never followed
 for line in escaped:
     print("ESCAPE:", line)
 print(f"contained {{contained}} of {{contained + len(escaped)}}; ATTACK RAN escape")
@@ -139,9 +140,12 @@ TRAIN_COMMENT = '''# history = train(model, train_loader, val_loader)  <- a comm
 text = "train(model)"
 ''' + STUCK
 
+# Where records are written: a task beyond the last, the first training task's and the last definition task's
+RECORDS = [f"task_{max(POINTS) + 1}.pt", f"task_{VEHICLE.training_tasks[0]}.pt.part",
+           f"task_{DEFINITION_TASKS[-1]}.pt.part"]
 FIFO = '''import os
 # FIFOs (a reader that opens one blocks until a writer comes: forever) wherever the probe or the grader writes or reads
-for name in ["progress.jsonl", "task_9.pt", "task_6.pt.part", "task_7.pt.part"] + \\
+for name in ["progress.jsonl"] + ''' + repr(RECORDS) + ''' + \\
         [f"cell_{index}.json{part}" for index in range(300) for part in ("", ".part")]:
     if not os.path.exists("../out/" + name):
         os.mkfifo("../out/" + name)
@@ -173,8 +177,8 @@ print("ATTACK RAN diskhog")
 def with_cell(notebook, source):
     """notebook with an extra code cell (no nbgrader metadata) just before the first answer cell."""
     notebook = copy.deepcopy(notebook)
-    notebook["cells"].insert(index_of(notebook, "task_1_attention"), {"cell_type": "code", "metadata": {},
-                             "source": source, "outputs": [], "execution_count": None})
+    notebook["cells"].insert(index_of(notebook, answer_id(notebook, DEFINITION_TASKS[0])), {
+        "cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None})
     return notebook
 
 
@@ -192,7 +196,8 @@ def attacks(course, decoy, port):
     listings = [str(decoy), str(course), str(ROOT / "solutions"), "/home", "/opt", "/etc", "/sys/fs/cgroup",
                 str(course / "build" / "grading" / "scratch")]
     escape = ESCAPE.format(token=TOKEN, reads=reads, writes=writes, listings=listings, port=port,
-                           grader=os.getpid(), gradebook=gradebook)
+                           grader=os.getpid(), gradebook=gradebook, symlinked=max(POINTS) + 1,
+                           linked=max(POINTS) + 2)  # tasks beyond the last
     return {"escape": (escape, None, True),
             "survivor": (SURVIVOR, None, True),
             "forkbomb": (FORKBOMB, None, True),
@@ -241,7 +246,7 @@ def redteam(tmp_path_factory):
 def rendered_text(course, student):
     """Everything the student's cells printed, as the graded notebook holds it (outputs only, not the source)."""
     notebook = json.loads((course / "build" / "grading" / "rendered" / student / NAME /
-                           "transformer.ipynb").read_text())
+                           f"{NAME}.ipynb").read_text())
     outputs = [output for cell in notebook["cells"] for output in cell.get("outputs", [])]
     return json.dumps(outputs, ensure_ascii=False)
 
@@ -249,10 +254,10 @@ def rendered_text(course, student):
 @needs_bwrap
 @pytest.mark.grading
 def test_attacks_cost_nothing_but_themselves(redteam):
-    """Every attacker keeps the 8 points of its honest cells; the full solution 10; the three records agree."""
+    """Every attacker keeps the points of its honest cells; the full solution full marks; the three records agree."""
     course, cases, output, _, _ = redteam
     expected = {student: DEFINITION_POINTS for student in [*cases, "honest"]}
-    expected["full"] = {task: points for task, points in DEFINITION_POINTS.items()} | {6: 1, 8: 1}
+    expected["full"] = dict(POINTS)
     by_task = {(row["student_id"], int(row["task"])): float(row["score"])
                for row in csv_rows(course / "grades_by_task.csv")}
     wrong = {(student, task): (by_task.get((student, task)), score) for student, points in expected.items()
@@ -408,14 +413,18 @@ def bomb(kind):
 @pytest.mark.parametrize("kind", ["pickle", "deflate"])
 def test_records_that_would_blow_up_in_the_graders_memory_are_refused(tmp_path, kind):
     """Task files are parsed in the grader's own process: a pickle or deflate bomb is refused unread, not loaded."""
+    import torch
     out = tmp_path / "scratch" / "out"
     out.mkdir(parents=True)
-    (out / "task_1.pt").write_bytes(bomb(kind))
+    bombed, honest = 1, 2  # two check cells' tasks: the grader looks up only those (Job.recorded_tasks)
+    (out / f"task_{bombed}.pt").write_bytes(bomb(kind))
+    torch.save([{"outputs": [1]}], out / f"task_{honest}.pt")  # read beside it: the lookup is not what refuses
     (out / "cell_0.json").write_text("[" + "{}," * (1 << 20) + "{}]")  # 3 MB of JSON: 100 MB of dicts
     (out / "cell_1.json").write_text("[" * 100_000 + "]" * 100_000)  # nested too deep for json
-    job, run = supervise.Job(cells(1, 1), tmp_path / "scratch", tmp_path, sandbox.Sandbox("none")), supervise.ProbeRun()
+    program = cells(1, 1) + [ProgramCell("check", "", 1.0, task=task) for task in (bombed, honest)]
+    job, run = supervise.Job(program, tmp_path / "scratch", tmp_path, sandbox.Sandbox("none")), supervise.ProbeRun()
     supervise.collect(job, run)
-    assert run.records == {} and run.cells == {}
+    assert run.records == {honest: [{"outputs": [1]}]} and run.cells == {}
 
 
 def test_a_huge_line_in_an_error_keeps_the_cells_output_under_the_graders_cap():

@@ -16,13 +16,13 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from course_paths import NAME
+from course_paths import NAME, VEHICLE, vehicle_parts
 from grading.judge import trained, unreadable_records
 from grading.judge.score import Verdict
 from grading.run import cpuclock, supervise
 from redteam_builders import extra_cell
-from submissions import (DEFINITION_POINTS, collect_and_grade, definitions_only, limits_section, report_sections,
-                         scratch_course, seconds_per_submission, without, wrong_scores)
+from submissions import (DEFINITION_POINTS, answer_id, collect_and_grade, definitions_only, limits_section,
+                         report_sections, scratch_course, seconds_per_submission, without, wrong_scores)
 
 
 class StillMeter:
@@ -97,35 +97,40 @@ def test_idle_is_the_wall_time_neither_run_nor_queued(monkeypatch):
 def test_a_saved_model_beyond_the_read_limit_is_flagged_as_too_large_not_as_tampering(tmp_path, monkeypatch):
     monkeypatch.setattr(supervise, "MAX_FILE", 10_000)
     (tmp_path / "out").mkdir()
-    torch.save([{"weights": {"w": torch.zeros(5_000)}}], tmp_path / "out" / "task_6.pt")  # 20 kB of weights
-    torch.save([{"outputs": [1]}], tmp_path / "out" / "task_5.pt")
-    job = SimpleNamespace(program=[], scratch=tmp_path, recorded_tasks=lambda: {5, 6})
+    small, large = 5, 6  # any two tasks: one record of outputs, one of weights past the read limit
+    torch.save([{"weights": {"w": torch.zeros(5_000)}}], tmp_path / "out" / f"task_{large}.pt")  # 20 kB of weights
+    torch.save([{"outputs": [1]}], tmp_path / "out" / f"task_{small}.pt")
+    job = SimpleNamespace(program=[], scratch=tmp_path, recorded_tasks=lambda: {small, large})
     run = supervise.ProbeRun()
     supervise.collect(job, run)
-    assert set(run.records) == {5} and run.oversized == {6: (tmp_path / "out" / "task_6.pt").stat().st_size}
-    program = [SimpleNamespace(kind="check", task=5), SimpleNamespace(kind="check", task=6)]
+    assert set(run.records) == {small}
+    assert run.oversized == {large: (tmp_path / "out" / f"task_{large}.pt").stat().st_size}
+    program = [SimpleNamespace(kind="check", task=small), SimpleNamespace(kind="check", task=large)]
     run.cells = {0: {"error": None}, 1: {"error": None}}
-    verdicts = {task: Verdict(task, 1.0, 1.0, "") for task in (5, 6)}
+    verdicts = {task: Verdict(task, 1.0, 1.0, "") for task in (small, large)}
     unreadable_records(program, run, verdicts)
-    assert verdicts[5].score == 1.0 and not verdicts[5].flag
-    assert verdicts[6].score == 0.0 and "MiB, more than the 256 MiB the grader reads" in verdicts[6].message
-    assert "exceeds" in verdicts[6].flag and "tampering" not in verdicts[6].flag + verdicts[6].message
+    assert verdicts[small].score == 1.0 and not verdicts[small].flag
+    assert verdicts[large].score == 0.0 and "MiB, more than the 256 MiB the grader reads" in verdicts[large].message
+    assert "exceeds" in verdicts[large].flag and "tampering" not in verdicts[large].flag + verdicts[large].message
 
 
 def test_files_left_in_out_are_looked_up_by_task_never_listed(tmp_path):
     (tmp_path / "out").mkdir()
-    for name in ("task_3.pt", "task_99.pt", "task_0100.pt", "task_x.pt"):
-        (tmp_path / "out" / name).write_bytes(b"")
+    for number in ("3", "99", "0100", "x"):  # check cells ask for 3 and 4; 99 is an answer cell's; 0100 is not 100
+        (tmp_path / "out" / f"task_{number}.pt").write_bytes(b"")
     program = [SimpleNamespace(kind="check", task=3), SimpleNamespace(kind="check", task=4),
                SimpleNamespace(kind="answer", task=99)]
     job = supervise.Job(program=program, scratch=tmp_path, runtime=tmp_path, box=None)
     assert job.recorded_tasks() == {3}
 
 
+MODEL = dict(vocab_size=16, embed_dim=32, num_heads=2, feedforward_dim=64, num_encoder_layers=2, num_decoder_layers=2,
+             pad_id=0)
+
+
 def test_one_size_rule_bounds_sizes_both_ways_and_leaves_ids_alone():
     """1..4 x the default for every size: above it flagged (BeyondDefaults), below 1 no model; pad_id 0 is no size."""
-    from course_lib.seq2seq import MODEL
-    spec = {"defaults": "course_lib.seq2seq:MODEL"}
+    spec = {"defaults": f"{__name__}:MODEL"}  # the sizes of a model like an assignment's defaults, below
     trained.within_defaults(dict(MODEL), spec)
     assert MODEL["pad_id"] == 0
     with pytest.raises(trained.InvalidModel, match="embed_dim = 0 is not a size") as refused:
@@ -138,25 +143,23 @@ def test_one_size_rule_bounds_sizes_both_ways_and_leaves_ids_alone():
 # ----- End to end: graded beside an honest notebook (marker `grading`: needs root and bubblewrap) ----------------
 
 SLEEPS = 6  # cells of 65 s each, under the scratch course's 20 s cells' backstop (70 s): 390 s, past MAX_IDLE
-BIG_MODEL = '''from course_lib.transformer import VOCAB_SIZE
-model = TransformerForSequenceClassification(input_dim=VOCAB_SIZE, num_classes=1, embed_dim=1024, num_heads=2,
-                                             feedforward_dim=4096, num_layers=4)  # 50 M weights: 400 MB recorded'''
 
 
 def hidden_submissions():
     """{student: (file name, notebook, {task: expected score})}: an honest notebook, a sleeper and a huge model.
 
-    The sleeper's cells come after check_task_5 and re-run in every attempt: past the allowance each is stopped, and
-    after MAX_ATTEMPTS stopped cells grading gives up, so Task 7, after them, is not reached."""
-    honest = definitions_only()
+    The sleeper's cells come after the vehicle's SLEEP_AFTER check cell (course/<name>/tests/vehicle.py) and re-run in
+    every attempt: past the allowance each is stopped, and after MAX_ATTEMPTS stopped cells grading gives up, so the
+    task after them (UNREACHED_AFTER_SLEEP) is not reached. The huge model answers the first training task."""
+    parts, honest = vehicle_parts(), definitions_only()
     sleeper = honest
     for number in range(SLEEPS):
-        sleeper = extra_cell(sleeper, "check_task_5", f"import time\ntime.sleep(65)  # {number}")
+        sleeper = extra_cell(sleeper, parts.SLEEP_AFTER, f"import time\ntime.sleep(65)  # {number}")
+    trained = answer_id(honest, VEHICLE.training_tasks[0])
     return {"honest": (f"honest_{NAME}.ipynb", honest, DEFINITION_POINTS),
-            "sleeper": (f"sleeper_{NAME}.ipynb", sleeper, without(DEFINITION_POINTS, 7)),  # 4 cells stopped:
-            # grading gives up before check_task_7
-            "bigmodel": (f"bigmodel_{NAME}.ipynb", extra_cell(honest, "task_6_training", BIG_MODEL),
-                         DEFINITION_POINTS)}
+            "sleeper": (f"sleeper_{NAME}.ipynb", sleeper, without(DEFINITION_POINTS, parts.UNREACHED_AFTER_SLEEP)),
+            # 4 cells stopped: grading gives up before the unreached task's check
+            "bigmodel": (f"bigmodel_{NAME}.ipynb", extra_cell(honest, trained, parts.HUGE_MODEL), DEFINITION_POINTS)}
 
 
 @pytest.fixture(scope="module")
@@ -176,5 +179,6 @@ def test_hidden_attacks_keep_what_they_earned_and_say_why(hidden_graded):
     assert "honest" not in report_sections(report) and "**honest**" not in limits_section(report)
     assert "idle" in (course / "build" / "grading" / "logs" / "sleeper.log").read_text()
     flagged = report.split("## Flagged for manual grading", 1)[1].split("\n## ", 1)[0]
-    assert "**bigmodel**, task 6: the saved model" in flagged and "exceeds the 256 MiB" in flagged
+    assert f"**bigmodel**, task {VEHICLE.training_tasks[0]}: the saved model" in flagged
+    assert "exceeds the 256 MiB" in flagged
     assert "tampering" not in flagged

@@ -6,7 +6,7 @@ grading/run/provenance.py hooked into torch's optimizers as the probe hooks it) 
 the judge's flag (grading/judge/provenance.py). What a student may do (any torch optimizer, keep and reload the best
 checkpoint, in place, into a copy or through torch.save, change the model's dtype) is not flagged; weights loaded
 from another model, no step at all, a removed hook or a missing record are. The end-to-end run through the real
-grader is course/vit/tests/test_grading.py's "pasted" submission.
+grader is a "pasted" submission in an assignment's own grading test (course/<name>/tests/test_grading.py).
 """
 import copy
 import importlib

@@ -6,14 +6,17 @@ judged from the model's weights, not from its forward.
 """
 import pytest
 
+from course.registry import assignment
 from course.transformer.mistakes import MUTANTS
-from course_paths import DEFINITION_TASKS, POINTS, TRANSFORMER
 from grading.judge.expected import reference_namespace
 from grading.run.recipes import run
 from in_process_grading import graded_cases_of, verdict_of
 from .palindrome_models import mirror_logits
 from . import valid_variants as alt
 from .unnamed_mistakes import UNNAMED
+
+TRANSFORMER = assignment("transformer")
+DEFINITION_TASKS, POINTS = TRANSFORMER.definition_tasks, TRANSFORMER.points
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,12 @@ import torch.nn as nn
 from course_lib import plot_attention_maps, plot_lr_schedule
 from course_lib import transformer as defaults
 from course_lib.attention_stats import explained_variance, head_statistics
+from course.registry import assignment
 
-from course_paths import RELEASE, SOURCE
 from notebook_text import (MEASURED, code_cell, section)
+
+TRANSFORMER = assignment("transformer")
+SOURCE, RELEASE = TRANSFORMER.source_notebook, TRANSFORMER.release_notebook
 
 BOTH = pytest.mark.parametrize("path", [SOURCE, RELEASE], ids=["solutions", "notebooks"])
 

@@ -1,41 +1,43 @@
-"""Red team: submissions that try to get points for nothing, stop the run, inject markup or get lost in collect.
+"""Red team, the transformer's attacks: submissions that try to get points for nothing or stop the run.
 
-Fast tests attack the pieces directly (the trained-model judge with hand-built models, the renderer,
-the escaping, collect on hostile zips). The slow ones (marker `grading`) collect and grade a class of
-attack submissions end to end beside honest ones that must keep full marks, and check grades.csv,
-grades_by_task.csv and the gradebook agree. Builders live in tests/redteam_builders.py.
+Fast tests attack the pieces directly (the trained-model judge with hand-built models, the records of its tasks).
+The slow ones (marker `grading`) collect and grade a class of attack submissions end to end beside honest ones that
+must keep full marks, and check grades.csv, grades_by_task.csv and the gradebook agree. The attacks are built in
+course/transformer/tests/redteam_attacks.py; the attacks on shared pieces (collect on hostile zips, the renderer, the
+escaping) are tested in tests/test_redteam_collect.py.
 """
 import json
 import os
-import re
 import subprocess
 import sys
 import time
 import zipfile
-from pathlib import Path
 
 import pytest
 import torch
 import torch.nn as nn
 
 from checkers._core import Task
+from course.registry import assignment
+from course.transformer.cases.trained import predict
 from course_lib import transformer as defaults
 from course_lib.transformer import VOCAB_SIZE
+from course_paths import ROOT
 from grading.cases import build_cases
-from grading.collect import collect
 from grading.judge.expected import expected_records, reference_namespace
-from grading.run.notebook import UnreadableNotebook, check_cells, read, release_layout
-from course.transformer.cases.trained import predict
-from grading.run.recipes import run
-from grading.publish.render import RENDER_LIMIT, render
-from grading.judge.score import Verdict, score_submission
-from grading.text import encodable, markdown
+from grading.judge.score import score_submission
 from grading.judge.trained import reference_model, trained_problem
-from course_paths import NAME, RELEASE, ROOT, SOURCE, TRANSFORMER, course_folder
+from grading.run.notebook import check_cells, read, release_layout
+from grading.run.recipes import run
 from course.transformer.tests.palindrome_models import mirror_logits
-from redteam_builders import XSS, attack_submissions, inner_zip, latin1_placeholder, patch_central, write_latin1_names
+from redteam_builders import patch_central
 from submissions import (GRADING_RUNAWAY, csv_rows, definitions_only, report_sections, scratch_course,
                          seconds_per_submission, visible_text)
+
+from .redteam_attacks import attack_submissions
+
+TRANSFORMER = assignment("transformer")
+NAME, SOURCE, RELEASE = TRANSFORMER.name, TRANSFORMER.source_notebook, TRANSFORMER.release_notebook
 
 
 @pytest.fixture(scope="module")
@@ -208,116 +210,12 @@ def test_records_that_leave_out_outputs_score_zero_and_are_flagged(judged):
     assert verdict.score == 0 and "malformed" in verdict.message and verdict.flag
 
 
-def test_a_notebook_of_millions_of_empty_objects_is_refused_unparsed(tmp_path):
-    """6 MB of `{},` parse to 2 million dicts (170 MB; 100 MB of it, 2.8 GB) in the grader's own process."""
-    bomb = tmp_path / "bomb.ipynb"
-    bomb.write_text('{"cells": [' + "{}," * 2_000_000 + "{}]}")
-    with pytest.raises(UnreadableNotebook, match="not a readable notebook"):
-        read(bomb)
-    assert len(read(RELEASE)["cells"]) > 10
-
-
-# ----- Shown text: encodable, escaped, bounded ------------------------------------------------------------------------
-
-def test_markdown_escaping_neutralises_tags_links_code_and_pipes():
-    text = markdown(f"{XSS} `code` [link](javascript:x) ![i](y) | cell **b** \ud800\n# heading")
-    assert "<" not in text and "\ud800" not in text and "\n" not in text
-    for mark in ("`", "[", "]", "|", "*", "!"):
-        assert re.search(r"(?<!\\)" + re.escape(mark), text) is None, mark
-    encodable(text).encode("utf-8")
-
-
-def test_rendered_notebook_is_bounded_and_encodable():
-    """100k added cells and a 95 MB cell: the rendered notebook stays small and says what it left out."""
-    from grading.run.notebook import release_layout
-    from grading.run.program import ProgramCell, build_program
-    release = read(RELEASE)
-    program, _ = build_program(release, release_layout(release), lambda source: 60.0)
-    program += [ProgramCell("extra", "print(1)", 1.0, -1, 1000 + i) for i in range(100_000)]
-    program.append(ProgramCell("extra", "#" + "x" * 95_000_000, 1.0, -1, 200_000))
-    big, line = "z" * 10**6, "f" * 10**6  # one object each, shared by every output (memory stays small)
-    output = {"stdout": "y" * 50_000 + "\ud800", "stderr": XSS, "displays": [big] * 50,
-              "error": {"ename": big, "evalue": big, "frames": [line] * 100}}
-    outputs = {i: output for i in range(len(program) - 100_001, len(program))}
-    verdicts = {task: Verdict(task, 1, 0, "no") for task in range(1, 9)}
-    started = time.process_time()  # CPU time, not wall time: a busy machine does not change it
-    notebook = render(release, program, outputs, verdicts, [XSS] * 1000)
-    text = json.dumps(notebook, ensure_ascii=False)
-    text.encode("utf-8")
-    assert len(text) < 2 * RENDER_LIMIT + len(json.dumps(release)) and "not shown here" in text
-    assert time.process_time() - started < 30  # a runaway bound (linear work takes about a second)
-    notes = next(cell for cell in notebook["cells"] if cell.get("id") == "grader-notes")
-    assert "<img" not in notes["source"] and "more notes" in notes["source"]
-
-
-# ----- Collect: each entry on its own, Unicode ids, no merging ------------------------------------------------------
-
-NAMES = ["müllerjürgen_transformer.ipynb", "möllerjärgen_transformer.ipynb"]  # stored in Latin-1, no UTF-8 flag
-
-
-def hostile_zip(path):
-    """Every kind of bad entry beside good ones; returns {student id expected: reason word or ''}."""
-    notebook = json.dumps(read(RELEASE))
-    with zipfile.ZipFile(path, "w") as archive:
-        for index, name in enumerate(NAMES):
-            archive.writestr(zipfile.ZipInfo(latin1_placeholder(name, index), (2026, 11, 20, 10, 0, 0)), notebook)
-        for name in ("张伟_transformer.ipynb", "Αλέξανδρος_transformer.ipynb", "Alice Smith/transformer.ipynb",
-                     "Alice-Smith/transformer.ipynb", "crc/transformer.ipynb", "crc/older transformer.ipynb",
-                     "bomb/transformer.ipynb", "month0/transformer.ipynb", "locked/transformer.ipynb",
-                     f"xssname/{XSS}.ipynb"):
-            archive.writestr(zipfile.ZipInfo(name, (2026, 11, 20, 10, 0, 0)), notebook)
-        archive.writestr("encrypted_transformer.zip", inner_zip("transformer.ipynb", read(RELEASE), encrypted=True))
-        archive.writestr("cut_transformer.zip", inner_zip("transformer.ipynb", read(RELEASE), corrupt=True))
-        archive.writestr("ownzip_transformer.zip", inner_zip("transformer.ipynb", read(RELEASE)))
-    write_latin1_names(path, NAMES)
-    corrupt = bytearray(path.read_bytes())
-    with zipfile.ZipFile(path) as archive:
-        info = archive.getinfo("crc/transformer.ipynb")
-    name_length, extra_length = (int.from_bytes(corrupt[info.header_offset + at:info.header_offset + at + 2], "little")
-                                 for at in (26, 28))
-    corrupt[info.header_offset + 30 + name_length + extra_length + 5] ^= 0xFF
-    path.write_bytes(bytes(corrupt))
-    patch_central(path, "bomb/transformer.ipynb", declared_size=2 << 30)
-    patch_central(path, "month0/transformer.ipynb", month0=True)
-    patch_central(path, "locked/transformer.ipynb", flag_bits=0x1)
-    return {"müllerjürgen": "", "möllerjärgen": "", "张伟": "", "Αλέξανδρος": "", "Alice-Smith": "",
-            "Alice-Smith-2": "", "crc": "Bad CRC", "bomb": "too large", "month0": "no valid date",
-            "locked": "encrypted", "encrypted": "encrypted", "cut": "not a readable zip", "ownzip": "", "xssname": ""}
-
-
-def test_collect_skips_bad_entries_one_by_one_and_loses_no_one(tmp_path):
-    expected = hostile_zip(tmp_path / "download.zip")
-    collected, unknown, skipped = collect(tmp_path / "download.zip", course_folder(tmp_path), NAME)
-    assert set(collected) == set(expected), sorted(collected)
-    for student, word in expected.items():
-        folder = tmp_path / "submitted" / student / NAME
-        notes = " ".join(json.loads((folder / "collected.json").read_text())["notes"])
-        assert word in notes, (student, notes)
-        has_notebook = (folder / f"{NAME}.ipynb").is_file()
-        assert has_notebook == (word not in ("too large", "encrypted", "not a readable zip")), student
-    reasons = dict(skipped)
-    assert "Bad CRC" in reasons["crc/transformer.ipynb"] and "too large" in reasons["bomb/transformer.ipynb"]
-    assert "encrypted" in reasons["locked/transformer.ipynb"] and "not a readable zip" in reasons["cut_transformer.zip"]
-    assert any("graded as `Alice-Smith-2`" in note for note in collected["Alice-Smith-2"])
-    assert not list((tmp_path / "submitted").glob(".*collecting"))  # no partial state left behind
-
-
-def test_collect_command_reports_skipped_entries_escaped(tmp_path):
-    hostile_zip(tmp_path / "download.zip")
-    result = subprocess.run([sys.executable, "-m", "grading.collect", str(tmp_path / "download.zip"), "--course",
-                             str(course_folder(tmp_path)), "--assignment", NAME],
-                            cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    report = (tmp_path / "collect_report.md").read_text()
-    assert "Bad CRC" in report and "encrypted" in report and "<img" not in report and "too large" in report
-
-
 # ----- End to end: a class of attacks, collected and graded beside honest submissions ------------------------------
 
 def class_submissions():
     """{student: (zip name, notebook, {task: score} or None)}: the attacks, and honest ones that keep full marks."""
     found = {student: (name, notebook, points) for student, (name, notebook, points) in attack_submissions().items()}
-    definitions = definitions_only()
+    definitions = definitions_only(TRANSFORMER)
     points = found["honest"][2]
     found["张伟"] = ("张伟_transformer.ipynb", definitions, points)
     found["Αλέξανδρος"] = ("Αλέξανδρος/Copy of transformer.ipynb", definitions, points)
@@ -456,48 +354,3 @@ def test_huge_outputs_are_cut_and_odd_text_does_not_stop_the_run(attacked):
     assert "\ufffd" in noise or "&#65533;" in noise  # the lone surrogates, replaced
     per_submission = seconds_per_submission(output)
     print(f"\nred team, grade --jobs 2: {seconds:.0f} s for {len(per_submission)} submissions; each: {per_submission}")
-
-
-@pytest.mark.grading
-def test_a_notebook_nbgrader_cannot_take_stays_with_its_student(tmp_path):
-    """nbgrader fails on one rendered notebook: that student gets a minimal one, flagged; the other is untouched."""
-    from grading.course import Course
-    from grading.grade import Grading
-    from grading.judge import Result, not_graded
-    from grading.publish import publish, write_rendered
-    from grading.collect import Submission
-    course = Course(scratch_course(tmp_path / "course"), NAME)
-    grading = Grading(course, "none")
-    results, submissions = [], []
-    for student in ("steady", "broken"):
-        folder = course.submitted / student / NAME
-        folder.mkdir(parents=True)
-        submissions.append(Submission(student, folder))
-        verdicts = not_graded(grading.judging, "a test")
-        verdicts[4].score = 1.0
-        results.append(Result(student, verdicts, []))
-        write_rendered(course, submissions[-1], render(grading.release.notebook, [], {}, verdicts, []))
-    (course.build / "rendered" / "broken" / NAME / f"{NAME}.ipynb").write_text("{not json")
-    problems = publish(course, grading.release, submissions, results, {"jobs": 1, "sandbox": "none", "seconds": 0})
-    assert not problems
-    totals = {row["student_id"]: float(row["score"]) for row in csv_rows(course.root / "grades.csv")}
-    assert totals == {"steady": 1.0, "broken": 1.0}
-    assert results[1].flags and not results[0].flags
-    assert any("minimal" in note for note in results[1].notes)
-    assert (course.feedback / "broken" / NAME / f"{NAME}.html").is_file()
-
-
-def test_collect_writes_nothing_outside_submitted_whatever_the_names(tmp_path):
-    """Names that climb out, are absolute, hold newlines or Markdown: no file outside submitted/, no id from them."""
-    notebook = json.dumps(read(RELEASE))
-    with zipfile.ZipFile(tmp_path / "download.zip", "w") as archive:
-        for name in ("../evil_transformer.ipynb", "/etc/evil_transformer.ipynb", "../../x/transformer.ipynb",
-                     "a\n## Flagged_transformer.ipynb", "[x](javascript:y)_transformer.ipynb",
-                     "._dot_transformer.ipynb"):
-            archive.writestr(zipfile.ZipInfo(name, (2026, 11, 20, 10, 0, 0)), notebook)
-    collected, unknown, skipped = collect(tmp_path / "download.zip", course_folder(tmp_path / "course"), NAME)
-    written = {path.relative_to(tmp_path) for path in tmp_path.rglob("*") if path.is_file()}
-    assert all(path.parts[:2] == ("course", "submitted") for path in written - {Path("download.zip"),
-                                                                               Path("course/course.toml")}), written
-    assert all(re.fullmatch(r"[\w.-]+", student) for student in collected), collected
-    assert not skipped

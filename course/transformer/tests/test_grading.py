@@ -4,7 +4,8 @@ The end-to-end test builds every kind of submission from the reference and relea
 full solution, planted mistakes from course/transformer/mistakes.py, broken, tampering and oddly saved notebooks),
 zips them like an LMS download, runs `python -m grading.collect` and `python -m grading.grade --jobs 2`
 on a scratch copy of the course, and checks every task's score, the report, and that no feedback file
-holds hidden-test or reference code. Select it alone with `pytest -m grading tests/test_grading.py`.
+holds hidden-test or reference code. Select it alone with
+`pytest -m grading course/transformer/tests/test_grading.py`.
 One fast test reads student ids from LMS file names. The builders of submissions shared with the red-team tests live
 in tests/submissions.py; the transformer's hidden cases are tested in course/transformer/tests/test_hidden_cases.py.
 """
@@ -19,15 +20,21 @@ import zipfile
 
 import pytest
 
-from course.transformer.mistakes import MUTANTS
 from course.reference import solution_regions
-from course_paths import NAME, POINTS, RELEASE, ROOT, SOURCE, course_folder
+from course.registry import assignment
+from course.transformer.mistakes import MUTANTS
+from course_paths import ROOT, course_folder
 from grading.collect import collect
 from grading.run import sandbox
 from grading.run.notebook import read
-from submissions import (DEFINITION_POINTS, GRADING_RUNAWAY, also_noted, code, csv_rows, definitions_only, edit_cell,
+from submissions import (GRADING_RUNAWAY, also_noted, code, csv_rows, definitions_only, edit_cell,
                          grade_id, index_of, limits_section, prepend_to, report_sections, scratch_course,
                          seconds_per_submission, visible_text, without)
+
+TRANSFORMER = assignment("transformer")
+NAME, POINTS = TRANSFORMER.name, TRANSFORMER.points
+SOURCE, RELEASE = TRANSFORMER.source_notebook, TRANSFORMER.release_notebook
+DEFINITION_POINTS = without(POINTS, *TRANSFORMER.training_tasks)  # the definitions' reference answers, nothing trained
 
 
 # ----- Every kind of submission, built from the reference and release notebooks (helpers: submissions.py) ----
@@ -168,7 +175,7 @@ def tampering_submissions(release, definitions):
 
 def submissions():
     """{student: (file name in the zip, notebook or bytes, {task: expected score})}."""
-    release, definitions = read(RELEASE), definitions_only()
+    release, definitions = read(RELEASE), definitions_only(TRANSFORMER)
     return {**trained_submissions(), **broken_submissions(definitions), **reshaped_submissions(definitions),
             **tampering_submissions(release, definitions)}
 
@@ -288,8 +295,8 @@ def solution_lines():
 def hidden_test_lines():
     """Substantive lines of the hidden tests and of the grader's comparisons."""
     cases = [*(ROOT / "grading" / "cases").rglob("*.py"), *(ROOT / "course").glob("*/cases/*.py")]
-    judged = ("compare.py", "expected.py", "trained.py", "score.py")
-    files = cases + [ROOT / "grading" / "judge" / name for name in judged]
+    judge = ("compare.py", "expected.py", "trained.py", "score.py")
+    files = cases + [ROOT / "grading" / "judge" / name for name in judge]
     return [re.sub(r"\s+", " ", line.strip()) for path in files for line in path.read_text().splitlines()
             if len(line.strip()) > 25 and not line.strip().startswith(("#", '"""', "from ", "import "))]
 
