@@ -9,6 +9,8 @@ filled from the registry entry (NUMBERS), so this shared file names none.
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from course.registry import student_repo
+
 NAME = "toy"
 # The toy's tasks: number -> (what its answer cell's grade id ends with, points, trains)
 TASKS = {1: ("double", 2, False), 2: ("classifier", 4, False), 3: ("training", 4, True)}
@@ -368,7 +370,7 @@ def trained_accuracy(task, model, data, reference=None):
 
 # The first code cell of every notebook: Colab installs the course package from course.toml's student repository
 INSTALL = ('# Colab starts without the course files: install the course package (checkers and course_lib) there.\n'
-           'import sys\n\nCOURSE_REPO = "https://github.com/transformer-workbook/transformer-course"\n'
+           f'import sys\n\nCOURSE_REPO = "{student_repo()}"\n'
            'if "google.colab" in sys.modules:\n    %pip install --quiet "git+{COURSE_REPO}"')
 
 
