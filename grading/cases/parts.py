@@ -14,7 +14,7 @@ def recipe(task, name, visible, obj=0, **parts):
         task: the task number.
         name: how reports and feedback name the case (never its expected values).
         visible: True for a case the notebook's own check also runs.
-        obj: index of the object in the task's check call, e.g. 1 for LinformerBlock in task 7.
+        obj: index of the object in the task's check call, e.g. 1 for the second name the check takes.
         parts: "build", "call", "grad", "facts", "attribute", "trained", "calls" (see counted), and comparison
             settings ("atol", "rtol", "row_atol", "compare", "grad_rows_sum_to_1").
     """

@@ -24,7 +24,7 @@ class Verdict:
 
 
 def strip_task(message, task):
-    """'Task 2: X' -> 'X': the verdict adds its own prefix."""
+    """'Task N: X' -> 'X': the verdict adds its own prefix."""
     prefix = f"Task {task}: "
     return message[len(prefix):] if message.startswith(prefix) else message
 

@@ -28,8 +28,8 @@ from ..cases import cases_of
 from ..run.recipes import slots_of
 from .provenance import provenance_flag, tampering_flag
 
-SIZE_FACTOR = 4  # each size (widths, layers, heads) at most 4 x the task's default: seq2seq's judge then takes at
-# most about 15 x its time at the defaults (65 s against 4 s at a load of 9 on 2 cores)
+SIZE_FACTOR = 4  # each size (widths, layers, heads) at most 4 x the task's default: the slowest judge
+# (an encoder-decoder's) then takes about 15 x its time at the defaults (65 s against 4 s at a load of 9 on 2 cores)
 
 
 class InvalidModel(Exception):
@@ -69,8 +69,8 @@ def shape(weights, role):
 
 
 def check_weights(weights):
-    """Every recorded weight: a plain, finite floating tensor of at most 3 dimensions (vit's position embedding is
-    (1, N + 1, D))."""
+    """Every recorded weight: a plain, finite floating tensor of at most 3 dimensions (a position embedding of
+    shape (1, N + 1, D) has 3)."""
     if not isinstance(weights, dict) or not weights:
         raise InvalidModel("no weights were recorded")
     for role, value in weights.items():

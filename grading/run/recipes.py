@@ -30,7 +30,7 @@ SLOTS = {
 
 def slots_of(name):
     """The function giving a module's weights by role: a name of SLOTS (the shared core's maps), or an assignment's
-    own map as "module:function" (e.g. "checkers.seq2seq._weights:decoder_slots"), imported from the runtime."""
+    own map as "module:function" (e.g. "checkers.<assignment>._weights:decoder_slots"), imported from the runtime."""
     if ":" not in name:
         return SLOTS[name]
     module, _, function = name.partition(":")
@@ -277,7 +277,7 @@ def leaves(value):
 
 def input_tensors(args):
     """(name, tensor) for each tensor argument ("input 0") and each tensor in a list or tuple argument ("input 0.1",
-    e.g. vit's attention maps, one per layer)."""
+    e.g. attention maps, one per layer)."""
     named = []
     for index, value in enumerate(args):
         if isinstance(value, torch.Tensor):
@@ -325,8 +325,8 @@ def encoder_facts(module):
 
 
 def rotary_facts(module):
-    """How a RotaryEmbedding keeps its tables `cos` and `sin`: registered buffers, left out of the state_dict, their
-    dtype and shape (each a pair, cos then sin)."""
+    """How a rotary embedding module keeps its tables `cos` and `sin`: registered buffers, left out of the
+    state_dict, their dtype and shape (each a pair, cos then sin)."""
     names, buffers, saved = ("cos", "sin"), dict(module.named_buffers(recurse=False)), module.state_dict()
     tables = [getattr(module, name, None) for name in names]
     return {"buffers": [name in buffers for name in names], "saved": [name in saved for name in names],
@@ -335,7 +335,7 @@ def rotary_facts(module):
 
 
 def max_len_facts(module):
-    """The model's `max_len` attribute (gpt: generate reads it), as plain data."""
+    """The model's `max_len` attribute (a generation loop may read it), as plain data."""
     return {"value": plain(getattr(module, "max_len", None))}
 
 
@@ -394,6 +394,6 @@ def trained_weights(model, slots_name, stacks=None):
 
 
 def rotary_pairs(attention):
-    """The width of an attention module's rotary table `rotary.cos` (head_dim // 2: gpt's pinned RoPE), or None."""
+    """The width of an attention module's rotary table `rotary.cos` (head_dim // 2 for the pinned RoPE), or None."""
     cos = getattr(getattr(attention, "rotary", None), "cos", None)
     return int(cos.shape[-1]) if isinstance(cos, torch.Tensor) and cos.dim() == 2 else None
