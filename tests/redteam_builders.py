@@ -5,7 +5,7 @@ import struct
 import zipfile
 
 from course_paths import RELEASE
-from grading.run.notebook import read
+from grading.match.notebook import read
 from submissions import definitions_only, edit_cell, index_of
 
 XSS = "<img src=x onerror=alert(1)>"

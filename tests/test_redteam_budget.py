@@ -1,10 +1,11 @@
 """Red team: submissions that try to buy themselves grading time, each held to a budget.
 
-- 100,000 added cells: cut before any stage sees the notebook (grading/run/bound.py) to the bounds derived from the
+- 100,000 added cells: cut before any stage sees the notebook (grading/match/bound.py) to the bounds derived from the
   release (its cells x 4 + 50: 270 for the transformer release), and flagged for manual grading with the reason.
   Budget: what an honest notebook of 270 cells costs.
 - A thread and an atexit handler left running after the last cell: the sandbox is torn down at the probe's "done"
-  event (grading/run/supervise.py), not at the last cell's deadline. Budget: what the same notebook costs without them.
+  event (grading/sandbox/supervise.py), not at the last cell's deadline. Budget: what the same notebook costs
+  without them.
 - A trained model's settings far above the task's defaults: refused before anything is built
   (grading/judge/trained.py within_defaults), flagged with the reason. Budget: the judge at its task's defaults x 4.
 
@@ -26,10 +27,11 @@ from course_paths import NAME, RELEASE, ROOT, SOURCE
 from grading.cases import cases_of
 from grading.judge import trained as judge_trained_module
 from grading.judge.score import case_problem
-from grading.run import bounded, sandbox, supervise
-from grading.run.bound import Bounds
-from grading.run.notebook import read, release_layout
-from grading.run.program import ProgramCell, build_program
+from grading.match import bounded
+from grading.sandbox import sandbox, supervise
+from grading.match.bound import Bounds
+from grading.match.notebook import read, release_layout
+from grading.match.program import ProgramCell, build_program
 from submissions import (DEFINITION_POINTS, csv_rows, definitions_only, edit_cell, index_of, report_sections,
                          scratch_course, seconds_per_submission)
 
@@ -146,14 +148,14 @@ def test_large_valid_settings_are_refused_before_building_and_flagged(monkeypatc
     """seq2seq with embed_dim 512 (the old bound was 1024): 0 points, the reason, a flag, and nothing built."""
     from course_lib import seq2seq_defaults
     from course.seq2seq.cases.trained import evaluation_data
-    from grading.run.recipes import run
+    from grading.recipes import run
     from grading.judge.expected import reference_namespace
     reference = reference_namespace(assignment("seq2seq"))
     recipe = cases_of("seq2seq").trained_case(7)
     torch.manual_seed(0)
     model = reference["Seq2SeqTransformer"](**seq2seq_defaults.MODEL)
     record = run(recipe, [model], {"Seq2SeqTransformer": type(model)})
-    # What the probe adds for a notebook that took no optimizer step, its hook intact (grading/run/provenance.py)
+    # What the probe adds for a notebook that took no optimizer step, its hook intact (grading/probe/provenance.py)
     record["provenance"] = {"hooked": True, "steps": 0, "failures": 0, "stepped": 0, "norms": {}}
     wide = {role: torch.zeros(*[512 if size == 32 else size for size in value.shape])
             for role, value in record["weights"].items()}

@@ -24,9 +24,9 @@ from course_lib.data import VOCAB_SIZE
 from grading.cases import build_cases
 from grading.collect import collect
 from grading.judge.expected import expected_records, reference_namespace
-from grading.run.notebook import UnreadableNotebook, check_cells, read, release_layout
+from grading.match.notebook import UnreadableNotebook, check_cells, read, release_layout
 from course.transformer.cases.trained import predict
-from grading.run.recipes import run
+from grading.recipes import run
 from grading.publish.render import RENDER_LIMIT, render
 from grading.judge.score import Verdict, score_submission
 from grading.text import encodable, markdown
@@ -229,8 +229,8 @@ def test_markdown_escaping_neutralises_tags_links_code_and_pipes():
 
 def test_rendered_notebook_is_bounded_and_encodable():
     """100k added cells and a 95 MB cell: the rendered notebook stays small and says what it left out."""
-    from grading.run.notebook import release_layout
-    from grading.run.program import ProgramCell, build_program
+    from grading.match.notebook import release_layout
+    from grading.match.program import ProgramCell, build_program
     release = read(RELEASE)
     program, _ = build_program(release, release_layout(release), lambda source: 60.0)
     program += [ProgramCell("extra", "print(1)", 1.0, -1, 1000 + i) for i in range(100_000)]
@@ -449,7 +449,7 @@ def test_no_student_text_is_shown_unescaped(attacked):
 def test_huge_outputs_are_cut_and_odd_text_does_not_stop_the_run(attacked):
     course, seconds, output = attacked
     huge = course / "feedback" / "huge" / NAME / f"{NAME}.html"
-    assert huge.stat().st_size < 6_000_000  # cut before grading (grading/run/bound.py); render's budget comes second
+    assert huge.stat().st_size < 6_000_000  # cut before grading (grading/match/bound.py); render's budget comes second
     notes = report_sections((course / f"grading_report_{NAME}.md").read_text().replace("\\", ""))["huge"]
     assert "the notebook holds more than an honest one" in notes and "of its 1,556 cells were left out" in notes
     noise = (course / "feedback" / "noise" / NAME / f"{NAME}.html").read_text()
@@ -461,7 +461,7 @@ def test_huge_outputs_are_cut_and_odd_text_does_not_stop_the_run(attacked):
 @pytest.mark.grading
 def test_a_notebook_nbgrader_cannot_take_stays_with_its_student(tmp_path):
     """nbgrader fails on one rendered notebook: that student gets a minimal one, flagged; the other is untouched."""
-    from grading.course import Course
+    from grading.folders import Course
     from grading.grade import Grading
     from grading.judge import Result, not_graded
     from grading.publish import publish, write_rendered

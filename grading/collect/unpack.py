@@ -23,8 +23,8 @@ from pathlib import Path
 
 from course import registry
 
-from .naming import is_assignment_file, is_notebook, late_mark, lms_id, pick, source_of, unique_ids
 from ..text import encodable, markdown
+from .naming import is_assignment_file, is_notebook, late_mark, lms_id, pick, source_of, unique_ids
 
 MAX_NOTEBOOK = 100 << 20  # bytes; a larger "notebook" is skipped, not unpacked
 MAX_INNER_ZIP = 200 << 20  # bytes of a student's own zip, read into memory to look inside

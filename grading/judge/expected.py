@@ -9,7 +9,7 @@ from course.reference import load_reference, reference_source
 from course_lib.device import cpu_threads
 
 from ..cases import evaluation_data
-from ..run.recipes import run
+from ..recipes import run
 
 
 def reference_namespace(assignment, source_notebook=None):

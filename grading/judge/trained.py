@@ -25,7 +25,7 @@ from checkers._core import Task
 from checkers._modules import build
 
 from ..cases import cases_of
-from ..run.recipes import slots_of
+from ..recipes import slots_of
 from .provenance import provenance_flag, tampering_flag
 
 SIZE_FACTOR = 4  # each size (widths, layers, heads) at most 4 x the task's default: the slowest judge

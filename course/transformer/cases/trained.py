@@ -15,7 +15,7 @@ from course_lib.defaults import SEQ_LEN as DEFAULT_SEQ_LEN
 from course_lib.metrics import predictions
 
 from grading.judge.trained import InvalidModel, check_record, one_setting, shape
-from grading.run.recipes import snapshot
+from grading.recipes import snapshot
 from grading.cases.parts import recipe
 
 ACTIVATIONS = ("ReLU", "GELU", "SiLU", "Tanh", "LeakyReLU", "ELU", "SELU", "CELU", "Mish", "Softplus", "Sigmoid",

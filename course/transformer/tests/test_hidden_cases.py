@@ -9,7 +9,7 @@ import pytest
 from course.transformer.mistakes import MUTANTS
 from course_paths import DEFINITION_TASKS, POINTS, TRANSFORMER
 from grading.judge.expected import reference_namespace
-from grading.run.recipes import run
+from grading.recipes import run
 from in_process_grading import graded_cases_of, verdict_of
 from palindrome_models import mirror_logits
 from . import valid_variants as alt

@@ -19,7 +19,7 @@ from course.reference import load_reference, reference_source
 from course.registry import assignment
 from grading.judge.expected import reference_namespace
 from grading.judge.trained import trained_problem
-from grading.run.recipes import run
+from grading.recipes import run
 from in_process_grading import graded_cases_of, verdict_of
 
 from . import layers_variants, patch_loops

@@ -15,8 +15,7 @@ import torch.nn as nn
 from checkers._calls import recorded_calls
 from checkers._core import NotImplementedYet, Task
 from checkers._modules import build, load
-from checkers._weights import (LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots,
-                               encoder_blocks)
+from checkers._weights import LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots, encoder_blocks
 
 SLOTS = {
     "attention": attention_slots,
