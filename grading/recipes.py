@@ -30,8 +30,19 @@ SLOTS = {
 def slots_of(name):
     """The function giving a module's weights by role: a name of SLOTS (the shared core's maps), or an assignment's
     own map as "module:function" (e.g. "checkers.<assignment>._weights:decoder_slots"), imported from the runtime."""
+    return named(SLOTS, name)
+
+
+def facts_of(name):
+    """The function giving a module's facts as plain data: a name of FACTS, or an assignment's own as
+    "module:function" (a function of the public checkers package, which the runtime holds)."""
+    return named(FACTS, name)
+
+
+def named(table, name):
+    """table[name], or the function a "module:function" name names."""
     if ":" not in name:
-        return SLOTS[name]
+        return table[name]
     module, _, function = name.partition(":")
     return getattr(importlib.import_module(module), function)
 
@@ -120,7 +131,7 @@ def run(recipe, objects, namespace=None):
     module = make_module(task, target, recipe["build"]) if "build" in recipe else target
     record = {}
     if recipe.get("facts"):
-        record["facts"] = {name: FACTS[name](module) for name in recipe["facts"]}
+        record["facts"] = {name: facts_of(name)(module) for name in recipe["facts"]}
     if "attribute" in recipe:
         record["attribute"] = attribute(module, recipe)
     if "call" in recipe:

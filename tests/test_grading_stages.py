@@ -278,3 +278,6 @@ def test_an_assignment_names_its_own_weight_roles_without_editing_the_probe():
     assert slots_of("checkers._weights:block_slots") is block_slots
     with pytest.raises(AttributeError):
         slots_of("checkers._weights:no_such_slots")
+    from checkers._weights import encoder_blocks
+    from grading.recipes import FACTS, facts_of
+    assert facts_of("pe") is FACTS["pe"] and facts_of("checkers._weights:encoder_blocks") is encoder_blocks
