@@ -7,7 +7,7 @@
   event (grading/sandbox/supervise.py), not at the last cell's deadline. Budget: what the same notebook costs
   without them.
 - A trained model's settings far above the task's defaults: refused before anything is built
-  (grading/judge/trained.py within_defaults), flagged with the reason. Budget: the judge at its task's defaults x 4.
+  (judge/trained_models.py within_defaults), flagged with the reason. Budget: the judge at its task's defaults x 4.
 
 No test here measures time: each asserts the mechanism (the cut, the flag and its reason in the report, how the probe
 ended). The end-to-end test (marker `grading`, needs root and bubblewrap) prints the seconds per submission.
@@ -25,7 +25,7 @@ import torch
 from course.registry import assignment
 from course_paths import NAME, RELEASE, ROOT, SOURCE
 from grading.cases import cases_of
-from grading.judge import trained as judge_trained_module
+from grading.judge import trained_models as judge_trained_module
 from grading.judge.score import case_problem
 from grading.match import bounded
 from grading.sandbox import sandbox, supervise

@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from course_paths import NAME
-from grading.judge import trained, unreadable_records
+from grading.judge import trained_models as trained
+from grading.judge import unreadable_records
 from grading.judge.score import Verdict
 from grading.sandbox import cpuclock, supervise
 from redteam_builders import extra_cell

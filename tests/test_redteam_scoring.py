@@ -30,7 +30,7 @@ from grading.recipes import run
 from grading.publish.render import RENDER_LIMIT, render
 from grading.judge.score import Verdict, score_submission
 from grading.text import encodable, markdown
-from grading.judge.trained import reference_model, trained_problem
+from grading.judge.trained_models import reference_model, trained_problem
 from course_paths import NAME, RELEASE, ROOT, SOURCE, TRANSFORMER, course_folder
 from palindrome_models import mirror_logits
 from redteam_builders import XSS, attack_submissions, inner_zip, latin1_placeholder, patch_central, write_latin1_names

@@ -3,7 +3,7 @@
 For the model of every trained task of every assignment (course.toml's `trains`), built from the reference with the
 task's default sizes: the probe's record (grading/probe/probe.py's with_steps, with the Ledger of
 grading/probe/provenance.py hooked into torch's optimizers as the probe hooks it) after a few optimizer steps, then
-the judge's flag (grading/judge/provenance.py). What a student may do (any torch optimizer, keep and reload the best
+the judge's flag (judge/provenance_flags.py). What a student may do (any torch optimizer, keep and reload the best
 checkpoint, in place, into a copy or through torch.save, change the model's dtype) is not flagged; weights loaded
 from another model, no step at all, a removed hook or a missing record are. The end-to-end run through the real
 grader is course/vit/tests/test_grading.py's "pasted" submission.
@@ -21,8 +21,8 @@ from course.reference import load_reference, reference_source
 from course_paths import ROOT
 from course.registry import assignments
 from grading.cases import cases_of
-from grading.judge import provenance as judge
-from grading.judge import trained as judge_trained
+from grading.judge import provenance_flags as judge
+from grading.judge import trained_models as judge_trained
 from grading.judge.score import score_submission
 
 TRAINED = [(a.name, task) for a in assignments() for task in a.training_tasks]

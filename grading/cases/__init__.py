@@ -2,7 +2,7 @@
 the builders they all share).
 
 An assignment's cases package defines `build_cases(reference, assignment)` ({task: [recipe, ...]}) and, when
-it has training tasks, what judge/trained.py needs for a trained task's spec: `evaluation_data(spec)` (the
+it has training tasks, what judge/trained_models.py needs for a trained task's spec: `evaluation_data(spec)` (the
 grader's own data), `trained_config(weights, settings, spec)` (the reference constructor's keywords) and
 `trained_accuracy(task, model, data, reference)` (the loaded reference model's accuracy on that data; reference:
 the reference namespace). A recipe names

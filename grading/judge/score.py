@@ -6,7 +6,7 @@ records (data read with torch.load(weights_only=True)) with the reference's.
 from dataclasses import dataclass
 
 from .compare import compare_case
-from .trained import trained_problem
+from .trained_models import trained_problem
 
 
 @dataclass

@@ -77,7 +77,7 @@ def test_recipes_hold_no_expected_values(graded_cases):
 def test_trained_task_is_judged_from_weights_not_from_forward(graded_cases):
     """A hand-written palindrome test put in place of the trained network's forward does not earn task 6."""
     from course_lib import defaults
-    from grading.judge.trained import trained_problem
+    from grading.judge.trained_models import trained_problem
     cases, expected, _, _, reference = graded_cases
     base = reference["TransformerForSequenceClassification"]
 

@@ -26,7 +26,7 @@ from checkers._modules import build
 
 from ..cases import cases_of
 from ..recipes import slots_of
-from .provenance import provenance_flag, tampering_flag
+from .provenance_flags import provenance_flag, tampering_flag
 
 SIZE_FACTOR = 4  # each size (widths, layers, heads) at most 4 x the task's default: the slowest judge
 # (an encoder-decoder's) then takes about 15 x its time at the defaults (65 s against 4 s at a load of 9 on 2 cores)
@@ -147,7 +147,7 @@ def reference_accuracy(task, reference, record, data):
 def trained_problem(task, record, data, reference):
     """(the problem of a trained model's record or None when it reaches the target, why a person must look or ''):
     a model that reaches it is flagged when its weights are no state an optimizer step of the notebook left
-    (judge/provenance.py).
+    (judge/provenance_flags.py).
 
     Args:
         record: what the probe recorded ("facts", "weights", "config").
