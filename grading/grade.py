@@ -7,11 +7,13 @@ and leaves everyone else's results as they were.
 
 The stages, in order, each a package of grading/ with its entry point:
     collect.discover        the submission folders under submitted/ (put there by `make collect`)
-    run.bounded             its notebook cut to what an honest one holds (bounds from the release): flagged if cut
-    run.run_submission      its cells matched to the release and run by the probe in the sandbox: records
+    match.bounded           its notebook cut to what an honest one holds (bounds from the release): flagged if cut
+    match.match_submission  its cells matched to the release: the program the probe runs
+    sandbox.run_submission  the program run by the probe (grading/probe/) in the sandbox: its records
     judge.judge             the records compared with the reference's: one verdict per task, notes
     publish.write_graded    the graded notebook; then publish.publish, once: nbgrader's gradebook, feedback,
                             grades.csv, grades_by_task.csv, grading_report_<assignment>.md, exports/
+One record per submission (grading.records.SubmissionRecord) is passed along, each stage filling its part.
 One submission's trouble never stops the others; a line per finished submission shows the progress.
 """
 import argparse
@@ -25,12 +27,13 @@ from course.registry import RegistryError, assignments
 
 from .cases import build_cases
 from .collect import discover
-from .course import Course
+from .folders import Course
+from .jobs import LoadSampler, Progress, grade_all, load_warning
 from .judge import Result, judge, not_graded, prepare_judging, reference_namespace
+from .match import UnreadableNotebook, bounded, match_submission, prepare_release, read, release_program
 from .publish import LAYOUTS, grader_error, publish, write_graded
-from .run import (SandboxUnavailable, UnreadableNotebook, bounded, choose_sandbox, prepare_release, read,
-                  release_program, run_submission)
-from .schedule import LoadSampler, Progress, grade_all, load_warning
+from .records import ProbeRun, SubmissionRecord
+from .sandbox import SandboxUnavailable, choose_sandbox, prepare_runtime, run_submission
 
 
 class UnpackFailed(UnreadableNotebook):
@@ -44,7 +47,9 @@ class Grading:
         self.course, self.box = course, box
         reference = reference_namespace(course.registered, course.source_notebook)
         cases = build_cases(reference, course.registered)
-        self.release = prepare_release(course, cases)
+        self.release = prepare_release(course)
+        checks = [task.check for task in course.registered.tasks.values()]
+        self.runtime = prepare_runtime(course.build / "runtime", cases, checks)
         self.judging = prepare_judging(course, self.release.checks, reference, cases)
 
 
@@ -60,30 +65,34 @@ def submission_notebook(submission):
 
 def grade_one(submission, grading, slot):
     """Grade one submission and write its graded notebook; never raises."""
-    started, notes, course, cut = time.monotonic(), list(submission.notes), grading.course, ""
+    started, record = time.monotonic(), SubmissionRecord(submission)
     try:
-        notebook, cut = bounded(submission_notebook(submission), grading.release.notebook)  # before any other stage
-        scratch = course.build / "scratch" / submission.student
-        program, run, deviations = run_submission(notebook, grading.release, scratch, grading.box, slot)
-        verdicts, attention = judge(program, run, grading.judging, grading.release.layout)
-        student_notes, cells, error, limits = ([cut] if cut else []) + deviations + run.notes, run.cells, "", \
-            run.limits
-        notes += student_notes + attention
+        notebook, record.cut = bounded(submission_notebook(submission), grading.release.notebook)  # before any other
+        record.program, record.deviations = match_submission(notebook, grading.release)
+        scratch = grading.course.build / "scratch" / submission.student
+        record.run = run_submission(record.program, grading.runtime, scratch, grading.box, slot)
+        verdicts, attention = judge(record.program, record.run, grading.judging, grading.release.layout)
     except Exception as failure:  # noqa: BLE001 -- unreadable, or a grader bug: the other submissions go on
-        error = flag = str(failure) if isinstance(failure, UnpackFailed) else ""
-        if not isinstance(failure, UnreadableNotebook):
-            traceback.print_exc()
-            error = flag = grader_error(failure)
-        error = error or str(failure)
-        program, cells, student_notes, limits = release_program(grading.release), {}, [error], []
-        verdicts = not_graded(grading.judging, error, flag)
-        notes.append(error)
-    result = Result(submission.student, verdicts, notes, error=error, limits=limits, info=submission.info)
-    if cut:
-        result.flag_all(cut)
-    write_graded(course, grading.release, submission, result, program, cells, student_notes)
-    result.seconds = time.monotonic() - started
-    return result
+        record.error, flag = failed(failure)
+        record.program, record.run = release_program(grading.release), ProbeRun()  # feedback shows the release
+        verdicts, attention = not_graded(grading.judging, record.error, flag), []
+    record.result = Result(submission.student, verdicts, submission.notes + record.student_notes + attention,
+                           error=record.error, limits=record.run.limits, info=submission.info)
+    if record.cut:
+        record.result.flag_all(record.cut)
+    write_graded(grading.course, grading.release, record)
+    record.result.seconds = time.monotonic() - started
+    return record.result
+
+
+def failed(failure):
+    """(why the submission was not graded, why a person must look: '' if no one need) for an exception of its run."""
+    if isinstance(failure, UnpackFailed):
+        return str(failure), str(failure)
+    if isinstance(failure, UnreadableNotebook):
+        return str(failure), ""
+    traceback.print_exc()
+    return grader_error(failure), grader_error(failure)
 
 
 def parse(argv):

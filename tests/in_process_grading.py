@@ -5,8 +5,8 @@ Used by each assignment's hidden-case tests (tests/<assignment>/test_hidden_case
 from grading.cases import build_cases
 from grading.judge.expected import expected_records
 from grading.judge.score import score_submission
-from grading.run.notebook import check_cells, read, release_layout
-from grading.run.recipes import run
+from grading.match.notebook import check_cells, read, release_layout
+from grading.recipes import run
 
 
 def graded_cases_of(assignment, reference):

@@ -13,8 +13,8 @@ import zipfile
 from pathlib import Path
 
 from course_paths import POINTS, ROOT, SOURCE, VEHICLE
-from grading.run import sandbox
-from grading.run.notebook import read
+from grading.sandbox import sandbox
+from grading.match.notebook import read
 
 
 # ----- Submissions, built from the reference and release notebooks -------------------------------------------

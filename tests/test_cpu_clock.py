@@ -1,4 +1,4 @@
-"""The grader's CPU clock (grading/run/cpuclock.py, supervise.py): a cell's limit counts the CPU time its sandbox
+"""The grader's CPU clock (grading/sandbox/cpuclock.py, supervise.py): a cell's limit counts the CPU time its sandbox
 used, read from outside it; a wall-clock backstop stops what sleeps; a cell the backstop stops on an oversubscribed
 machine runs again alone; `make grade` warns about JOBS beyond the free cores; the report names every limit reached.
 
@@ -16,9 +16,9 @@ import pytest
 
 from course_paths import VEHICLE
 from grading.publish.report import write_report
-from grading.run import cgroups, cpuclock, sandbox, supervise
-from grading.run.program import ProgramCell
-from grading.schedule import load_warning
+from grading.sandbox import cgroups, cpuclock, sandbox, supervise
+from grading.match.program import ProgramCell
+from grading.jobs import load_warning
 
 BWRAP = sandbox.bwrap_version()
 SLOT = 7  # a sandbox uid no other test grades with

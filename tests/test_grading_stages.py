@@ -18,10 +18,11 @@ from course_paths import NAME, POINTS, ROOT, course_folder
 from submissions import csv_rows, scratch_course
 from grading.publish.exports import rows, write_exports
 from grading.publish.report import write_task_scores
-from grading.schedule import Progress
+from grading.jobs import Progress
 
-STAGES = ("collect", "run", "judge", "publish", "cases")
-SHARED = ("course", "text", "schedule")
+STAGES = ("collect", "match", "sandbox", "judge", "publish")  # in the order a submission passes them
+SHARED = ("folders", "records", "recipes", "text")  # modules every stage may use; they import no stage
+DRIVER = ("grade", "jobs")  # the pipeline: it calls the stages' entry points
 
 
 def relative_imports(path):
@@ -31,13 +32,74 @@ def relative_imports(path):
             if isinstance(node, ast.ImportFrom) and node.level == 1]
 
 
+def grading_imports(path):
+    """The top-level parts of grading/ a module of grading/ imports: {'match', 'records', ...} (its own folder's
+    modules and the standard library aside)."""
+    package = path.relative_to(ROOT / "grading").parts[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            parts = [*package[:len(package) - node.level + 1], *(node.module or "").split(".")]
+            parts = [part for part in parts if part] or [alias.name for alias in node.names]
+            found.add(parts[0] if parts[0] != (package or ("",))[0] else package[0])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("grading."):
+            found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[1] for alias in node.names if alias.name.startswith("grading.")}
+    return found - set(package[:1])
+
+
+def test_each_stage_imports_only_earlier_stages_and_the_shared_modules():
+    """collect -> match -> sandbox -> judge -> publish: no stage imports a later one or the probe, and none imports
+    the sandbox (what it hands on is a record of grading.records); shared modules import no stage; cases (each
+    assignment's test cases, which any stage may read) import only the shared modules."""
+    allowed = {stage: set(STAGES[:index]) - {"sandbox"} | set(SHARED) | {"cases"} for index, stage in enumerate(STAGES)}
+    allowed |= {"cases": set(SHARED), **{name: set() for name in SHARED}}
+    for part, may in allowed.items():
+        paths = [ROOT / "grading" / f"{part}.py"] if part in SHARED else sorted((ROOT / "grading" / part).rglob("*.py"))
+        for path in paths:
+            wrong = grading_imports(path) - may - {part}
+            assert not wrong, f"{path.relative_to(ROOT)} imports grading.{wrong}: not before {part} in the pipeline"
+
+
+def test_the_probe_imports_no_stage_only_what_the_sandbox_holds():
+    """grading/probe/ runs inside the sandbox: it imports torch, IPython, the student bundle and the plain modules
+    copied beside it (recipes.py, provenance.py), never grading/; and nothing but the sandbox's runtime names it."""
+    beside = {"recipes", "provenance", "checkers", "course_lib", "torch", "IPython", "traitlets"}
+    for path in [*(ROOT / "grading" / "probe").glob("*.py"), ROOT / "grading" / "recipes.py"]:
+        tree = ast.parse(path.read_text())
+        assert not any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(tree)), path
+        assert not top_imports(tree) - beside - set(sys.stdlib_module_names), f"{path.name}: {top_imports(tree)}"
+    for path in (ROOT / "grading").rglob("*.py"):
+        assert "probe" not in grading_imports(path), f"{path.relative_to(ROOT)} imports the probe's code"
+
+
+def top_imports(tree):
+    """The top-level names of the modules a module's absolute imports name."""
+    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    names |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    return {name.split(".")[0] for name in names}
+
+
+def test_the_import_rules_find_a_later_stage():
+    """The rule above is not vacuous: a judge module that imports the sandbox, or the probe, is found."""
+    assert grading_imports(ROOT / "grading" / "judge" / "__init__.py") >= {"records"}
+    assert grading_imports(ROOT / "grading" / "sandbox" / "supervise.py") >= {"match", "records"}
+    planted = ROOT / "grading" / "judge" / "_planted_test_module.py"
+    try:
+        planted.write_text("from ..sandbox.supervise import MAX_CELL\nfrom ..probe import probe\n")
+        assert grading_imports(planted) == {"sandbox", "probe"}
+    finally:
+        planted.unlink()
+
+
 def test_grade_imports_only_the_stages_entry_points():
     """grade.py takes from each stage only what its __init__ exports, never a module inside a stage."""
     imports = relative_imports(ROOT / "grading" / "grade.py")
-    assert {module for module, _ in imports} >= {"collect", "run", "judge", "publish", "cases"}
+    assert {module for module, _ in imports} >= {*STAGES, "cases", "records"}
     for module, names in imports:
-        assert module in STAGES + SHARED, f"grade.py imports grading.{module}: not a stage nor a shared module"
-        if module in STAGES and module != "cases":
+        assert module in (*STAGES, "cases", *SHARED, *DRIVER), f"grade.py imports grading.{module}: not a stage"
+        if module in STAGES:
             exported = __import__(f"grading.{module}", fromlist=["__all__"]).__all__
             assert set(names) <= set(exported), f"grade.py takes {set(names) - set(exported)} from {module}"
 
@@ -45,7 +107,7 @@ def test_grade_imports_only_the_stages_entry_points():
 def test_every_stage_is_a_folder_with_its_entry_points_documented():
     """One folder per stage; its __init__ names its entry point and exports it; no module is left at the top."""
     top = {path.stem for path in (ROOT / "grading").glob("*.py")}
-    assert top == {"__init__", "grade"} | set(SHARED), top
+    assert top == {"__init__"} | set(DRIVER) | set(SHARED), top
     for stage in STAGES:
         init = (ROOT / "grading" / stage / "__init__.py").read_text()
         assert "Entry point" in init or stage == "cases", stage
@@ -147,13 +209,13 @@ def two_assignment_course(folder):
 def publish_scores(root, assignment, scores, student=None):
     """grading.publish for an assignment with hand-set scores {student: {task: score}} (no probe runs)."""
     from grading.collect import Submission
-    from grading.course import Course
+    from grading.folders import Course
     from grading.judge import Judging, Result, not_graded
     from grading.publish import publish, write_rendered
     from grading.publish.render import render
-    from grading.run import prepare_release
+    from grading.match import prepare_release
     course = Course(root, assignment)
-    release = prepare_release(course, {})
+    release = prepare_release(course)
     judging = Judging(None, {}, {}, {task: cell.points for task, cell in release.checks.items()})
     submissions, results = [], []
     for name, by_task in scores.items():
@@ -182,7 +244,7 @@ def snapshot(root):
 def test_two_assignments_share_one_gradebook_and_a_regrade_touches_one_student(tmp_path):
     """The first assignment then sequel: every file keeps both; then alice's regrade of the first changes only
     alice's."""
-    from grading.course import Course
+    from grading.folders import Course
     from grading.publish import gradebook
     root = two_assignment_course(tmp_path / "course")
     tasks = list(POINTS)  # scores set by hand on seven of the first assignment's tasks (sequel's are the same)
@@ -213,8 +275,11 @@ def test_two_assignments_share_one_gradebook_and_a_regrade_touches_one_student(t
 def test_an_assignment_names_its_own_weight_roles_without_editing_the_probe():
     """A recipe's "slots" names a shared map, or an assignment's own as "module:function" (found in the runtime)."""
     from checkers._weights import attention_slots, block_slots
-    from grading.run.recipes import slots_of
+    from grading.recipes import slots_of
     assert slots_of("attention") is attention_slots
     assert slots_of("checkers._weights:block_slots") is block_slots
     with pytest.raises(AttributeError):
         slots_of("checkers._weights:no_such_slots")
+    from checkers._weights import encoder_blocks
+    from grading.recipes import FACTS, facts_of
+    assert facts_of("pe") is FACTS["pe"] and facts_of("checkers._weights:encoder_blocks") is encoder_blocks

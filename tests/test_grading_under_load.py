@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from course_paths import NAME, POINTS, SOURCE
-from grading.run.notebook import read
+from grading.match.notebook import read
 from submissions import collect_and_grade, limits_section, scratch_course, seconds_per_submission, wrong_scores
 
 HOG = "while True: pass"

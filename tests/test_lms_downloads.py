@@ -15,8 +15,8 @@ from course.registry import RegistryError, assignment, assignments
 from course_paths import ROOT, course_folder
 from grading.collect import collect
 from grading.collect.naming import file_name, is_assignment_file, late_mark, lms_id, source_of
-from grading.run import sandbox
-from grading.run.notebook import read
+from grading.sandbox import sandbox
+from grading.match.notebook import read
 from submissions import GRADING_RUNAWAY, also_noted, csv_rows, definitions_only, report_sections, scratch_course
 
 FIRST, SECOND, LAST = assignments()[0], assignments()[1], assignments()[-1]  # shared machinery: any will do

@@ -1,10 +1,11 @@
 """Red team: submissions that try to buy themselves grading time, each held to a budget.
 
-- 100,000 added cells: cut before any stage sees the notebook (grading/run/bound.py) to the bounds derived from the
+- 100,000 added cells: cut before any stage sees the notebook (grading/match/bound.py) to the bounds derived from the
   release (its cells x 4 + 50), and flagged for manual grading with the reason. Budget: what an honest notebook of
   that many cells costs.
 - A thread and an atexit handler left running after the last cell: the sandbox is torn down at the probe's "done"
-  event (grading/run/supervise.py), not at the last cell's deadline. Budget: what the same notebook costs without them.
+  event (grading/sandbox/supervise.py), not at the last cell's deadline. Budget: what the same notebook costs
+  without them.
 - A trained model's settings far above the task's defaults: refused before anything is built
   (grading/judge/trained.py within_defaults), flagged with the reason. Budget: the judge at its task's defaults x 4.
 
@@ -25,11 +26,12 @@ import pytest
 from course.registry import assignments
 from course_paths import DEFINITION_TASKS, NAME, RELEASE, ROOT, SOURCE, VEHICLE, vehicle_parts
 from grading.cases import cases_of
-from grading.judge import trained as judge_trained_module
-from grading.run import bounded, sandbox, supervise
-from grading.run.bound import Bounds
-from grading.run.notebook import read, release_layout
-from grading.run.program import ProgramCell, build_program
+from grading.judge import trained_models as judge_trained_module
+from grading.match import bounded
+from grading.sandbox import sandbox, supervise
+from grading.match.bound import Bounds
+from grading.match.notebook import read, release_layout
+from grading.match.program import ProgramCell, build_program
 from submissions import (DEFINITION_POINTS, answer_id, csv_rows, definitions_only, edit_cell, index_of,
                          report_sections, scratch_course, seconds_per_submission)
 

@@ -17,7 +17,7 @@ from course_paths import DEFINITION_TASKS, NAME, POINTS, RELEASE, ROOT, course_f
 from grading.collect import collect
 from grading.judge.score import Verdict
 from grading.publish.render import RENDER_LIMIT, render
-from grading.run.notebook import UnreadableNotebook, read
+from grading.match.notebook import UnreadableNotebook, read
 from grading.text import encodable, markdown
 from redteam_builders import XSS, inner_zip, latin1_placeholder, patch_central, write_latin1_names
 from submissions import csv_rows, scratch_course
@@ -44,8 +44,8 @@ def test_markdown_escaping_neutralises_tags_links_code_and_pipes():
 
 def test_rendered_notebook_is_bounded_and_encodable():
     """100k added cells and a 95 MB cell: the rendered notebook stays small and says what it left out."""
-    from grading.run.notebook import release_layout
-    from grading.run.program import ProgramCell, build_program
+    from grading.match.notebook import release_layout
+    from grading.match.program import ProgramCell, build_program
     release = read(RELEASE)
     program, _ = build_program(release, release_layout(release), lambda source: 60.0)
     program += [ProgramCell("extra", "print(1)", 1.0, -1, 1000 + i) for i in range(100_000)]
@@ -130,7 +130,7 @@ def test_collect_command_reports_skipped_entries_escaped(tmp_path):
 @pytest.mark.grading
 def test_a_notebook_nbgrader_cannot_take_stays_with_its_student(tmp_path):
     """nbgrader fails on one rendered notebook: that student gets a minimal one, flagged; the other is untouched."""
-    from grading.course import Course
+    from grading.folders import Course
     from grading.grade import Grading
     from grading.judge import Result, not_graded
     from grading.publish import publish, write_rendered

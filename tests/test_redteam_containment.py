@@ -29,10 +29,10 @@ from pathlib import Path
 import pytest
 
 from course_paths import DEFINITION_TASKS, NAME, POINTS, ROOT, SOURCE, VEHICLE
-from grading.course import Course
-from grading.run import sandbox, supervise
-from grading.run.notebook import read
-from grading.run.program import ProgramCell
+from grading.folders import Course
+from grading.sandbox import sandbox, supervise
+from grading.match.notebook import read
+from grading.match.program import ProgramCell
 from submissions import (DEFINITION_POINTS, GRADING_RUNAWAY, answer_id, csv_rows, definitions_only, index_of,
                          limits_section, report_sections, scratch_course, seconds_per_submission)
 
@@ -430,7 +430,8 @@ def test_records_that_would_blow_up_in_the_graders_memory_are_refused(tmp_path, 
 def test_a_huge_line_in_an_error_keeps_the_cells_output_under_the_graders_cap():
     """The probe cuts a traceback's source line, so a 3 MB one-liner that fails still has its error shown."""
     path = list(sys.path)
-    from grading.run import probe  # it puts grading/run/ first on sys.path for its own imports: taken back at once
+    sys.path.insert(0, str(ROOT / "grading"))  # recipes.py, which the runtime holds beside probe.py
+    from grading.probe import probe  # it puts grading/probe/ first on sys.path for its own imports: taken back at once
     sys.path[:] = path
     error = SyntaxError("invalid syntax", ("<ipython-input-1>", 1, 1, "y = (" + "1 + " * 750_000))
     assert len(json.dumps(probe.describe_error(error))) < supervise.MAX_CELL // 100
@@ -462,7 +463,7 @@ def test_training_limit_only_for_cells_that_call_train(source, seconds):
 
 def test_grading_without_a_sandbox_needs_the_flag_and_says_so():
     """Without bubblewrap, grade refuses and says how to install it; --sandbox none warns loudly."""
-    script = "from grading.run import sandbox\ntry:\n    sandbox.choose('auto')\n" \
+    script = "from grading.sandbox import sandbox\ntry:\n    sandbox.choose('auto')\n" \
              "except sandbox.SandboxUnavailable as e:\n    print(e)"
     refused = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                              env=dict(os.environ, PATH="/nonexistent"))
@@ -518,7 +519,7 @@ def test_two_grading_runs_at_once_never_share_a_sandbox_uid(tmp_path, monkeypatc
     """Two runs (two assignments, two checkouts) lease disjoint slots; a slot frees when its run ends, even killed."""
     monkeypatch.setattr(sandbox, "LOCKS", tmp_path / "locks")
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]); "
-                               "from grading.run import sandbox; from pathlib import Path; "
+                               "from grading.sandbox import sandbox; from pathlib import Path; "
                                "sandbox.LOCKS = Path(sys.argv[2]); held = sandbox.lease_slots(2); "
                                "print(*held[0], flush=True); time.sleep(60)", str(ROOT), str(tmp_path / "locks")],
                               stdout=subprocess.PIPE, text=True)

@@ -3,7 +3,7 @@
 - Cells that each sleep just under their wall-clock backstop: no CPU, so no CPU limit stops them, and each cell's
   backstop (3 x its limit) let a notebook of them hold a grading slot for the whole notebook's backstop (an hour).
   Now a submission may idle (neither run nor wait for a CPU) MAX_IDLE seconds in all; after that a cell that idles
-  GRACE seconds more is stopped as one that slept (grading/run/supervise.py).
+  GRACE seconds more is stopped as one that slept (grading/sandbox/supervise.py).
 - A notebook that fills out/ with 150,000 empty task_N.pt files: the grader listed and opened every one, outside any
   budget (8-21 s per 150,000 files; a notebook can make millions); now it looks up only its check cells' tasks.
 - A saved model too large for the grader to read (sizes far beyond the task's defaults): it was reported as "records
@@ -17,9 +17,10 @@ import pytest
 import torch
 
 from course_paths import NAME, VEHICLE, vehicle_parts
-from grading.judge import trained, unreadable_records
+from grading.judge import trained_models as trained
+from grading.judge import unreadable_records
 from grading.judge.score import Verdict
-from grading.run import cpuclock, supervise
+from grading.sandbox import cpuclock, supervise
 from redteam_builders import extra_cell
 from submissions import (DEFINITION_POINTS, answer_id, collect_and_grade, definitions_only, limits_section,
                          report_sections, scratch_course, seconds_per_submission, without, wrong_scores)

@@ -17,7 +17,7 @@ from course_paths import ROOT
 from course import registry
 from course.slices import PARTS, missing_parts
 from grading.collect import collect
-from grading.course import load_config
+from grading.folders import load_config
 
 STUDENT_PACKAGES = ("checkers", "course_lib")
 INSTRUCTOR_PACKAGES = ("grading", "tools", "course")

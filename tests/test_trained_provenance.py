@@ -1,9 +1,9 @@
 """A trained model whose weights no optimizer step of the notebook produced keeps its score and is flagged.
 
 For the model of every trained task of every assignment (course.toml's `trains`), built from the reference with the
-task's default sizes: the probe's record (grading/run/probe.py's with_steps, with the Ledger of
-grading/run/provenance.py hooked into torch's optimizers as the probe hooks it) after a few optimizer steps, then
-the judge's flag (grading/judge/provenance.py). What a student may do (any torch optimizer, keep and reload the best
+task's default sizes: the probe's record (grading/probe/probe.py's with_steps, with the Ledger of
+grading/probe/provenance.py hooked into torch's optimizers as the probe hooks it) after a few optimizer steps, then
+the judge's flag (judge/provenance_flags.py). What a student may do (any torch optimizer, keep and reload the best
 checkpoint, in place, into a copy or through torch.save, change the model's dtype) is not flagged; weights loaded
 from another model, no step at all, a removed hook or a missing record are. The end-to-end run through the real
 grader is a "pasted" submission in an assignment's own grading test (course/<name>/tests/test_grading.py).
@@ -18,19 +18,22 @@ import torch
 from torch.optim import optimizer as torch_optimizer
 
 from course.reference import load_reference, reference_source
+from course_paths import ROOT
 from course.registry import assignments
 from grading.cases import cases_of
-from grading.judge import provenance as judge
-from grading.judge import trained as judge_trained
+from grading.judge import provenance_flags as judge
+from grading.judge import trained_models as judge_trained
 from grading.judge.score import score_submission
 
 TRAINED = [(a.name, task) for a in assignments() for task in a.training_tasks]
 
 
 def probe_modules():
-    """grading/run/probe.py and the provenance module it uses (it puts grading/run/ first on sys.path: taken back)."""
+    """grading/probe/probe.py and the provenance module it uses (it puts grading/probe/ first on sys.path: taken back;
+    recipes.py, which the runtime holds beside it, is found in grading/)."""
     path = list(sys.path)
-    from grading.run import probe
+    sys.path.insert(0, str(ROOT / "grading"))
+    from grading.probe import probe
     sys.path[:] = path
     return probe, probe.provenance
 

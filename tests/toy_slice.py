@@ -331,8 +331,8 @@ import torch
 from checkers._core import Task
 from checkers.toy.data import INPUT_DIM, NUM_CLASSES, TARGET_ACCURACY, blobs
 from grading.cases.parts import recipe
-from grading.judge.trained import InvalidModel, check_record, shape
-from grading.run.recipes import snapshot
+from grading.judge.trained_models import InvalidModel, check_record, shape
+from grading.recipes import snapshot
 
 SLOTS = "checkers.toy._weights:linear_slots"
 DATA_SEED, SIZE = 271828, 1000  # neither the notebook's seed (1) nor the visible check's (31337)

@@ -2,11 +2,11 @@
 the builders they all share).
 
 An assignment's cases package defines `build_cases(reference, assignment)` ({task: [recipe, ...]}) and, when
-it has training tasks, what judge/trained.py needs for a trained task's spec: `evaluation_data(spec)` (the
+it has training tasks, what judge/trained_models.py needs for a trained task's spec: `evaluation_data(spec)` (the
 grader's own data), `trained_config(weights, settings, spec)` (the reference constructor's keywords) and
 `trained_accuracy(task, model, data, reference)` (the loaded reference model's accuracy on that data; reference:
 the reference namespace). A recipe names
-the weight roles of a module it builds by a shared map of grading/run/recipes.py's SLOTS or by the assignment's
+the weight roles of a module it builds by a shared map of grading/recipes.py's SLOTS or by the assignment's
 own map as "module:function" (recipes.slots_of); an argument that is an object (a scripted model for a decoding
 loop) is a helper of the public checkers package built in the probe (parts.helper), and what it saw during the call
 (its report) is compared like an output. Adding an assignment adds its course/<name>/cases/ and nothing in

@@ -1,10 +1,10 @@
-"""Small builders for recipes (see grading/run/recipes.py), so the case lists read like a table."""
+"""Small builders for recipes (see grading/recipes.py), so the case lists read like a table."""
 import torch
 
 from checkers._core import Task
 from checkers._modules import build
 
-from ..run.recipes import decode, slots_of
+from ..recipes import decode, slots_of
 
 
 def recipe(task, name, visible, obj=0, **parts):
@@ -14,7 +14,7 @@ def recipe(task, name, visible, obj=0, **parts):
         task: the task number.
         name: how reports and feedback name the case (never its expected values).
         visible: True for a case the notebook's own check also runs.
-        obj: index of the object in the task's check call, e.g. 1 for LinformerBlock in task 7.
+        obj: index of the object in the task's check call, e.g. 1 for the second name the check takes.
         parts: "build", "call", "grad", "facts", "attribute", "trained", "calls" (see counted), and comparison
             settings ("atol", "rtol", "row_atol", "compare", "grad_rows_sum_to_1").
     """
@@ -49,7 +49,7 @@ def counted(judge, *inputs):
 def helper(name, report=None, mode=None, **kwargs):
     """An argument the probe builds from the public checkers package ("checkers.<module>:<class>"), e.g. a scripted
     model for a decoding function; report ("checkers.<module>:<function>") says what it saw during the call, as plain
-    data compared with what it saw under the reference (see grading/run/recipes.py: helper, observed)."""
+    data compared with what it saw under the reference (see grading/recipes.py: helper, observed)."""
     spec = {"helper": name, "kwargs": kwargs}
     spec.update({key: value for key, value in (("report", report), ("mode", mode)) if value is not None})
     return spec

@@ -1,14 +1,14 @@
 """Who sent a notebook, and which of a student's files is the assignment: the naming convention of `make collect`.
 
 Convention (lenient on purpose; LMS downloads differ):
-- a notebook inside a folder belongs to the student the top folder names ("alice/Copy of transformer.ipynb",
-  Moodle's "Alice Smith_123_assignsubmission_file_/transformer.ipynb" -> "Alice-Smith_123");
+- a notebook inside a folder belongs to the student the top folder names ("alice/Copy of lab.ipynb",
+  Moodle's "Alice Smith_123_assignsubmission_file_/lab.ipynb" -> "Alice-Smith_123");
 - a notebook at the top of the zip belongs to the student its file name starts with, up to the first
-  underscore ("alice_transformer.ipynb" -> "alice", "bob-12345_transformer (1).ipynb" -> "bob-12345");
+  underscore ("alice_lab.ipynb" -> "alice", "bob-12345_lab (1).ipynb" -> "bob-12345");
   a name without an underscore is the id itself ("carol.ipynb" -> "carol");
 - the LMSs' own layouts are read as such (see LmsName): Canvas's "lastfirst[_late]_<user id>_<submission id>_<the
-  student's file name>" ("smithalice_late_1234_5678_transformer-1.ipynb": smithalice, user 1234, late, the file
-  transformer-1.ipynb, Canvas's name for a re-uploaded transformer.ipynb) and Moodle's without folders,
+  student's file name>" ("smithalice_late_1234_5678_lab-1.ipynb": smithalice, user 1234, late, the file
+  lab-1.ipynb, Canvas's name for a re-uploaded lab.ipynb) and Moodle's without folders,
   "Full Name_<participant>_assignsubmission_file_<file name>" (the same id as Moodle's folder, "Alice-Smith_123");
 - ids keep letters and digits of any script (NFC-normalised: "müllerjürgen", "张伟", "Αλέξανδρος"), ".", "-"
   and "_"; anything else becomes "-"; at most MAX_ID characters;
@@ -74,7 +74,7 @@ def is_notebook(name):
 def source_of(name, assignment):
     """The part of a zip member name that says who sent it (top folder, LMS name or file name prefix), or ''.
 
-    A top-level file named just like the assignment ("transformer.ipynb") says no student.
+    A top-level file named just like the assignment ("lab.ipynb") says no student.
     """
     path = PurePosixPath(unicodedata.normalize("NFC", name).replace("\\", "/"))
     if len(path.parts) > 1:
@@ -87,8 +87,8 @@ def source_of(name, assignment):
 
 def lms_id(name):
     """The LMS's number for the sender in a zip member's name ('' if none): Canvas's user id of a top-level file
-    ('smithalice_late_1234_5678_transformer.ipynb' -> '1234'), Moodle's participant number of a top folder
-    ('Alice Smith_123_assignsubmission_file_/transformer.ipynb' -> '123') or of a file without folders."""
+    ('smithalice_late_1234_5678_lab.ipynb' -> '1234'), Moodle's participant number of a top folder
+    ('Alice Smith_123_assignsubmission_file_/lab.ipynb' -> '123') or of a file without folders."""
     lms = lms_name(name)
     return lms.user if lms else ""
 
@@ -112,8 +112,8 @@ def unique_ids(sources):
 
 
 def file_name(name):
-    """The notebook's own name without the LMS's or the student's prefix: 'alice_transformer.ipynb' and
-    'smithalice_1234_5678_transformer.ipynb' -> 'transformer.ipynb'."""
+    """The notebook's own name without the LMS's or the student's prefix: 'alice_lab.ipynb' and
+    'smithalice_1234_5678_lab.ipynb' -> 'lab.ipynb'."""
     if lms := lms_name(name):
         return lms.file
     path = PurePosixPath(name.replace("\\", "/"))
@@ -136,7 +136,7 @@ def late_mark(name):
 
 
 def mentions(name, assignment):
-    """Whether a file name is recognisably the assignment ('Copy of transformer (2).ipynb' is)."""
+    """Whether a file name is recognisably the assignment ('Copy of lab (2).ipynb' is)."""
     return assignment.lower() in PurePosixPath(name).stem.lower()
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from course import registry
 
-from .naming import is_assignment_file, is_notebook, late_mark, lms_id, pick, source_of, unique_ids
 from ..text import encodable, markdown
+from .naming import is_assignment_file, is_notebook, late_mark, lms_id, pick, source_of, unique_ids
 
 MAX_NOTEBOOK = 100 << 20  # bytes; a larger "notebook" is skipped, not unpacked
 MAX_INNER_ZIP = 200 << 20  # bytes of a student's own zip, read into memory to look inside
@@ -122,7 +122,7 @@ def skip(found, name, reason):
 
 
 def scan_inner(archive, info, name, found):
-    """A student's own zip (named like a notebook, e.g. alice_transformer.zip): its notebooks are theirs."""
+    """A student's own zip (named like a notebook, e.g. alice_lab.zip): its notebooks are theirs."""
     owner = source_of(name[:-4] + ".ipynb", found.assignment)
     if not owner:
         found.unknown.append(name)

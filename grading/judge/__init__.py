@@ -7,8 +7,7 @@ anything odd (analysis.py).
 """
 from dataclasses import dataclass, field
 
-from ..run import STOPPED
-from ..run.supervise import MAX_FILE
+from ..records import MAX_FILE, STOPPED_ERRORS
 from .analysis import attention_notes, first_cells
 from .expected import expected_records, reference_namespace
 from .score import Verdict, score_submission
@@ -36,7 +35,7 @@ class Result:
     notes: list = field(default_factory=list)  # what needs the instructor's attention
     seconds: float = 0.0
     error: str = ""  # why it could not be run and judged ('' when it was)
-    limits: list = field(default_factory=list)  # the time limits its probe reached (grading.run's ProbeRun.limits)
+    limits: list = field(default_factory=list)  # the time limits its probe reached (grading.records.ProbeRun.limits)
     info: list = field(default_factory=list)  # what was done that needs no one (collect's renamed or extra files)
 
     @property
@@ -74,7 +73,7 @@ def judge(program, run, judging, layout):
     """(verdicts, notes for the instructor) of a submission's probe run.
 
     Args:
-        program: the cells the probe ran (grading.run); run: its ProbeRun; layout: the release's layout.
+        program: the cells the probe ran (grading.match); run: its ProbeRun; layout: the release's layout.
     """
     verdicts = score_submission(judging.cases, judging.expected, run.records, judging.points, judging.reference,
                                 judging.needs)
@@ -92,7 +91,7 @@ OVERSIZED = ("Task {task} could not be judged: its check cell ran, but what it s
 
 def unreadable_records(program, run, verdicts):
     """A task whose check cell ran but whose records did not load scores 0 and is flagged, not 'never reached'."""
-    stopped = {ename for ename, _ in STOPPED.values()}
+    stopped = set(STOPPED_ERRORS.values())
     for index, cell in enumerate(program):
         output = run.cells.get(index)
         failure = (output or {}).get("error") if isinstance(output, dict) else None

@@ -1,7 +1,7 @@
 """What in a probe's outputs deserves the instructor's attention (none of it changes a score)."""
 import re
 
-from ..run.program import cell_label
+from ..match.program import cell_label
 
 PASS_LINE = re.compile(r"✓ Task \d+ passed")
 ANY_PASS = re.compile(r"✓.*passed")

@@ -4,7 +4,7 @@ Messages name the case and the quantity (shape, dtype, largest deviation), never
 """
 import torch
 
-from ..run.recipes import checkers_object
+from ..recipes import checkers_object
 
 FACT_PROBLEMS = {
     ("pe", "tensor"): "the module has no tensor `pe`",

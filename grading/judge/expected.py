@@ -9,7 +9,7 @@ from course.reference import load_reference, reference_source
 from course_lib.device import cpu_threads
 
 from ..cases import evaluation_data
-from ..run.recipes import run
+from ..recipes import run
 
 
 def reference_namespace(assignment, source_notebook=None):
@@ -28,7 +28,7 @@ def expected_records(cases, reference, names):
     Args:
         cases: {task: [recipe, ...]} from grading.cases.build_cases.
         reference: the reference namespace.
-        names: {task: [argument names of the check call]}, e.g. {2: ["MultiheadAttention"], ...}.
+        names: {task: [argument names of the check call]}, e.g. {2: ["Attention"], ...}.
     """
     with cpu_threads(1):  # repeatable on one machine: multi-threaded float64 sin differed in the last bits
         return {task: [_record(recipe, reference, names[task]) for recipe in recipes]
@@ -38,7 +38,7 @@ def expected_records(cases, reference, names):
 def _record(recipe, reference, names):
     if "trained" in recipe:  # judged on the grader's own data: the spec (trusted, from the cases) and the data
         return dict(recipe["trained"], **evaluation_data(recipe["trained"]))
-    # a check may also take the student's trained model (gpt's check_task_8(generate, model)), which the reference
+    # a check may also take the student's trained model (e.g. check(generate, model)), which the reference
     # namespace has not: the cases of such a task never use it (they pass a helper model instead)
     objects = [reference.get(name) for name in names]
     torch.manual_seed(0)  # dropout in train mode is the only randomness, and it is never compared by value

@@ -6,7 +6,7 @@ records (data read with torch.load(weights_only=True)) with the reference's.
 from dataclasses import dataclass
 
 from .compare import compare_case
-from .trained import trained_problem
+from .trained_models import trained_problem
 
 
 @dataclass
@@ -24,7 +24,7 @@ class Verdict:
 
 
 def strip_task(message, task):
-    """'Task 2: X' -> 'X': the verdict adds its own prefix."""
+    """'Task N: X' -> 'X': the verdict adds its own prefix."""
     prefix = f"Task {task}: "
     return message[len(prefix):] if message.startswith(prefix) else message
 

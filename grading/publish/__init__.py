@@ -11,7 +11,7 @@ import traceback
 
 from course import registry
 
-from ..run import release_program
+from ..match import release_program
 from ..text import encodable
 from . import gradebook
 from .exports import LAYOUTS, write_exports
@@ -27,15 +27,17 @@ def grader_error(error):
             "by hand")
 
 
-def write_graded(course, release, submission, graded, program, cells, notes):
+def write_graded(course, release, record):
     """Render and write one submission's graded notebook; a notebook that cannot be rendered gets a minimal one.
 
     Args:
-        release: the run's Release (grading.run); program, cells: what ran and its outputs (cells {}: nothing ran).
-        graded: the submission's Result (its notes grow with what happened here); notes: those the student sees.
+        release: the run's Release (grading.match).
+        record: the submission's SubmissionRecord (grading.records), judged: what ran (program), its outputs
+            (run.cells; {}: nothing ran), the notes the student sees; its Result's notes grow with what happens here.
     """
+    submission, graded = record.submission, record.result
     try:
-        notebook = render(release.notebook, program, cells, graded.verdicts, notes)
+        notebook = render(release.notebook, record.program, record.run.cells, graded.verdicts, record.student_notes)
         if any(cell.get("id") == "grader-left-out" for cell in notebook["cells"]):
             graded.notes.append("the notebook's code and outputs are too large to show whole: the feedback leaves "
                                 "out some of the cells the student added")

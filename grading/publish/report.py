@@ -8,7 +8,6 @@ from datetime import datetime
 
 from ..text import encodable, markdown
 
-
 HEADER = ["student_id", "assignment", "task", "score", "max_score"]
 
 
@@ -94,7 +93,7 @@ def failures_section(results):
 
 
 def load_line(load):
-    """The machine's load while grading ran, from grading.schedule.LoadSampler's summary."""
+    """The machine's load while grading ran, from grading.jobs.LoadSampler's summary."""
     return (f"Load during grading (1-minute load average, sampled every {load['every']:g} s, {load['samples']} "
             f"samples): mean {load['mean']:.1f}, highest {load['max']:.1f}, on {load['cores']} cores; time limits "
             "count CPU time, so the load changes no score.")
@@ -123,7 +122,7 @@ def write_report(path, assignment, results, context):
         results: one grading result per submission (student, score, max_score, verdicts, notes, info, seconds,
             flags, limits).
         context: dict with "jobs", "sandbox" (what containment was found, or the warning without it), "seconds",
-            "load" (grading.schedule.LoadSampler.summary; optional) and "problems" (run-level notes).
+            "load" (grading.jobs.LoadSampler.summary; optional) and "problems" (run-level notes).
     """
     lines = [f"# Grading report: {assignment}", "",
              f"{len(results)} submission(s) graded on {datetime.now():%Y-%m-%d %H:%M} with {context['jobs']} "

@@ -17,7 +17,7 @@ from checkers.gpt.trained import RESET_CEILING, TARGET_ACCURACY  # one bar for t
 from course_lib.gpt import PROMPT_LEN, SEQ_LEN, VOCAB_SIZE, addition_sequences
 from course_lib.device import cpu_threads
 
-from grading.judge.trained import InvalidModel, check_record, one_setting, shape
+from grading.judge.trained_models import InvalidModel, check_record, one_setting, shape
 from grading.cases.parts import recipe
 
 DATA_SEED = 271828  # neither the notebook's data (1, 2) nor a check's

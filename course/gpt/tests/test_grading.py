@@ -15,7 +15,7 @@ import re
 import pytest
 
 from course.registry import assignment
-from grading.run.notebook import read
+from grading.match.notebook import read
 from submissions import (collect_and_grade, edit_cell, hidden_lines_in_feedback, reference_answers, report_sections,
                          scratch_course, seconds_per_submission, visible_text, with_answers, without, wrong_scores)
 

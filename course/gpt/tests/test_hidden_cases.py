@@ -15,8 +15,8 @@ from course.reference import load_reference, reference_source
 from course.registry import assignment
 from course.gpt.cases import trained
 from grading.judge.expected import reference_namespace
-from grading.judge.trained import trained_problem
-from grading.run.recipes import run
+from grading.judge.trained_models import trained_problem
+from grading.recipes import run
 from in_process_grading import graded_cases_of, verdict_of
 
 from .addition_models import calculator, memoriser, trained_reference, untied

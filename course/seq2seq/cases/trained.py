@@ -16,7 +16,7 @@ from checkers.seq2seq.trained import RESET_CEILING, TARGET_ACCURACY  # one bar f
 from course_lib.device import cpu_threads
 from course_lib.seq2seq import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE, ReversalDataset, exact_match
 
-from grading.judge.trained import InvalidModel, check_record, one_setting, shape
+from grading.judge.trained_models import InvalidModel, check_record, one_setting, shape
 from grading.cases.parts import recipe
 
 ACTIVATIONS = ("ReLU", "GELU", "SiLU", "Tanh", "LeakyReLU", "ELU", "SELU", "CELU", "Mish", "Softplus", "Sigmoid",

@@ -22,7 +22,7 @@ def test_the_probe_records_and_the_judge_judges_the_calls():
     from checkers.seq2seq.layer_norm import BY_HAND
     from grading.cases.parts import called, counted, recipe
     from grading.judge.compare import compare_case
-    from grading.run.recipes import run
+    from grading.recipes import run
     case = recipe(1, "by hand", False, call=called(X), calls=counted("checkers.seq2seq.layer_norm:torch_norm_problem",
                                                                      [X[0]]))
     expected = run(case, [by_hand])

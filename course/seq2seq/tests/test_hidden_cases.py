@@ -19,8 +19,8 @@ from course.registry import assignment
 from course_lib.seq2seq import EOS_ID
 from course.seq2seq.cases import trained
 from grading.judge.expected import reference_namespace
-from grading.judge.trained import trained_problem
-from grading.run.recipes import run
+from grading.judge.trained_models import trained_problem
+from grading.recipes import run
 from in_process_grading import graded_cases_of, verdict_of
 
 from . import layers_unnamed, layers_variants, reversal_models, test_checks_decoding as decoding, unnamed_mistakes

@@ -7,7 +7,7 @@ import torch
 
 from course.registry import assignment
 from grading.cases import cases_of
-from grading.judge import trained as judge_trained_module
+from grading.judge import trained_models as judge_trained_module
 from grading.judge.score import case_problem
 
 
@@ -15,14 +15,14 @@ def test_large_valid_settings_are_refused_before_building_and_flagged(monkeypatc
     """seq2seq with embed_dim 512 (the old bound was 1024): 0 points, the reason, a flag, and nothing built."""
     from course_lib import seq2seq as seq2seq_defaults
     from course.seq2seq.cases.trained import evaluation_data
-    from grading.run.recipes import run
+    from grading.recipes import run
     from grading.judge.expected import reference_namespace
     reference = reference_namespace(assignment("seq2seq"))
     recipe = cases_of("seq2seq").trained_case(7)
     torch.manual_seed(0)
     model = reference["Seq2SeqTransformer"](**seq2seq_defaults.MODEL)
     record = run(recipe, [model], {"Seq2SeqTransformer": type(model)})
-    # What the probe adds for a notebook that took no optimizer step, its hook intact (grading/run/provenance.py)
+    # What the probe adds for a notebook that took no optimizer step, its hook intact (grading/probe/provenance.py)
     record["provenance"] = {"hooked": True, "steps": 0, "failures": 0, "stepped": 0, "norms": {}}
     wide = {role: torch.zeros(*[512 if size == 32 else size for size in value.shape])
             for role, value in record["weights"].items()}

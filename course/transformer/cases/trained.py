@@ -14,8 +14,8 @@ from course_lib.transformer import VOCAB_SIZE, PalindromeDataset
 from course_lib.transformer import SEQ_LEN as DEFAULT_SEQ_LEN
 from course_lib.metrics import predictions
 
-from grading.judge.trained import InvalidModel, check_record, one_setting, shape
-from grading.run.recipes import snapshot
+from grading.judge.trained_models import InvalidModel, check_record, one_setting, shape
+from grading.recipes import snapshot
 from grading.cases.parts import recipe
 
 ACTIVATIONS = ("ReLU", "GELU", "SiLU", "Tanh", "LeakyReLU", "ELU", "SELU", "CELU", "Mish", "Softplus", "Sigmoid",
@@ -34,7 +34,7 @@ def evaluation_data(spec):
 
 def trained_case(task):
     """The one case of a training task: the trained model's weights and settings (no data goes to the probe)."""
-    class_name, slots, defaults = TRAINED[task]  # defaults: the sizes the judge allows (judge.trained.SIZE_FACTOR)
+    class_name, slots, defaults = TRAINED[task]  # defaults: the sizes the judge allows (trained_models.SIZE_FACTOR)
     spec = {"assignment": "transformer", "class_name": class_name, "slots": slots, "target": TARGET_ACCURACY,
             "defaults": defaults}
     return recipe(task, f"hidden: accuracy on {SIZE} fresh sequences of length {DEFAULT_SEQ_LEN}", False,
@@ -66,7 +66,7 @@ def trained_config(weights, settings, spec):
 
 
 def validate(config, linformer):
-    """The sizes the task fixes (the bounds on the others: judge.trained.within_defaults)."""
+    """The sizes the task fixes (the bounds on the others: judge.trained_models.within_defaults)."""
     if config["input_dim"] != VOCAB_SIZE:
         raise InvalidModel(f"input_dim is {config['input_dim']}, the data has {VOCAB_SIZE} tokens")
     if config["num_classes"] not in (1, 2):

@@ -3,7 +3,7 @@ and release (hostile text, added cells and zips: tests/redteam_builders.py)."""
 import copy
 
 from course.registry import assignment
-from grading.run.notebook import read
+from grading.match.notebook import read
 from redteam_builders import XSS, extra_cell
 from submissions import definitions_only, edit_cell, index_of
 

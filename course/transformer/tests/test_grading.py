@@ -25,8 +25,8 @@ from course.registry import assignment
 from course.transformer.mistakes import MUTANTS
 from course_paths import ROOT, course_folder
 from grading.collect import collect
-from grading.run import sandbox
-from grading.run.notebook import read
+from grading.sandbox import sandbox
+from grading.match.notebook import read
 from submissions import (GRADING_RUNAWAY, also_noted, code, csv_rows, definitions_only, edit_cell,
                          grade_id, index_of, limits_section, prepend_to, report_sections, scratch_course,
                          seconds_per_submission, visible_text, without)

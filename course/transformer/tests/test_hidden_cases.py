@@ -9,7 +9,7 @@ import pytest
 from course.registry import assignment
 from course.transformer.mistakes import MUTANTS
 from grading.judge.expected import reference_namespace
-from grading.run.recipes import run
+from grading.recipes import run
 from in_process_grading import graded_cases_of, verdict_of
 from .palindrome_models import mirror_logits
 from . import valid_variants as alt
@@ -80,7 +80,7 @@ def test_recipes_hold_no_expected_values(graded_cases):
 def test_trained_task_is_judged_from_weights_not_from_forward(graded_cases):
     """A hand-written palindrome test put in place of the trained network's forward does not earn task 6."""
     from course_lib import transformer as defaults
-    from grading.judge.trained import trained_problem
+    from grading.judge.trained_models import trained_problem
     cases, expected, _, _, reference = graded_cases
     base = reference["TransformerForSequenceClassification"]
 

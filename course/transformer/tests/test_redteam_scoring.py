@@ -26,9 +26,9 @@ from course_paths import ROOT
 from grading.cases import build_cases
 from grading.judge.expected import expected_records, reference_namespace
 from grading.judge.score import score_submission
-from grading.judge.trained import reference_model, trained_problem
-from grading.run.notebook import check_cells, read, release_layout
-from grading.run.recipes import run
+from grading.judge.trained_models import reference_model, trained_problem
+from grading.match.notebook import check_cells, read, release_layout
+from grading.recipes import run
 from course.transformer.tests.palindrome_models import mirror_logits
 from redteam_builders import patch_central
 from submissions import (GRADING_RUNAWAY, csv_rows, definitions_only, report_sections, scratch_course,
@@ -347,7 +347,7 @@ def test_no_student_text_is_shown_unescaped(attacked):
 def test_huge_outputs_are_cut_and_odd_text_does_not_stop_the_run(attacked):
     course, seconds, output = attacked
     huge = course / "feedback" / "huge" / NAME / f"{NAME}.html"
-    assert huge.stat().st_size < 6_000_000  # cut before grading (grading/run/bound.py); render's budget comes second
+    assert huge.stat().st_size < 6_000_000  # cut before grading (grading/match/bound.py); render's budget comes second
     notes = report_sections((course / f"grading_report_{NAME}.md").read_text().replace("\\", ""))["huge"]
     assert "the notebook holds more than an honest one" in notes and "of its 1,556 cells were left out" in notes
     noise = (course / "feedback" / "noise" / NAME / f"{NAME}.html").read_text()

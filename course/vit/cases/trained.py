@@ -19,7 +19,7 @@ from course_lib.vit import (IMAGE_SIZE, IN_CHANNELS, NUM_CLASSES, classification
                             shifted_copies)  # counts in integers: 342 / 360 is exactly the 0.95 bar
 from course_lib.vit import TARGET_ACCURACY  # one bar for the notebook, the check and the grade
 
-from grading.judge.trained import InvalidModel, check_record, one_setting, shape
+from grading.judge.trained_models import InvalidModel, check_record, one_setting, shape
 from grading.cases.parts import recipe
 
 COLLAPSE_SEED = 1729

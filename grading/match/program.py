@@ -7,7 +7,7 @@ noted for the report.
 """
 from dataclasses import dataclass, field
 
-from .match import classify
+from .cells import classify
 
 
 @dataclass
@@ -71,7 +71,7 @@ def build_program(notebook, layout, limit_for):
 
     Args:
         notebook: the submission as a dict.
-        layout: grading.run.notebook.release_layout of the release notebook.
+        layout: grading.match.notebook.release_layout of the release notebook.
         limit_for: source -> seconds a cell may run (from nbgrader_config.py).
     """
     student_cells = classify(notebook, layout)

@@ -1,6 +1,6 @@
 """Whether a trained model's graded weights came out of an optimizer step in the notebook: a flag for a person.
 
-The probe's Ledger (grading/run/provenance.py) records, with a global optimizer step hook installed before any student
+The probe's Ledger (grading/probe/provenance.py) records, with a global optimizer step hook installed before any student
 code runs, the float64 norm of every parameter after every step. A weight the grader judges is a state some step left
 when its norm equals (within RELATIVE) the norm a parameter of its size had after a step: a best checkpoint reloaded
 or a model moved between devices passes; weights pasted into the notebook, loaded from a file or left at their
@@ -58,7 +58,7 @@ def provenance_flag(record):
 
     Args:
         record: the probe's trained record: "weights" {role: float64 tensor} (already validated by the judge) and
-            "provenance" (see grading/run/provenance.py's Ledger.provenance).
+            "provenance" (see grading/probe/provenance.py's Ledger.provenance).
     """
     flag = tampering_flag(record)
     if flag:

@@ -12,7 +12,7 @@ import sys
 
 import torch
 
-from ..course import CODE_ROOT
+from ..folders import CODE_ROOT
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
 
@@ -30,8 +30,8 @@ def prepare_runtime(folder, cases, checks):
     folder.mkdir(parents=True)
     for package in ("checkers", "course_lib"):
         shutil.copytree(CODE_ROOT / package, folder / package, ignore=IGNORE)
-    for module in ("probe.py", "recipes.py", "provenance.py"):  # plain top-level modules there, run with `python -I`
-        shutil.copy(CODE_ROOT / "grading" / "run" / module, folder / module)
+    for module in ("probe/probe.py", "probe/provenance.py", "recipes.py"):  # plain modules there, run with `python -I`
+        shutil.copy(CODE_ROOT / "grading" / module, folder)
     torch.save(cases, folder / "cases.pt")
     (folder / "checks.json").write_text(json.dumps(sorted(checks)))
     build_font_cache(folder / "mpl")

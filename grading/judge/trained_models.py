@@ -8,7 +8,7 @@ accuracy is measured on sequences the probe never saw. Whatever the student's ow
 plays no part: weights that do not load, or settings that are not valid, score 0 and say why.
 
 Before anything is built, every integer size must lie in 1..SIZE_FACTOR x the task's default (the defaults are the
-assignment's data: its spec names them, e.g. "course_lib.seq2seq:MODEL"), the one size rule of every
+assignment's data: its spec names them, e.g. "course_lib.<name>:MODEL"), the one size rule of every
 assignment: larger settings the constructor would accept could keep the grader's own process busy for minutes; they
 score 0 and are flagged for a person. A size below 1 is no model at all: it scores 0 with the reason.
 
@@ -25,11 +25,11 @@ from checkers._core import Task
 from checkers._modules import build
 
 from ..cases import cases_of
-from ..run.recipes import slots_of
-from .provenance import provenance_flag, tampering_flag
+from ..recipes import slots_of
+from .provenance_flags import provenance_flag, tampering_flag
 
-SIZE_FACTOR = 4  # each size (widths, layers, heads) at most 4 x the task's default: seq2seq's judge then takes at
-# most about 15 x its time at the defaults (65 s against 4 s at a load of 9 on 2 cores)
+SIZE_FACTOR = 4  # each size (widths, layers, heads) at most 4 x the task's default: the slowest judge
+# (an encoder-decoder's) then takes about 15 x its time at the defaults (65 s against 4 s at a load of 9 on 2 cores)
 
 
 class InvalidModel(Exception):
@@ -69,8 +69,8 @@ def shape(weights, role):
 
 
 def check_weights(weights):
-    """Every recorded weight: a plain, finite floating tensor of at most 3 dimensions (vit's position embedding is
-    (1, N + 1, D))."""
+    """Every recorded weight: a plain, finite floating tensor of at most 3 dimensions (a position embedding of
+    shape (1, N + 1, D) has 3)."""
     if not isinstance(weights, dict) or not weights:
         raise InvalidModel("no weights were recorded")
     for role, value in weights.items():
@@ -147,7 +147,7 @@ def reference_accuracy(task, reference, record, data):
 def trained_problem(task, record, data, reference):
     """(the problem of a trained model's record or None when it reaches the target, why a person must look or ''):
     a model that reaches it is flagged when its weights are no state an optimizer step of the notebook left
-    (judge/provenance.py).
+    (judge/provenance_flags.py).
 
     Args:
         record: what the probe recorded ("facts", "weights", "config").

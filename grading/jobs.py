@@ -6,8 +6,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from .run import lease_slots
-from .run.cpuclock import cores as usable_cores
+from .sandbox import lease_slots
+from .sandbox.cpuclock import cores as usable_cores
 
 
 class Progress:

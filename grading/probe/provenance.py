@@ -4,7 +4,7 @@ The probe makes one Ledger before any student code runs: it registers a global o
 torch.optim.Optimizer, a student's subclass included, calls it after each step), which keeps the float64 norm of
 every parameter the step's optimizer holds. At a trained task's check cell, `provenance` records how many steps there
 were, how many held the graded tensors themselves, and the norms that parameters of the graded tensors' sizes had
-after each step. The grader compares those with the weights it judges (grading/judge/provenance.py): a best checkpoint
+after each step. The grader compares those with the weights it judges (judge/provenance_flags.py): a best checkpoint
 reloaded (in place or into a copy), a model moved between devices or dtypes keeps a step's norms; weights pasted or
 loaded from elsewhere, or left at their initialisation, do not.
 

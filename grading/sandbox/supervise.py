@@ -27,14 +27,15 @@ import subprocess
 import threading
 import time
 import zipfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
+from ..match.cells import DEFINES
+from ..match.program import cell_label
+from ..records import MAX_FILE, STOPPED_ERRORS, ProbeRun
 from . import cgroups, cpuclock, sandbox
-from .match import DEFINES
-from .program import cell_label
 
 GRACE = 10.0  # seconds past a cell's limit before the sandbox is killed (CPU seconds per thread; on the backstop, wall)
 STARTUP = 90.0  # CPU seconds per thread for the probe to start (torch, IPython) and reach its first cell
@@ -45,7 +46,6 @@ MAX_TOTAL = 1200.0  # CPU seconds per thread for all attempts of one submission 
 # their backstop held a grading slot for the whole notebook's wall-clock backstop (an hour) at no CPU cost. Once it is
 # spent, a cell that idles GRACE seconds more is stopped as one that slept (the probe's start: its own backstop).
 MAX_IDLE = 300.0
-MAX_FILE = 256 << 20
 MAX_CELL = 1 << 20  # a cell's output as the probe writes it (two streams of 20,000 characters, five displays) is less
 MAX_PICKLE = 1 << 20  # the pickle in a task file (records of tensors by reference: about 12 kB for 33 cases)
 MAX_PROGRESS = 4 << 20  # bytes of progress log read per attempt; beyond it events are ignored (the clock is not)
@@ -59,11 +59,11 @@ class Job:
     program: list  # [ProgramCell]
     scratch: Path
     runtime: Path
-    box: sandbox.Sandbox  # see grading/run/sandbox.py
+    box: sandbox.Sandbox  # see grading/sandbox/sandbox.py
     slot: int = 0
     threads: int = 1
     deadline: float = 0.0
-    cap: object = None  # the memory cgroup (grading/run/cgroups.py), when there is one
+    cap: object = None  # the memory cgroup (grading/sandbox/cgroups.py), when there is one
     account: object = None  # the cgroup that counts the sandbox's CPU time, when there is one
     used: int = 0  # most bytes the scratch folder held after an attempt
     cpu: float = 0.0  # CPU seconds the sandbox used in the attempts before this one
@@ -77,19 +77,6 @@ class Job:
         notebook that fills out/ with a million task_N.pt files costs the grader nothing)."""
         tasks = {cell.task for cell in self.program if cell.kind == "check"}
         return {task for task in tasks if os.path.lexists(self.scratch / "out" / f"task_{task}.pt")}
-
-
-@dataclass
-class ProbeRun:
-    """What came back from a submission's probe."""
-
-    cells: dict = field(default_factory=dict)  # program index -> output (stdout, stderr, error, ...)
-    records: dict = field(default_factory=dict)  # task -> [record per case]
-    notes: list = field(default_factory=list)  # for the report
-    limits: list = field(default_factory=list)  # every limit reached (supervise.limit_reached): cell, kind, cpu, wall
-    seconds: float = 0.0
-    endings: list = field(default_factory=list)  # how each attempt ended ("done": torn down at the "done" event)
-    oversized: dict = field(default_factory=dict)  # task -> bytes of a task file beyond MAX_FILE, left unread
 
 
 def read_untrusted(path, offset=0, limit=MAX_FILE):
@@ -251,22 +238,25 @@ def resume_plan(program, skip, done_tasks):
 
 
 STOPPED = {
-    "timeout": ("CellTimeoutError",
+    "timeout": (STOPPED_ERRORS["timeout"],
                 "the cell ran past its {limit:.0f} s limit of CPU time ({cpu:.0f} CPU s in {wall:.0f} s) and was "
                 "stopped; grading went on without it"),
-    "backstop": ("CellTimeoutError",
+    "backstop": (STOPPED_ERRORS["backstop"],
                  "the cell ran past its {limit:.0f} s limit: it was still running after {wall:.0f} s, "
                  f"{cpuclock.BACKSTOP:g} times its limit, having used {{cpu:.0f}} s of CPU time (it slept or waited),"
                  " and was stopped; grading went on without it"),
-    "idle": ("CellTimeoutError",
+    "idle": (STOPPED_ERRORS["idle"],
              "the cell slept or waited {idle:.0f} s without using the CPU after the notebook had spent its "
              f"{MAX_IDLE:.0f} s of wall-clock time allowed for that, and was stopped; grading went on without it"),
-    "died": ("KernelDied", "the Python process exited while running this cell (os._exit, a crash, a signal), or the "
-                           "cell tampered with the probe's progress log; grading went on without it"),
-    "disk": ("DiskFull", "the cell filled the sandbox's {disk:g} GiB scratch space, so the probe could not write its "
-                         "results and stopped; grading went on without the cell"),
-    "memory": ("OutOfMemory", "the cell used more than the sandbox's {memory:g} GiB of memory and was stopped; "
-                              "grading went on without it"),
+    "died": (STOPPED_ERRORS["died"],
+             "the Python process exited while running this cell (os._exit, a crash, a signal), or the cell tampered "
+             "with the probe's progress log; grading went on without it"),
+    "disk": (STOPPED_ERRORS["disk"],
+             "the cell filled the sandbox's {disk:g} GiB scratch space, so the probe could not write its results "
+             "and stopped; grading went on without the cell"),
+    "memory": (STOPPED_ERRORS["memory"],
+               "the cell used more than the sandbox's {memory:g} GiB of memory and was stopped; grading went on "
+               "without it"),
 }
 
 

@@ -1,6 +1,6 @@
 """Run one submission inside the sandbox and record what the student's objects produce.
 
-Usage (by grading/run/supervise.py, never by hand): python -I probe.py SCRATCH
+Usage (by grading/sandbox/supervise.py, never by hand): python -I probe.py SCRATCH
 
 Runs as an unprivileged user without network, in SCRATCH/work, on the student's code, with the
 given and check cells of the pristine release. It never sees an expected value: it reads
@@ -18,12 +18,11 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)  # checkers, course_lib and recipes.py are copied beside this file
-
-import torch  # noqa: E402 -- with the imports that need HERE on sys.path, so all of them stay in one place
+sys.path.insert(0, HERE)  # checkers, course_lib and recipes.py are copied beside this file (the runtime)
 
 import provenance  # noqa: E402 -- copied beside this file: importable once HERE is on sys.path
 import recipes  # noqa: E402 -- copied beside this file: importable once HERE is on sys.path
+import torch  # noqa: E402 -- with the imports that need HERE on sys.path, so all of them stay in one place
 
 _save, _replace, _dumps, _open = torch.save, os.replace, json.dumps, os.open  # captured before student code runs
 THREADS = int(os.environ.get("GRADING_THREADS", "1"))  # read before student code runs
@@ -73,7 +72,7 @@ def resolve(dotted):
 
 def check_functions():
     """{'checkers.check_task_1': 'check_task_1', ...}: the assignment's check functions, from checks.json beside this
-    file (the registry's "module:function" strings, written by grading/run/runtime.py)."""
+    file (the registry's "module:function" strings, written by grading/sandbox/runtime.py)."""
     with open(os.path.join(HERE, "checks.json")) as file:
         return {check.replace(":", "."): check.split(":", 1)[1] for check in json.load(file)}
 

@@ -15,8 +15,7 @@ import torch.nn as nn
 from checkers._calls import recorded_calls
 from checkers._core import NotImplementedYet, Task
 from checkers._modules import build, load
-from checkers._weights import (LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots,
-                               encoder_blocks)
+from checkers._weights import LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots, encoder_blocks
 
 SLOTS = {
     "attention": attention_slots,
@@ -30,9 +29,20 @@ SLOTS = {
 
 def slots_of(name):
     """The function giving a module's weights by role: a name of SLOTS (the shared core's maps), or an assignment's
-    own map as "module:function" (e.g. "checkers.seq2seq._weights:decoder_slots"), imported from the runtime."""
+    own map as "module:function" (e.g. "checkers.<assignment>._weights:decoder_slots"), imported from the runtime."""
+    return named(SLOTS, name)
+
+
+def facts_of(name):
+    """The function giving a module's facts as plain data: a name of FACTS, or an assignment's own as
+    "module:function" (a function of the public checkers package, which the runtime holds)."""
+    return named(FACTS, name)
+
+
+def named(table, name):
+    """table[name], or the function a "module:function" name names."""
     if ":" not in name:
-        return SLOTS[name]
+        return table[name]
     module, _, function = name.partition(":")
     return getattr(importlib.import_module(module), function)
 
@@ -121,7 +131,7 @@ def run(recipe, objects, namespace=None):
     module = make_module(task, target, recipe["build"]) if "build" in recipe else target
     record = {}
     if recipe.get("facts"):
-        record["facts"] = {name: FACTS[name](module) for name in recipe["facts"]}
+        record["facts"] = {name: facts_of(name)(module) for name in recipe["facts"]}
     if "attribute" in recipe:
         record["attribute"] = attribute(module, recipe)
     if "call" in recipe:
@@ -277,7 +287,7 @@ def leaves(value):
 
 def input_tensors(args):
     """(name, tensor) for each tensor argument ("input 0") and each tensor in a list or tuple argument ("input 0.1",
-    e.g. vit's attention maps, one per layer)."""
+    e.g. attention maps, one per layer)."""
     named = []
     for index, value in enumerate(args):
         if isinstance(value, torch.Tensor):
@@ -325,8 +335,8 @@ def encoder_facts(module):
 
 
 def rotary_facts(module):
-    """How a RotaryEmbedding keeps its tables `cos` and `sin`: registered buffers, left out of the state_dict, their
-    dtype and shape (each a pair, cos then sin)."""
+    """How a rotary embedding module keeps its tables `cos` and `sin`: registered buffers, left out of the
+    state_dict, their dtype and shape (each a pair, cos then sin)."""
     names, buffers, saved = ("cos", "sin"), dict(module.named_buffers(recurse=False)), module.state_dict()
     tables = [getattr(module, name, None) for name in names]
     return {"buffers": [name in buffers for name in names], "saved": [name in saved for name in names],
@@ -335,7 +345,7 @@ def rotary_facts(module):
 
 
 def max_len_facts(module):
-    """The model's `max_len` attribute (gpt: generate reads it), as plain data."""
+    """The model's `max_len` attribute (a generation loop may read it), as plain data."""
     return {"value": plain(getattr(module, "max_len", None))}
 
 
@@ -395,6 +405,6 @@ def trained_weights(model, slots_name, stacks=None):
 
 
 def rotary_pairs(attention):
-    """The width of an attention module's rotary table `rotary.cos` (head_dim // 2: gpt's pinned RoPE), or None."""
+    """The width of an attention module's rotary table `rotary.cos` (head_dim // 2 for the pinned RoPE), or None."""
     cos = getattr(getattr(attention, "rotary", None), "cos", None)
     return int(cos.shape[-1]) if isinstance(cos, torch.Tensor) and cos.dim() == 2 else None

@@ -86,7 +86,7 @@ def bounded(notebook, release):
     """(the notebook every later stage sees, why it was cut: '' when nothing was).
 
     Args:
-        notebook: the submission as read (grading.run.notebook.read); release: the release notebook, as read.
+        notebook: the submission as read (grading.match.notebook.read); release: the release notebook, as read.
     """
     bounds, cells = Bounds.of(release), notebook["cells"]
     keep, cuts = protected(cells, release), stored_cut(cells, bounds)

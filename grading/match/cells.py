@@ -2,7 +2,7 @@
 
 nbgrader metadata (grade_id) decides first. Without it (stripped by an editor, or Colab) the
 content decides: a `check_task_N(` call marks a check cell; a cell that defines a name an answer
-cell defines (`class MultiheadAttention`), or keeps most of an answer cell's provided lines, is that
+cell defines (`class Attention`), or keeps most of an answer cell's provided lines, is that
 answer; a cell that keeps most lines of a provided cell is that cell; anything else is the student's.
 """
 import re

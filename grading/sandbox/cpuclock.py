@@ -219,4 +219,4 @@ class Solo:
                 self.condition.notify_all()
 
 
-SOLO = Solo()  # one per grading process: grading/schedule.py runs its JOBS probes as threads of it
+SOLO = Solo()  # one per grading process: grading/jobs.py runs its JOBS probes as threads of it
