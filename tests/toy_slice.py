@@ -56,10 +56,11 @@ for step in range(100):
 ANSWERS = {DOUBLE: DOUBLE_ANSWER, CLASSIFIER: CLASSIFIER_ANSWER, TRAINED: TRAINING_ANSWER}
 
 CHECKS = filled('''"""Instant checks of the toy assignment."""
+from course_lib.toy import INPUT_DIM, NUM_CLASSES, blobs
+
 from .._compare import diagnose, expect_close, expect_tensor, signatures
 from .._core import check_function, expect_callable, load_fixture
 from .classifier import check_task_{classifier}
-from .data import INPUT_DIM, NUM_CLASSES, blobs
 from .trained import check_task_{trained}
 
 __all__ = ["INPUT_DIM", "NUM_CLASSES", "blobs", "check_task_{double}", "check_task_{classifier}",
@@ -129,7 +130,7 @@ from .._compare import expect_finite, expect_tensor
 from .._core import check_function
 from .._trained import expect_class_passes, expect_trained_model, model_device
 from .classifier import check_task_{classifier}
-from .data import NUM_CLASSES, TARGET_ACCURACY, blobs
+from course_lib.toy import NUM_CLASSES, TARGET_ACCURACY, blobs
 
 CHECK_SEED, CHECK_SIZE = 31337, 500  # never the notebook's training seed
 
@@ -329,7 +330,7 @@ the reference LinearClassifier from them, and the data it judges it on (drawn he
 import torch
 
 from checkers._core import Task
-from checkers.toy.data import INPUT_DIM, NUM_CLASSES, TARGET_ACCURACY, blobs
+from course_lib.toy import INPUT_DIM, NUM_CLASSES, TARGET_ACCURACY, blobs
 from grading.cases.parts import recipe
 from grading.judge.trained_models import InvalidModel, check_record, shape
 from grading.recipes import snapshot
@@ -405,7 +406,7 @@ def slice_files():
     """{path relative to the checkout: text} of the toy's slice."""
     checkers, course = f"checkers/{NAME}", f"course/{NAME}"
     return {f"solutions/{NAME}/{NAME}.ipynb": toy_notebook(), f"{checkers}/__init__.py": CHECKS,
-            f"{checkers}/data.py": DATA, f"{checkers}/_weights.py": WEIGHTS,
+            f"course_lib/{NAME}.py": DATA, f"{checkers}/_weights.py": WEIGHTS,
             f"{checkers}/classifier.py": CLASSIFIER_CHECK, f"{checkers}/trained.py": TRAINED_CHECK,
             f"{course}/__init__.py": "", f"{course}/fixtures.py": FIXTURES, f"{course}/mistakes.py": MISTAKES,
             f"{course}/cases/__init__.py": CASES, f"{course}/cases/trained.py": CASES_TRAINED,

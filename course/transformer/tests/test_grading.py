@@ -295,7 +295,7 @@ def solution_lines():
 def hidden_test_lines():
     """Substantive lines of the hidden tests and of the grader's comparisons."""
     cases = [*(ROOT / "grading" / "cases").rglob("*.py"), *(ROOT / "course").glob("*/cases/*.py")]
-    judge = ("compare.py", "expected.py", "trained.py", "score.py")
+    judge = ("compare.py", "expected.py", "trained_models.py", "score.py")
     files = cases + [ROOT / "grading" / "judge" / name for name in judge]
     return [re.sub(r"\s+", " ", line.strip()) for path in files for line in path.read_text().splitlines()
             if len(line.strip()) > 25 and not line.strip().startswith(("#", '"""', "from ", "import "))]
