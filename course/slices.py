@@ -68,11 +68,6 @@ class Slice:
     def bench(self):
         return self.part("bench")
 
-    @property
-    def checks(self):
-        """The assignment's public checkers package (checkers.<name>)."""
-        return importlib.import_module(f"checkers.{self.name}")
-
 
 def slice_of(name):
     """The slice of the assignment called name (its parts are imported when first asked for)."""

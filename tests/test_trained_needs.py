@@ -1,11 +1,11 @@
 """A trained task's ✓ and its points need the task of the model's class (course.toml's `needs`).
 
 For each assignment whose own tests say how (course/<a>/tests/trained_needs.py: WRONG_CLASS, a planted mistake of
-the class its trained model is made of; train_reference, the notebook's recipe; check_accuracy, on the trained
-check's own data), a model of the wrong class trained to the check's target fails the trained check with "fix Task N
+the class its trained model is made of; trained_on, the notebook's recipe, trained once per run; check_accuracy, on
+the trained check's own data), a model of the wrong class trained to the check's target fails the trained check with "fix Task N
 first" (N: the task it needs) and scores 0 for the trained task when the grader scores the notebook
 (tests/in_process_grading.verdicts_of); the reference trained the same way passes both. One short training per
-model, once per session (each about 10-30 s on 2 cores).
+model, once per run and shared with the slice's own tests (tests/trained_cache.py).
 """
 import functools
 import importlib
@@ -15,6 +15,7 @@ import time
 import pytest
 
 from checkers._core import CheckFailure
+from course.reference import load_reference
 from course.registry import assignment, assignments
 from course.slices import slice_of
 from in_process_grading import graded_cases_of, verdicts_of
@@ -41,11 +42,12 @@ def trained_task(name):
 @functools.lru_cache(maxsize=None)
 def student(name, kind):
     """(the notebook's namespace, its trained model, seconds the training took): kind "reference" or "wrong class"."""
-    variant = reference_helpers(name)[2]
     mutant = next(m for m in slice_of(name).mistakes.MUTANTS if m.name == own_module(name).WRONG_CLASS)
-    namespace = variant(mutant) if kind == "wrong class" else variant(lambda source: source)
+    code = reference_helpers(name)[0]()
+    code = mutant.apply(code) if kind == "wrong class" else code
+    namespace = load_reference(code)
     start = time.perf_counter()
-    model = own_module(name).train_reference(namespace)
+    model = own_module(name).trained_on(namespace, code)  # the reference: the one its own tests train, shared
     seconds = time.perf_counter() - start
     print(f"{name}, {kind}: trained in {seconds:.1f} s")
     return dict(namespace, model=model), model, seconds

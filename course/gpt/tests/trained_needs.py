@@ -5,10 +5,10 @@ import torch
 from checkers.gpt.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY
 from course_lib.gpt import addition_sequences, answer_accuracy
 
-from .addition_models import train_reference
+from .addition_models import trained_on
 
 WRONG_CLASS = "post-norm"  # a planted mistake (course/gpt/mistakes.py) of the block the model is made of
-__all__ = ["WRONG_CLASS", "check_accuracy", "train_reference"]
+__all__ = ["WRONG_CLASS", "check_accuracy", "trained_on"]
 
 
 def check_accuracy(model):

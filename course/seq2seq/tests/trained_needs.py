@@ -5,10 +5,10 @@ import torch
 from checkers.seq2seq.trained import CHECK_SEED, CHECK_SIZE, TARGET_ACCURACY
 from course_lib.seq2seq import decoding_accuracy, random_sources, reversal_targets
 
-from .reversal_models import train_reference
+from .reversal_models import trained_on
 
 WRONG_CLASS = "pre-norm"  # a planted mistake (course/seq2seq/mistakes.py) of the decoder block the model is made of
-__all__ = ["WRONG_CLASS", "check_accuracy", "train_reference"]
+__all__ = ["WRONG_CLASS", "check_accuracy", "trained_on"]
 
 
 def check_accuracy(model):
