@@ -2,8 +2,8 @@
 
 For each assignment whose own tests say how (course/<a>/tests/trained_needs.py: WRONG_CLASS, a planted mistake of
 the class its trained model is made of; trained_on, the notebook's recipe, trained once per run; check_accuracy, on
-the trained check's own data), a model of the wrong class trained to the check's target fails the trained check with "fix Task N
-first" (N: the task it needs) and scores 0 for the trained task when the grader scores the notebook
+the trained check's own data), a model of the wrong class trained to the check's target fails the trained check
+with "fix Task N first" (N: the task it needs) and scores 0 for the trained task when the grader scores the notebook
 (tests/in_process_grading.verdicts_of); the reference trained the same way passes both. One short training per
 model, once per run and shared with the slice's own tests (tests/trained_cache.py).
 """
