@@ -19,10 +19,12 @@ class RegistryError(ValueError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Seconds a graded cell may run: any cell, and a cell that trains (calls train(...))."""
+    """Seconds a graded cell may run: any cell, and a cell that trains (calls train(...)); and the wall-clock seconds
+    a graded notebook may spend asleep or blocked, without using the CPU, in all its cells together."""
 
     cell_seconds: int
     training_cell_seconds: int
+    idle_seconds: int = 300
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,9 @@ def load(root=None):
     try:
         with open(root / REGISTRY, "rb") as file:
             data = tomllib.load(file)
-        limits = Limits(int(data["limits"]["cell_seconds"]), int(data["limits"]["training_cell_seconds"]))
+        given = data["limits"]
+        limits = Limits(int(given["cell_seconds"]), int(given["training_cell_seconds"]),
+                        int(given.get("idle_seconds", Limits.idle_seconds)))
     except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as error:
         raise RegistryError(f"{root / REGISTRY}: {type(error).__name__}: {error}") from None
     found = [_assignment(entry, limits, root) for entry in data.get("assignments", [])]

@@ -70,7 +70,8 @@ def grade_one(submission, grading, slot):
         notebook, record.cut = bounded(submission_notebook(submission), grading.release.notebook)  # before any other
         record.program, record.deviations = match_submission(notebook, grading.release)
         scratch = grading.course.build / "scratch" / submission.student
-        record.run = run_submission(record.program, grading.runtime, scratch, grading.box, slot)
+        record.run = run_submission(record.program, grading.runtime, scratch, grading.box, slot,
+                                    grading.course.registered.limits.idle_seconds)
         verdicts, attention = judge(record.program, record.run, grading.judging, grading.release.layout)
     except Exception as failure:  # noqa: BLE001 -- unreadable, or a grader bug: the other submissions go on
         record.error, flag = failed(failure)

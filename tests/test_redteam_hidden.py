@@ -2,8 +2,8 @@
 
 - Cells that each sleep just under their wall-clock backstop: no CPU, so no CPU limit stops them, and each cell's
   backstop (3 x its limit) let a notebook of them hold a grading slot for the whole notebook's backstop (an hour).
-  Now a submission may idle (neither run nor wait for a CPU) MAX_IDLE seconds in all; after that a cell that idles
-  GRACE seconds more is stopped as one that slept (grading/sandbox/supervise.py).
+  Now a submission may idle (neither run nor wait for a CPU) course.toml's idle_seconds in all; after that a cell that
+  idles GRACE seconds more is stopped as one that slept (grading/sandbox/supervise.py).
 - A notebook that fills out/ with 150,000 empty task_N.pt files: the grader listed and opened every one, outside any
   budget (8-21 s per 150,000 files; a notebook can make millions); now it looks up only its check cells' tasks.
 - A saved model too large for the grader to read (sizes far beyond the task's defaults): it was reported as "records
@@ -46,13 +46,12 @@ class BusyMeter:
 
 def watched(meter, monkeypatch, seconds=4.0, started=True):
     """How watch() ends a sandbox (a `sleep`) that is in its first cell (started) or still starting, of 20 s, under
-    meter, with MAX_IDLE = 1 s."""
-    monkeypatch.setattr(supervise, "MAX_IDLE", 1.0)
+    meter, with an allowance of 1 s idle."""
     monkeypatch.setattr(supervise, "GRACE", 0.5)
     monkeypatch.setattr(cpuclock, "WAITS", True)
     program = [SimpleNamespace(limit=20.0)]
     job = SimpleNamespace(meter=meter, cpu=0.0, threads=1, deadline=supervise.time.monotonic() + 600, idle=0.0,
-                          stopped=None, cap=None, account=None)
+                          max_idle=1.0, stopped=None, cap=None, account=None)
     reader, writer = os.pipe()
     os.write(writer, b'{"event": "start", "cell": 0}\n' if started else b"")
     process = subprocess.Popen(["sleep", str(seconds)], start_new_session=True)
@@ -69,22 +68,23 @@ def watched(meter, monkeypatch, seconds=4.0, started=True):
 def test_a_cell_that_sleeps_past_the_submissions_idle_allowance_is_stopped(monkeypatch):
     (ended, cell), job = watched(StillMeter(), monkeypatch, seconds=60)
     assert (ended, cell) == ("idle", 0)
-    assert job.idle > supervise.MAX_IDLE and job.stopped["idle"] > supervise.GRACE
+    assert job.idle > job.max_idle and job.stopped["idle"] > supervise.GRACE
     output = supervise.stopped_output("idle", SimpleNamespace(limit=20.0), SimpleNamespace(memory=1, scratch=1),
-                                      job.stopped)
+                                      job.stopped, job.max_idle)
     assert output["error"]["ename"] == "CellTimeoutError" and "slept or waited" in output["error"]["evalue"]
+    assert "its 1 s of wall-clock time allowed" in output["error"]["evalue"]
 
 
 def test_a_starved_cell_is_not_idle(monkeypatch):
     """Time spent waiting for a CPU on a busy machine is not sleep: the cell runs to its end."""
     (ended, _), job = watched(BusyMeter(), monkeypatch, seconds=3)
-    assert ended == "died" and job.idle < supervise.MAX_IDLE  # "died": the sandbox's process ended by itself
+    assert ended == "died" and job.idle < job.max_idle  # "died": the sandbox's process ended by itself
 
 
 def test_the_probes_start_is_left_to_its_own_backstop(monkeypatch):
     """Reading torch from a slow disk after the allowance is spent does not stop the next attempt before any cell."""
     (ended, cell), job = watched(StillMeter(), monkeypatch, seconds=3, started=False)
-    assert (ended, cell) == ("died", -1) and job.idle > supervise.MAX_IDLE
+    assert (ended, cell) == ("died", -1) and job.idle > job.max_idle
 
 
 def test_idle_is_the_wall_time_neither_run_nor_queued(monkeypatch):
@@ -143,7 +143,10 @@ def test_one_size_rule_bounds_sizes_both_ways_and_leaves_ids_alone():
 
 # ----- End to end: graded beside an honest notebook (marker `grading`: needs root and bubblewrap) ----------------
 
-SLEEPS = 6  # cells of 65 s each, under the scratch course's 20 s cells' backstop (70 s): 390 s, past MAX_IDLE
+# The sleeper's course allows IDLE s asleep in all; SLEEPS cells of SLEEP s each, under the scratch course's 20 s cells'
+# backstop (60 s wall), sleep past it: the second is stopped once the allowance is spent, and each later attempt's
+# first sleep GRACE (10 s) after that, until the fourth stopped cell ends grading.
+IDLE, SLEEPS, SLEEP = 40, 6, 25
 
 
 def hidden_submissions():
@@ -155,7 +158,7 @@ def hidden_submissions():
     parts, honest = vehicle_parts(), definitions_only()
     sleeper = honest
     for number in range(SLEEPS):
-        sleeper = extra_cell(sleeper, parts.SLEEP_AFTER, f"import time\ntime.sleep(65)  # {number}")
+        sleeper = extra_cell(sleeper, parts.SLEEP_AFTER, f"import time\ntime.sleep({SLEEP})  # {number}")
     trained = answer_id(honest, VEHICLE.training_tasks[0])
     return {"honest": (f"honest_{NAME}.ipynb", honest, DEFINITION_POINTS),
             "sleeper": (f"sleeper_{NAME}.ipynb", sleeper, without(DEFINITION_POINTS, parts.UNREACHED_AFTER_SLEEP)),
@@ -165,7 +168,7 @@ def hidden_submissions():
 
 @pytest.fixture(scope="module")
 def hidden_graded(tmp_path_factory):
-    course = scratch_course(tmp_path_factory.mktemp("course"))
+    course = scratch_course(tmp_path_factory.mktemp("course"), idle_seconds=IDLE)
     seconds, output = collect_and_grade(course, NAME, hidden_submissions())
     print(f"\nhidden red team, grade --jobs 2: {seconds:.0f} s; each: {seconds_per_submission(output)}")
     return course
@@ -176,7 +179,8 @@ def test_hidden_attacks_keep_what_they_earned_and_say_why(hidden_graded):
     course = hidden_graded
     assert not wrong_scores(course, NAME, hidden_submissions())
     report = (course / f"grading_report_{NAME}.md").read_text()
-    assert "limit on sleeping" in limits_section(report) and "**sleeper**" in limits_section(report)
+    limits = limits_section(report)
+    assert f"limit on sleeping ({IDLE} s without CPU use in all)" in limits and "**sleeper**" in limits
     assert "honest" not in report_sections(report) and "**honest**" not in limits_section(report)
     assert "idle" in (course / "build" / "grading" / "logs" / "sleeper.log").read_text()
     flagged = report.split("## Flagged for manual grading", 1)[1].split("\n## ", 1)[0]

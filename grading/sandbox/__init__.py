@@ -14,12 +14,13 @@ from .supervise import Job, run_probe
 __all__ = ["SandboxUnavailable", "choose_sandbox", "lease_slots", "prepare_runtime", "run_submission"]
 
 
-def run_submission(program, runtime, scratch, box, slot):
+def run_submission(program, runtime, scratch, box, slot, max_idle):
     """The probe's run (a ProbeRun) of a submission's program.
 
     Args:
         program: the cells to run (grading.match); runtime: the folder prepare_runtime filled.
         scratch: the submission's own scratch folder (emptied and removed by the supervisor).
         box: the sandbox chosen for this run (choose_sandbox); slot: a leased uid slot (lease_slots).
+        max_idle: wall-clock seconds the notebook may spend without using the CPU (course.toml's idle_seconds).
     """
-    return run_probe(Job(program, scratch, runtime, box, slot))
+    return run_probe(Job(program, scratch, runtime, box, slot, max_idle=max_idle))

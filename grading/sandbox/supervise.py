@@ -45,6 +45,7 @@ MAX_TOTAL = 1200.0  # CPU seconds per thread for all attempts of one submission 
 # attempts: an honest notebook spends a few (reading files); without this bound, cells that each sleep just under
 # their backstop held a grading slot for the whole notebook's wall-clock backstop (an hour) at no CPU cost. Once it is
 # spent, a cell that idles GRACE seconds more is stopped as one that slept (the probe's start: its own backstop).
+# The course sets it (course.toml's [limits] idle_seconds); this is the default.
 MAX_IDLE = 300.0
 MAX_CELL = 1 << 20  # a cell's output as the probe writes it (two streams of 20,000 characters, five displays) is less
 MAX_PICKLE = 1 << 20  # the pickle in a task file (records of tensors by reference: about 12 kB for 33 cases)
@@ -70,7 +71,8 @@ class Job:
     meter: object = None  # this attempt's cpuclock meter
     stopped: dict = None  # what the last cell stopped at a limit had used: cpu, wall, waited, load
     begun: float = 0.0  # when grading this submission began (time.monotonic())
-    idle: float = 0.0  # wall seconds its sandbox spent neither running nor waiting for a CPU, all attempts (MAX_IDLE)
+    idle: float = 0.0  # wall seconds its sandbox spent neither running nor waiting for a CPU, all attempts (max_idle)
+    max_idle: float = MAX_IDLE  # what idle may reach before a cell that idles GRACE seconds more is stopped
 
     def recorded_tasks(self):
         """Tasks of the program's check cells whose records the probe has written so far (looked up by name: a
@@ -219,7 +221,7 @@ def watch(process, progress, job, clock):
         if now > job.deadline or job.cpu + used[0] > MAX_TOTAL * job.threads:
             kill(process, job)
             return "total", clock.top
-        asleep = job.idle > MAX_IDLE and clock.idle > GRACE and clock.current >= 0  # a start has its own backstop
+        asleep = job.idle > job.max_idle and clock.idle > GRACE and clock.current >= 0  # a start has its own backstop
         ended = clock.expired(now, used) or ("idle" if asleep else None)
         if ended:
             kill(process, job)
@@ -247,7 +249,7 @@ STOPPED = {
                  " and was stopped; grading went on without it"),
     "idle": (STOPPED_ERRORS["idle"],
              "the cell slept or waited {idle:.0f} s without using the CPU after the notebook had spent its "
-             f"{MAX_IDLE:.0f} s of wall-clock time allowed for that, and was stopped; grading went on without it"),
+             "{max_idle:.0f} s of wall-clock time allowed for that, and was stopped; grading went on without it"),
     "died": (STOPPED_ERRORS["died"],
              "the Python process exited while running this cell (os._exit, a crash, a signal), or the cell tampered "
              "with the probe's progress log; grading went on without it"),
@@ -260,12 +262,13 @@ STOPPED = {
 }
 
 
-def stopped_output(kind, cell, box, spent=None):
-    """The output of a cell the supervisor stopped; spent: what it used (cpu, wall seconds), for the limits."""
+def stopped_output(kind, cell, box, spent=None, max_idle=MAX_IDLE):
+    """The output of a cell the supervisor stopped; spent: what it used (cpu, wall seconds), for the limits;
+    max_idle: the notebook's allowance of idle seconds (Job.max_idle)."""
     ename, text = STOPPED[kind]
     spent = spent or {"cpu": 0.0, "wall": cell.limit}
     evalue = text.format(limit=cell.limit, memory=box.memory / sandbox.GIB, disk=box.scratch / sandbox.GIB,
-                         cpu=spent["cpu"], wall=spent["wall"], idle=spent.get("idle", 0.0))
+                         cpu=spent["cpu"], wall=spent["wall"], idle=spent.get("idle", 0.0), max_idle=max_idle)
     return {"stdout": "", "stderr": "", "displays": [], "tampered": [], "seconds": round(spent["wall"], 3),
             "error": {"ename": ename, "evalue": evalue, "frames": []}}
 
@@ -375,7 +378,7 @@ def attempts(job, run, uid):
         full = job.box.mode == "bwrap" and sandbox.scratch_usage(job.scratch) >= 0.9 * job.box.scratch
         kind = ended if ended in ("timeout", "backstop", "idle") else \
             "memory" if job.cap and job.cap.oom_kills() > kills else "disk" if full else "died"
-        run.cells[cell] = stopped_output(kind, job.program[cell], job.box, job.stopped)
+        run.cells[cell] = stopped_output(kind, job.program[cell], job.box, job.stopped, job.max_idle)
         run.notes.append(f"{cell_label(job.program[cell])}: {run.cells[cell]['error']['evalue']}")
         skip.append(cell)
         sandbox.reset_scratch(job.scratch, job.box, job.slot, job.runtime / "mpl")
@@ -391,7 +394,7 @@ def limit_reached(job, ended, cell, alone, rerun):
     where = "the whole notebook" if ended == "total" else cell_label(job.program[cell]) if cell >= 0 else \
         "the probe's start"
     kinds = {"timeout": "CPU limit", "backstop": "wall-clock backstop", "total": "limit for the whole notebook",
-             "idle": f"limit on sleeping ({MAX_IDLE:.0f} s without CPU use in all)"}
+             "idle": f"limit on sleeping ({job.max_idle:.0f} s without CPU use in all)"}
     return {"cell": where, "kind": kinds[ended],
             "cpu": round(spent["cpu"], 1), "wall": round(spent["wall"], 1), "load": round(spent["load"], 2),
             "waited": round(spent.get("waited", 0.0), 1), "alone": alone,
