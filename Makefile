@@ -23,11 +23,15 @@ lab: $(STAMP)  ## open JupyterLab on the student notebooks
 	MPLBACKEND= $(BIN)/jupyter lab notebooks/
 
 # make test: WORKERS=N runs the tests in N processes (pytest-xdist); each test file stays on one, with its fixtures.
+# Every process they start (workers, notebook kernels, graders) runs torch on one thread: with N workers on N cores,
+# torch's default of one thread per core oversubscribes them, and its OpenMP threads then spin instead of working
+# (measured: 3.5 times the CPU time for one test file beside two busy processes, docs/bench.md).
 WORKERS ?= 2
+TEST_THREADS ?= 1
 test: $(STAMP)  ## all tests: lint, unit tests, checkers, release, notebooks (every reference executed end to end)
 	$(BIN)/python tools/timed.py "lint (ruff)" -- $(BIN)/ruff check .
 	names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && \
-	$(BIN)/python tools/timed.py "unit tests, checkers and reference notebooks (nbval), $(WORKERS) workers" -- \
+	OMP_NUM_THREADS=$(TEST_THREADS) MKL_NUM_THREADS=$(TEST_THREADS) $(BIN)/python tools/timed.py "unit tests, checkers and reference notebooks (nbval), $(WORKERS) workers" -- \
 		$(BIN)/pytest -q -n $(WORKERS) --dist loadfile --no-loadscope-reorder tests course \
 			--nbval-lax $$(for name in $$names; do echo solutions/$$name/$$name.ipynb; done)
 
