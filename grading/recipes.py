@@ -7,43 +7,34 @@ learns nothing it could copy. This module is copied into the sandbox: it may imp
 torch and the public `checkers` package.
 """
 import importlib
-from functools import partial
 
 import torch
 import torch.nn as nn
 
 from checkers._calls import recorded_calls
 from checkers._core import NotImplementedYet, Task
+from checkers._facts import plain
 from checkers._modules import build, load
-from checkers._weights import LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots, encoder_blocks
-
-SLOTS = {
-    "attention": attention_slots,
-    "block": block_slots,
-    "classifier": classifier_slots,
-    "linformer_attention": partial(attention_slots, projections=LINFORMER_PROJECTIONS),
-    "linformer_block": partial(block_slots, projections=LINFORMER_PROJECTIONS),
-    "linformer_classifier": partial(classifier_slots, projections=LINFORMER_PROJECTIONS),
-}
+from checkers._weights import encoder_blocks
 
 
 def slots_of(name):
-    """The function giving a module's weights by role: a name of SLOTS (the shared core's maps), or an assignment's
-    own map as "module:function" (e.g. "checkers.<assignment>._weights:decoder_slots"), imported from the runtime."""
-    return named(SLOTS, name)
+    """The function giving a module's weights by role, named as "module:function" by the assignment's cases (e.g.
+    "checkers.<assignment>._roles:block_slots"), imported from the runtime."""
+    return named(name)
 
 
 def facts_of(name):
-    """The function giving a module's facts as plain data: a name of FACTS, or an assignment's own as
-    "module:function" (a function of the public checkers package, which the runtime holds)."""
-    return named(FACTS, name)
+    """The function giving a module's facts as plain data, named as "module:function" by the assignment's cases (e.g.
+    "checkers.<assignment>._facts:<fact>": a function of the public checkers package, which the runtime holds)."""
+    return named(name)
 
 
-def named(table, name):
-    """table[name], or the function a "module:function" name names."""
-    if ":" not in name:
-        return table[name]
-    module, _, function = name.partition(":")
+def named(name):
+    """The function a "module:function" name names."""
+    module, colon, function = name.partition(":")
+    if not colon:
+        raise ValueError(f"{name!r} does not name a function as \"module:function\"")
     return getattr(importlib.import_module(module), function)
 
 
@@ -313,46 +304,6 @@ def gradients(task, target, recipe, args, outputs):
     return grads
 
 
-def pe_facts(module):
-    pe = getattr(module, "pe", None)
-    if not isinstance(pe, torch.Tensor):
-        return {"tensor": False}
-    return {"tensor": True, "buffer": any(buffer is pe for buffer in module.buffers()),
-            "trainable": isinstance(pe, nn.Parameter) or pe.requires_grad}
-
-
-def cls_facts(module):
-    token = getattr(module, "cls_token", None)
-    if not isinstance(token, torch.Tensor):
-        return {"tensor": False}
-    return {"tensor": True, "parameter": isinstance(token, nn.Parameter), "trainable": token.requires_grad,
-            "numel": token.numel()}
-
-
-def encoder_facts(module):
-    blocks = encoder_blocks(module)
-    return {"blocks": len(blocks), "distinct": len({id(block) for block in blocks})}
-
-
-def rotary_facts(module):
-    """How a rotary embedding module keeps its tables `cos` and `sin`: registered buffers, left out of the
-    state_dict, their dtype and shape (each a pair, cos then sin)."""
-    names, buffers, saved = ("cos", "sin"), dict(module.named_buffers(recurse=False)), module.state_dict()
-    tables = [getattr(module, name, None) for name in names]
-    return {"buffers": [name in buffers for name in names], "saved": [name in saved for name in names],
-            "dtype": [str(t.dtype) if isinstance(t, torch.Tensor) else None for t in tables],
-            "shape": [list(t.shape) if isinstance(t, torch.Tensor) else None for t in tables]}
-
-
-def max_len_facts(module):
-    """The model's `max_len` attribute (a generation loop may read it), as plain data."""
-    return {"value": plain(getattr(module, "max_len", None))}
-
-
-FACTS = {"pe": pe_facts, "cls_token": cls_facts, "encoder": encoder_facts, "max_len": max_len_facts,
-         "rotary": rotary_facts}
-
-
 def run_trained(task, model, spec, namespace):
     """What the grader needs to judge a trained model: what it is, its weights by role and its settings.
 
@@ -366,13 +317,6 @@ def run_trained(task, model, spec, namespace):
         return record
     record["weights"], record["config"] = trained_weights(model, spec["slots"], spec.get("stacks"))
     return record
-
-
-def plain(value):
-    """A plain int or str as data; anything else (a str subclass, a float, an object) as its type's name."""
-    if type(value) in (int, str, bool):
-        return value
-    return {"type": type(value).__name__}
 
 
 ENCODER_ONLY = {"encoder": ["attention"]}  # a classifier's stack of blocks and each block's attention modules
