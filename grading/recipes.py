@@ -315,40 +315,37 @@ def run_trained(task, model, spec, namespace):
                         "instance": isinstance(cls, type) and isinstance(model, cls)}}
     if not record["facts"]["module"]:
         return record
-    record["weights"], record["config"] = trained_weights(model, spec["slots"], spec.get("stacks"))
+    record["weights"], record["config"] = trained_weights(model, spec["slots"], spec.get("stacks"),
+                                                          spec.get("attention_facts"))
     return record
 
 
-ENCODER_ONLY = {"encoder": ["attention"]}  # a classifier's stack of blocks and each block's attention modules
-
-
-def trained_weights(model, slots_name, stacks=None):
+def trained_weights(model, slots_name, stacks=None, attention_facts=None):
     """({role: float64 tensor}, settings): the weights by role, and per block the heads and activation.
 
     Args:
-        stacks: {stack attribute: [attention attributes of each of its blocks]}, in order; ENCODER_ONLY by default
-            (an encoder-decoder names its decoder's self_attention and cross_attention too); {} for a model without
-            a stack of blocks (its settings are then empty lists).
+        stacks: {stack attribute: [attention attributes of each of its blocks]}, in order (an encoder-decoder names
+            its decoder's self_attention and cross_attention too); none: a model without a stack of blocks (its
+            settings are then empty lists).
+        attention_facts: {setting: "module:function"}, more settings read from each attention module by the
+            assignment's own function (e.g. the width of a table that tells its head count).
 
     Settings are plain data the grader validates: {"num_heads": [per attention module of each block, in order],
-    "activation": [per block], "rotary_pairs": [per attention module, see rotary_pairs]}, or {"error": why} when the
+    "activation": [per block], and each of attention_facts: [per attention module]}, or {"error": why} when the
     model's layout does not have the pinned parts.
     """
     try:
         weights = {role: snapshot(p).double() for role, p in slots_of(slots_name)(model).items()}
-        blocks = [(block, attentions) for stack, attentions in (ENCODER_ONLY if stacks is None else stacks).items()
+        blocks = [(block, attentions) for stack, attentions in (stacks or {}).items()
                   for block in encoder_blocks(model, stack)]
     except Exception as error:  # noqa: BLE001 -- a model of another layout: the grader says why it scores 0
         return {}, {"error": str(error)[:300]}
-    heads = [plain(getattr(getattr(block, name, None), "num_heads", None)) for block, names in blocks for name in names]
-    activations = [next((type(m).__name__ for m in block.feedforward.modules()
-                         if not isinstance(m, (nn.Linear, nn.Dropout, nn.Sequential))), "")
-                   if isinstance(getattr(block, "feedforward", None), nn.Module) else "" for block, _ in blocks]
-    pairs = [rotary_pairs(getattr(block, name, None)) for block, names in blocks for name in names]
-    return weights, {"num_heads": heads, "activation": activations, "rotary_pairs": pairs}
-
-
-def rotary_pairs(attention):
-    """The width of an attention module's rotary table `rotary.cos` (head_dim // 2 for the pinned RoPE), or None."""
-    cos = getattr(getattr(attention, "rotary", None), "cos", None)
-    return int(cos.shape[-1]) if isinstance(cos, torch.Tensor) and cos.dim() == 2 else None
+    attentions = [getattr(block, name, None) for block, names in blocks for name in names]
+    settings = {"num_heads": [plain(getattr(attention, "num_heads", None)) for attention in attentions],
+                "activation": [next((type(m).__name__ for m in block.feedforward.modules()
+                                     if not isinstance(m, (nn.Linear, nn.Dropout, nn.Sequential))), "")
+                               if isinstance(getattr(block, "feedforward", None), nn.Module) else ""
+                               for block, _ in blocks]}
+    for setting, fact in (attention_facts or {}).items():
+        settings[setting] = [facts_of(fact)(attention) for attention in attentions]
+    return weights, settings

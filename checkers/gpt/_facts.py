@@ -18,3 +18,9 @@ def rotary(module):
 def max_len(module):
     """The model's `max_len` attribute (a generation loop may read it), as plain data."""
     return {"value": plain(getattr(module, "max_len", None))}
+
+
+def rotary_pairs(attention):
+    """The width of an attention module's rotary table `rotary.cos` (head_dim // 2 for the pinned RoPE), or None."""
+    cos = getattr(getattr(attention, "rotary", None), "cos", None)
+    return int(cos.shape[-1]) if isinstance(cos, torch.Tensor) and cos.dim() == 2 else None

@@ -23,6 +23,7 @@ ACTIVATIONS = ("ReLU", "GELU", "SiLU", "Tanh", "LeakyReLU", "ELU", "SELU", "CELU
                "Hardswish", "Hardtanh", "ReLU6", "Softsign", "Tanhshrink", "LogSigmoid", "PReLU", "RReLU")
 DATA_SEED = 271828  # neither the notebook's data (1, 2) nor the visible check's (31337)
 SIZE = 2000
+STACKS = {"encoder": ["attention"]}  # the classifier's stack of blocks and each block's attention modules
 TRAINED = {6: ("TransformerForSequenceClassification", CLASSIFIER, "course_lib.transformer:CLASSIFIER"),
            8: ("LinformerForSequenceClassification", LINFORMER_CLASSIFIER, "course_lib.transformer:LINFORMER")}
 
@@ -36,8 +37,8 @@ def evaluation_data(spec):
 def trained_case(task):
     """The one case of a training task: the trained model's weights and settings (no data goes to the probe)."""
     class_name, slots, defaults = TRAINED[task]  # defaults: the sizes the judge allows (trained_models.SIZE_FACTOR)
-    spec = {"assignment": "transformer", "class_name": class_name, "slots": slots, "target": TARGET_ACCURACY,
-            "defaults": defaults}
+    spec = {"assignment": "transformer", "class_name": class_name, "slots": slots, "stacks": STACKS,
+            "target": TARGET_ACCURACY, "defaults": defaults}
     return recipe(task, f"hidden: accuracy on {SIZE} fresh sequences of length {DEFAULT_SEQ_LEN}", False,
                   trained=spec)
 
