@@ -62,4 +62,3 @@ def encoder_blocks(model, name="encoder"):
     encoder = _child(model, name, nn.Module, "")
     # iterate rather than .children(), which would hide a block listed twice
     return list(encoder) if isinstance(encoder, (nn.Sequential, nn.ModuleList)) else list(encoder.children())
-
