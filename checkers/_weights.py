@@ -7,7 +7,6 @@ nn.ModuleList encoder, submodules created in any order.
 import torch.nn as nn
 
 ATTENTION_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
-LINFORMER_PROJECTIONS = ATTENTION_PROJECTIONS + ("e_proj", "f_proj")
 
 
 class MissingPart(Exception):
@@ -63,16 +62,3 @@ def encoder_blocks(model, name="encoder"):
     encoder = _child(model, name, nn.Module, "")
     # iterate rather than .children(), which would hide a block listed twice
     return list(encoder) if isinstance(encoder, (nn.Sequential, nn.ModuleList)) else list(encoder.children())
-
-
-def classifier_slots(model, projections=ATTENTION_PROJECTIONS):
-    """Role name -> parameter for a sequence classifier with a [CLS] token."""
-    cls_token = getattr(model, "cls_token", None)
-    if not isinstance(cls_token, nn.Parameter):
-        raise MissingPart(f"`cls_token` should be an nn.Parameter, found {type(cls_token).__name__}")
-    slots = {"cls_token": cls_token}
-    slots.update(_linear(_child(model, "input_embedding", nn.Linear, ""), "input_embedding"))
-    for index, block in enumerate(encoder_blocks(model)):
-        slots.update(block_slots(block, f"encoder.{index}.", projections))
-    slots.update(_linear(_child(model, "classifier", nn.Linear, ""), "classifier"))
-    return slots

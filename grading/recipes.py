@@ -7,43 +7,34 @@ learns nothing it could copy. This module is copied into the sandbox: it may imp
 torch and the public `checkers` package.
 """
 import importlib
-from functools import partial
 
 import torch
 import torch.nn as nn
 
 from checkers._calls import recorded_calls
 from checkers._core import NotImplementedYet, Task
+from checkers._facts import plain
 from checkers._modules import build, load
-from checkers._weights import LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots, encoder_blocks
-
-SLOTS = {
-    "attention": attention_slots,
-    "block": block_slots,
-    "classifier": classifier_slots,
-    "linformer_attention": partial(attention_slots, projections=LINFORMER_PROJECTIONS),
-    "linformer_block": partial(block_slots, projections=LINFORMER_PROJECTIONS),
-    "linformer_classifier": partial(classifier_slots, projections=LINFORMER_PROJECTIONS),
-}
+from checkers._weights import encoder_blocks
 
 
 def slots_of(name):
-    """The function giving a module's weights by role: a name of SLOTS (the shared core's maps), or an assignment's
-    own map as "module:function" (e.g. "checkers.<assignment>._weights:decoder_slots"), imported from the runtime."""
-    return named(SLOTS, name)
+    """The function giving a module's weights by role, named as "module:function" by the assignment's cases (e.g.
+    "checkers.<assignment>._roles:block_slots"), imported from the runtime."""
+    return named(name)
 
 
 def facts_of(name):
-    """The function giving a module's facts as plain data: a name of FACTS, or an assignment's own as
-    "module:function" (a function of the public checkers package, which the runtime holds)."""
-    return named(FACTS, name)
+    """The function giving a module's facts as plain data, named as "module:function" by the assignment's cases (e.g.
+    "checkers.<assignment>._facts:<fact>": a function of the public checkers package, which the runtime holds)."""
+    return named(name)
 
 
-def named(table, name):
-    """table[name], or the function a "module:function" name names."""
-    if ":" not in name:
-        return table[name]
-    module, _, function = name.partition(":")
+def named(name):
+    """The function a "module:function" name names."""
+    module, colon, function = name.partition(":")
+    if not colon:
+        raise ValueError(f"{name!r} does not name a function as \"module:function\"")
     return getattr(importlib.import_module(module), function)
 
 
@@ -313,46 +304,6 @@ def gradients(task, target, recipe, args, outputs):
     return grads
 
 
-def pe_facts(module):
-    pe = getattr(module, "pe", None)
-    if not isinstance(pe, torch.Tensor):
-        return {"tensor": False}
-    return {"tensor": True, "buffer": any(buffer is pe for buffer in module.buffers()),
-            "trainable": isinstance(pe, nn.Parameter) or pe.requires_grad}
-
-
-def cls_facts(module):
-    token = getattr(module, "cls_token", None)
-    if not isinstance(token, torch.Tensor):
-        return {"tensor": False}
-    return {"tensor": True, "parameter": isinstance(token, nn.Parameter), "trainable": token.requires_grad,
-            "numel": token.numel()}
-
-
-def encoder_facts(module):
-    blocks = encoder_blocks(module)
-    return {"blocks": len(blocks), "distinct": len({id(block) for block in blocks})}
-
-
-def rotary_facts(module):
-    """How a rotary embedding module keeps its tables `cos` and `sin`: registered buffers, left out of the
-    state_dict, their dtype and shape (each a pair, cos then sin)."""
-    names, buffers, saved = ("cos", "sin"), dict(module.named_buffers(recurse=False)), module.state_dict()
-    tables = [getattr(module, name, None) for name in names]
-    return {"buffers": [name in buffers for name in names], "saved": [name in saved for name in names],
-            "dtype": [str(t.dtype) if isinstance(t, torch.Tensor) else None for t in tables],
-            "shape": [list(t.shape) if isinstance(t, torch.Tensor) else None for t in tables]}
-
-
-def max_len_facts(module):
-    """The model's `max_len` attribute (a generation loop may read it), as plain data."""
-    return {"value": plain(getattr(module, "max_len", None))}
-
-
-FACTS = {"pe": pe_facts, "cls_token": cls_facts, "encoder": encoder_facts, "max_len": max_len_facts,
-         "rotary": rotary_facts}
-
-
 def run_trained(task, model, spec, namespace):
     """What the grader needs to judge a trained model: what it is, its weights by role and its settings.
 
@@ -364,47 +315,37 @@ def run_trained(task, model, spec, namespace):
                         "instance": isinstance(cls, type) and isinstance(model, cls)}}
     if not record["facts"]["module"]:
         return record
-    record["weights"], record["config"] = trained_weights(model, spec["slots"], spec.get("stacks"))
+    record["weights"], record["config"] = trained_weights(model, spec["slots"], spec.get("stacks"),
+                                                          spec.get("attention_facts"))
     return record
 
 
-def plain(value):
-    """A plain int or str as data; anything else (a str subclass, a float, an object) as its type's name."""
-    if type(value) in (int, str, bool):
-        return value
-    return {"type": type(value).__name__}
-
-
-ENCODER_ONLY = {"encoder": ["attention"]}  # a classifier's stack of blocks and each block's attention modules
-
-
-def trained_weights(model, slots_name, stacks=None):
+def trained_weights(model, slots_name, stacks=None, attention_facts=None):
     """({role: float64 tensor}, settings): the weights by role, and per block the heads and activation.
 
     Args:
-        stacks: {stack attribute: [attention attributes of each of its blocks]}, in order; ENCODER_ONLY by default
-            (an encoder-decoder names its decoder's self_attention and cross_attention too); {} for a model without
-            a stack of blocks (its settings are then empty lists).
+        stacks: {stack attribute: [attention attributes of each of its blocks]}, in order (an encoder-decoder names
+            its decoder's self_attention and cross_attention too); none: a model without a stack of blocks (its
+            settings are then empty lists).
+        attention_facts: {setting: "module:function"}, more settings read from each attention module by the
+            assignment's own function (e.g. the width of a table that tells its head count).
 
     Settings are plain data the grader validates: {"num_heads": [per attention module of each block, in order],
-    "activation": [per block], "rotary_pairs": [per attention module, see rotary_pairs]}, or {"error": why} when the
+    "activation": [per block], and each of attention_facts: [per attention module]}, or {"error": why} when the
     model's layout does not have the pinned parts.
     """
     try:
         weights = {role: snapshot(p).double() for role, p in slots_of(slots_name)(model).items()}
-        blocks = [(block, attentions) for stack, attentions in (ENCODER_ONLY if stacks is None else stacks).items()
+        blocks = [(block, attentions) for stack, attentions in (stacks or {}).items()
                   for block in encoder_blocks(model, stack)]
     except Exception as error:  # noqa: BLE001 -- a model of another layout: the grader says why it scores 0
         return {}, {"error": str(error)[:300]}
-    heads = [plain(getattr(getattr(block, name, None), "num_heads", None)) for block, names in blocks for name in names]
-    activations = [next((type(m).__name__ for m in block.feedforward.modules()
-                         if not isinstance(m, (nn.Linear, nn.Dropout, nn.Sequential))), "")
-                   if isinstance(getattr(block, "feedforward", None), nn.Module) else "" for block, _ in blocks]
-    pairs = [rotary_pairs(getattr(block, name, None)) for block, names in blocks for name in names]
-    return weights, {"num_heads": heads, "activation": activations, "rotary_pairs": pairs}
-
-
-def rotary_pairs(attention):
-    """The width of an attention module's rotary table `rotary.cos` (head_dim // 2 for the pinned RoPE), or None."""
-    cos = getattr(getattr(attention, "rotary", None), "cos", None)
-    return int(cos.shape[-1]) if isinstance(cos, torch.Tensor) and cos.dim() == 2 else None
+    attentions = [getattr(block, name, None) for block, names in blocks for name in names]
+    settings = {"num_heads": [plain(getattr(attention, "num_heads", None)) for attention in attentions],
+                "activation": [next((type(m).__name__ for m in block.feedforward.modules()
+                                     if not isinstance(m, (nn.Linear, nn.Dropout, nn.Sequential))), "")
+                               if isinstance(getattr(block, "feedforward", None), nn.Module) else ""
+                               for block, _ in blocks]}
+    for setting, fact in (attention_facts or {}).items():
+        settings[setting] = [facts_of(fact)(attention) for attention in attentions]
+    return weights, settings

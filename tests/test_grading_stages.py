@@ -273,13 +273,31 @@ def test_two_assignments_share_one_gradebook_and_a_regrade_touches_one_student(t
 
 
 def test_an_assignment_names_its_own_weight_roles_without_editing_the_probe():
-    """A recipe's "slots" names a shared map, or an assignment's own as "module:function" (found in the runtime)."""
-    from checkers._weights import attention_slots, block_slots
-    from grading.recipes import slots_of
-    assert slots_of("attention") is attention_slots
+    """A recipe's "slots" and "facts" name an assignment's own functions as "module:function" (found in the runtime);
+    the shared core keeps no table of short names."""
+    from checkers._weights import block_slots, encoder_blocks
+    from grading.recipes import facts_of, slots_of
     assert slots_of("checkers._weights:block_slots") is block_slots
+    assert facts_of("checkers._weights:encoder_blocks") is encoder_blocks
     with pytest.raises(AttributeError):
         slots_of("checkers._weights:no_such_slots")
-    from checkers._weights import encoder_blocks
-    from grading.recipes import FACTS, facts_of
-    assert facts_of("pe") is FACTS["pe"] and facts_of("checkers._weights:encoder_blocks") is encoder_blocks
+    with pytest.raises(ValueError, match="module:function"):
+        facts_of("block_slots")
+
+
+def test_a_fact_that_differs_is_told_by_its_assignments_own_sentence():
+    """The judge finds a fact's sentence in the FACT_PROBLEMS of the cases package of the assignment whose checkers
+    read the fact; a key it has no sentence for, or a fact of the shared checkers, gets "<function>: <key> is wrong"."""
+    from course.registry import assignments
+    from grading.cases import cases_of, fact_problem
+    from grading.recipes import facts_of
+    told = 0
+    for assignment in assignments():
+        problems = getattr(cases_of(assignment.name), "FACT_PROBLEMS", {})
+        for (fact, key), sentence in problems.items():
+            assert fact.startswith(f"checkers.{assignment.name}.") and callable(facts_of(fact)), fact
+            assert fact_problem(fact, key) == sentence
+            assert fact_problem(fact, "no_such_key") == f"{fact.partition(':')[2]}: no_such_key is wrong"
+            told += 1
+    assert told  # some assignment's cases record facts, so the lookup is exercised
+    assert fact_problem("checkers._weights:encoder_blocks", "blocks") == "encoder_blocks: blocks is wrong"

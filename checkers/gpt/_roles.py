@@ -8,9 +8,10 @@ silently left out of what is judged.
 import torch
 import torch.nn as nn
 
-from .._weights import MissingPart, _child, block_slots, encoder_blocks
+from .._weights import MissingPart, _child, attention_slots, block_slots, encoder_blocks
 
-__all__ = ["MissingPart", "block_slots", "gpt_slots", "gpt_blocks", "same_cache", "tied_gpt_slots", "untied"]
+__all__ = ["MissingPart", "attention_slots", "block_slots", "gpt_slots", "gpt_blocks", "same_cache", "tied_gpt_slots",
+           "untied"]
 
 
 def gpt_blocks(model):

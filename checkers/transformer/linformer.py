@@ -1,6 +1,5 @@
 """Task 7: Linformer attention, block and classifier."""
 import contextlib
-from functools import partial
 
 import torch
 import torch.nn as nn
@@ -10,7 +9,8 @@ from .._core import CheckFailure, NotImplementedYet, check_function, expect_modu
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from .._block_probes import explain_block
 from .._probes import explain_heads
-from .._weights import LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots
+from ._linformer_probes import explain_compressions
+from ._roles import linformer_attention_slots, linformer_block_slots, linformer_classifier_slots
 from .classifier import build_loaded, expect_classifier
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -118,14 +118,14 @@ def check_task_7(task, LinformerAttention, LinformerBlock, LinformerForSequenceC
                       (LinformerForSequenceClassification, "LinformerForSequenceClassification")):
         expect_module_class(task, cls, name)
     fixture = load_fixture(__package__, 7)
-    slots = partial(attention_slots, projections=LINFORMER_PROJECTIONS)
+    slots = linformer_attention_slots
     case = fixture["attention"]
     attention = load(task, build(task, LinformerAttention, "LinformerAttention", *case["args"]), slots,
                      case["weights"], "LinformerAttention")
     num_heads = case["args"][1]
     _expect_layer(task, attention, case, "LinformerAttention",
                   lambda: explain_heads(task, "LinformerAttention", attention, case["x"], case, slots(attention),
-                                        num_heads))
+                                        num_heads, variant=explain_compressions))
     single = build(task, LinformerAttention, "LinformerAttention", *case["args"], dtype=torch.float32, native=True)
     single = load(task, single, slots, case["weights"], "LinformerAttention")
     expect_native_output(task, single, "LinformerAttention", "LinformerAttention on float32 input",
@@ -133,14 +133,14 @@ def check_task_7(task, LinformerAttention, LinformerBlock, LinformerForSequenceC
                          case["outputs"])
     case = fixture["block"]
     block = build(task, LinformerBlock, "LinformerBlock", *case["args"])
-    block_roles = partial(block_slots, projections=LINFORMER_PROJECTIONS)
+    block_roles = linformer_block_slots
     block = load(task, _expect_linformer_block(task, block, LinformerAttention), block_roles, case["weights"],
                  "LinformerBlock").eval()
     _expect_layer(task, block, case, "LinformerBlock",
                   lambda: explain_block(task, "LinformerBlock", block, case["x"], block_roles(block)))
     case, name = fixture["classifier"], "LinformerForSequenceClassification"
     model = build_loaded(task, LinformerForSequenceClassification, name, case["config"], case, None,
-                         partial(classifier_slots, projections=LINFORMER_PROJECTIONS))
+                         linformer_classifier_slots)
     rebuild = lambda activation: build(task, LinformerForSequenceClassification, name, **case["config"],
                                        activation=activation).eval()
     expect_classifier(task, model, case, case["x"], name, rebuild)

@@ -7,7 +7,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from checkers._weights import LINFORMER_PROJECTIONS, attention_slots, block_slots, classifier_slots
+from checkers.transformer._roles import (attention_slots, block_slots, classifier_slots, linformer_attention_slots,
+                                         linformer_block_slots, linformer_classifier_slots)
 
 # Fixture entries holding outputs; a mistake's differing output is stored beside them under "mistakes".
 OUTPUT_KEYS = ("res", "attention", "outputs", "masked_outputs", "logits", "rows", "table")
@@ -134,13 +135,13 @@ def linformer_fixture(ref, generator):
     return dict(
         attention=dict(args=(embed_dim, num_heads, seq_len, proj_dim), x=x, outputs=attention_out.detach(),
                        attention=attention_weights.detach(),
-                       weights=weights(attention_slots(attention, projections=LINFORMER_PROJECTIONS))),
+                       weights=weights(linformer_attention_slots(attention))),
         block=dict(args=(embed_dim, num_heads, 16, seq_len, proj_dim), x=x, outputs=block_out.detach(),
                    attention=block_weights.detach(),
-                   weights=weights(block_slots(block, projections=LINFORMER_PROJECTIONS))),
+                   weights=weights(linformer_block_slots(block))),
         classifier=dict(config=config, x=tokens, logits=model(tokens).detach(),
                         attention=[a.detach() for a in model.forward_attention(tokens)],
-                        weights=weights(classifier_slots(model, projections=LINFORMER_PROJECTIONS))),
+                        weights=weights(linformer_classifier_slots(model))),
     )
 
 

@@ -5,13 +5,14 @@ An assignment's cases package defines `build_cases(reference, assignment)` ({tas
 it has training tasks, what judge/trained_models.py needs for a trained task's spec: `evaluation_data(spec)` (the
 grader's own data), `trained_config(weights, settings, spec)` (the reference constructor's keywords) and
 `trained_accuracy(task, model, data, reference)` (the loaded reference model's accuracy on that data; reference:
-the reference namespace). A recipe names
-the weight roles of a module it builds by a shared map of grading/recipes.py's SLOTS or by the assignment's
-own map as "module:function" (recipes.slots_of); an argument that is an object (a scripted model for a decoding
-loop) is a helper of the public checkers package built in the probe (parts.helper), and what it saw during the call
-(its report) is compared like an output. Adding an assignment adds its course/<name>/cases/ and nothing in
-grading/. `build_cases` is instructor-side: it needs the reference namespace, which
-never reaches a student or a probe; the recipes it returns hold inputs and weights only.
+the reference namespace), and may define FACT_PROBLEMS ({(fact, key): sentence}: what the judge says when a fact
+differs from the reference's, see fact_problem). A recipe names the weight roles of a module it builds, and the facts
+it records of it, by the assignment's own functions of the public checkers package as "module:function"
+(recipes.slots_of, recipes.facts_of). An argument that is an object (a scripted model for a decoding loop) is a
+helper of the public checkers package built in the probe (parts.helper), and what it saw during the call (its
+report) is compared like an output. Adding an assignment adds its course/<name>/cases/ and nothing in grading/.
+`build_cases` is instructor-side: it needs the reference namespace, which never reaches a student or a probe; the
+recipes it returns hold inputs and weights only.
 """
 from course.slices import slice_of
 
@@ -40,3 +41,17 @@ def build_cases(reference, assignment):
 def evaluation_data(spec):
     """The grader's own data a trained task's model is judged on (never sent to a probe)."""
     return cases_of(spec["assignment"]).evaluation_data(spec)
+
+
+def fact_problem(fact, key):
+    """The judge's sentence for a fact's `key` that differs from the reference's: from the FACT_PROBLEMS of the cases
+    package of the assignment whose checkers hold the fact ("checkers.<name>.<module>:<function>"), else
+    "<function>: <key> is wrong"."""
+    module, _, function = fact.partition(":")
+    parts, problems = module.split("."), {}
+    if len(parts) > 2 and parts[0] == "checkers":
+        try:
+            problems = getattr(cases_of(parts[1]), "FACT_PROBLEMS", {})
+        except NoCases:
+            pass
+    return problems.get((fact, key), f"{function or fact}: {key} is wrong")

@@ -4,26 +4,8 @@ Messages name the case and the quantity (shape, dtype, largest deviation), never
 """
 import torch
 
+from ..cases import fact_problem
 from ..recipes import checkers_object
-
-FACT_PROBLEMS = {
-    ("pe", "tensor"): "the module has no tensor `pe`",
-    ("pe", "buffer"): "`pe` is not registered with self.register_buffer",
-    ("pe", "trainable"): "`pe` is trainable; the sinusoidal table is fixed (a buffer, not an nn.Parameter)",
-    ("cls_token", "tensor"): "the model has no tensor `cls_token`",
-    ("cls_token", "parameter"): "`cls_token` is not an nn.Parameter",
-    ("cls_token", "trainable"): "`cls_token` is not trainable",
-    ("cls_token", "numel"): "`cls_token` does not hold embed_dim numbers",
-    ("encoder", "blocks"): "the encoder does not hold num_layers blocks",
-    ("encoder", "distinct"): "the encoder repeats one block object, so its layers share weights",
-    ("rotary", "buffers"): "`cos` and `sin` should be registered with self.register_buffer(..., persistent=False)",
-    ("rotary", "saved"): ("`cos` and `sin` are saved in the state_dict: register them with persistent=False (they are "
-                          "computed, never learned)"),
-    ("rotary", "dtype"): ("`cos` and `sin` are not in torch's default dtype (the module was built under float32): "
-                          "convert them with .to(torch.get_default_dtype())"),
-    ("rotary", "shape"): "`cos` and `sin` should each have shape (max_len, head_dim // 2)",
-    ("max_len", "value"): "the model does not keep its max_len argument as `self.max_len` (generate reads it)",
-}
 
 
 def human(structure):
@@ -78,10 +60,11 @@ def compare_tensor(what, got, expected, atol, rtol, row_atol=0.0, positions=None
 
 
 def compare_facts(got, expected):
+    """The sentence for the first fact (name -> {key: value}) whose value differs from the reference's, or None."""
     for fact, values in expected.items():
         for key, value in values.items():
             if got.get(fact, {}).get(key) != value:
-                return FACT_PROBLEMS.get((fact, key), f"{fact}: {key} is wrong")
+                return fact_problem(fact, key)
     return None
 
 

@@ -13,10 +13,12 @@ import torch
 from checkers.gpt import rotary as rotary_check
 
 from grading.cases.parts import called, helper, module, randn, random_weights, recipe
+from .facts import MAX_LEN, ROTARY
 
 SEED = 919191  # never a seed of the notebook, the checkers or make_fixtures
 TOLERANCE = dict(atol=1e-6, rtol=1e-6)
-GPT_SLOTS = "checkers.gpt._roles:gpt_slots"
+ROLES = "checkers.gpt._roles"  # the weight roles of each module the cases build
+ATTENTION, BLOCK, GPT_SLOTS = (f"{ROLES}:{name}" for name in ("attention_slots", "block_slots", "gpt_slots"))
 STANDIN = "checkers.gpt._standin"  # the generator and the reports
 
 
@@ -55,7 +57,7 @@ def rotary_cases(reference, generator):
                      call=called(x, offset=19, raises=True)),
               recipe(1, "hidden: the tables cos and sin: non-persistent buffers in the default dtype", False,
                      build=module("RotaryEmbedding", dtype="float32", native=True, head_dim=6, max_len=9),
-                     facts=["rotary"]),
+                     facts=[ROTARY]),
               recipe(1, "hidden: gradients", False, build=built, grad=True, call=called(x, offset=7),
                      **rotary_tolerance(12)),
               recipe(1, "hidden: float32, module built under float32", False, call=called(x.float(), offset=17),
@@ -70,8 +72,8 @@ def attention_cases(reference, generator):
     for embed_dim, heads, batch, seq_len, max_len in ((12, 3, 2, 5, 32), (8, 1, 1, 7, 7), (16, 4, 3, 6, 40),
                                                       (6, 3, 2, 4, 16), (24, 2, 1, 1, 8)):
         sizes = dict(embed_dim=embed_dim, num_heads=heads, max_len=max_len)
-        weights = random_weights(cls, "CausalSelfAttention", "attention", generator, **sizes)
-        built = module("CausalSelfAttention", "attention", weights, **sizes)
+        weights = random_weights(cls, "CausalSelfAttention", ATTENTION, generator, **sizes)
+        built = module("CausalSelfAttention", ATTENTION, weights, **sizes)
         x = randn(generator, batch, seq_len, embed_dim)
         shape = f"{heads} heads of {embed_dim // heads}, input {tuple(x.shape)}"
         cases += [recipe(2, f"hidden: {shape}", False, build=built, call=called(x), **TOLERANCE),
@@ -79,11 +81,11 @@ def attention_cases(reference, generator):
                          call=called(x, return_attention=True), **TOLERANCE)]
     cases += [
         recipe(2, "hidden: rope=False", False, call=called(x, return_attention=True), **TOLERANCE,
-               build=module("CausalSelfAttention", "attention", weights, **sizes, rope=False)),
-        recipe(2, "hidden: gradients", False, build=module("CausalSelfAttention", "attention", weights, **sizes),
+               build=module("CausalSelfAttention", ATTENTION, weights, **sizes, rope=False)),
+        recipe(2, "hidden: gradients", False, build=module("CausalSelfAttention", ATTENTION, weights, **sizes),
                grad=True, call=called(randn(generator, 2, 6, embed_dim)), **TOLERANCE),
         recipe(2, "hidden: float32, module built under float32", False, call=called(x.float()), atol=1e-5, rtol=1e-5,
-               build=module("CausalSelfAttention", "attention", weights, "float32", native=True, **sizes))]
+               build=module("CausalSelfAttention", ATTENTION, weights, "float32", native=True, **sizes))]
     return cases
 
 
@@ -98,8 +100,8 @@ def cache_cases(reference, generator):
     for embed_dim, heads, batch, past, seq_len, max_len in ((12, 3, 2, 5, 1, 32), (8, 2, 1, 3, 4, 16),
                                                             (16, 4, 3, 1, 2, 20), (6, 1, 2, 9, 1, 10)):
         sizes = dict(embed_dim=embed_dim, num_heads=heads, max_len=max_len)
-        weights = random_weights(cls, "CausalSelfAttention", "attention", generator, **sizes)
-        built = module("CausalSelfAttention", "attention", weights, **sizes)
+        weights = random_weights(cls, "CausalSelfAttention", ATTENTION, generator, **sizes)
+        built = module("CausalSelfAttention", ATTENTION, weights, **sizes)
         x, cache = randn(generator, batch, seq_len, embed_dim), cache_of(generator, batch, heads, past,
                                                                           embed_dim // heads)
         shape = f"{heads} heads, {seq_len} new position{'s' * (seq_len > 1)} after {past} cached"
@@ -108,7 +110,7 @@ def cache_cases(reference, generator):
                          call=called(x, cache, return_attention=True), **TOLERANCE)]
     cases += [
         recipe(3, "hidden: rope=False with a cache", False, call=called(x, cache=cache, return_attention=True),
-               build=module("CausalSelfAttention", "attention", weights, **sizes, rope=False), **TOLERANCE),
+               build=module("CausalSelfAttention", ATTENTION, weights, **sizes, rope=False), **TOLERANCE),
         recipe(3, "hidden: gradients with a cache", False, build=built, grad=True, call=called(x, cache=cache),
                **TOLERANCE)]
     return cases
@@ -120,9 +122,9 @@ def block_cases(reference, generator):
     sizes = dict(embed_dim=12, num_heads=3, feedforward_dim=20, max_len=16)
     x, cache = randn(generator, 3, 5, 12), cache_of(generator, 3, 3, 4, 4)
     for activation in ("nn.GELU", "nn.ReLU", "nn.Tanh"):
-        weights = natural(random_weights(cls, "GPTBlock", "block", generator, activation=activation, **sizes),
+        weights = natural(random_weights(cls, "GPTBlock", BLOCK, generator, activation=activation, **sizes),
                           generator)
-        built = module("GPTBlock", "block", weights, activation=activation, **sizes)
+        built = module("GPTBlock", BLOCK, weights, activation=activation, **sizes)
         cases += [recipe(4, f"hidden: {activation}", False, build=built, call=called(x), **TOLERANCE),
                   recipe(4, f"hidden: {activation}, with a cache of 4", False, build=built,
                          call=called(x[:, :2], cache=cache), **TOLERANCE),
@@ -130,15 +132,15 @@ def block_cases(reference, generator):
                          **TOLERANCE)]
     cases += [
         recipe(4, "hidden: dropout=0.4 in eval mode", False, call=called(x), **TOLERANCE,
-               build=module("GPTBlock", "block", weights, activation="nn.Tanh", dropout=0.4, **sizes)),
+               build=module("GPTBlock", BLOCK, weights, activation="nn.Tanh", dropout=0.4, **sizes)),
         recipe(4, "hidden: dropout=0.4 in train mode", False, compare="differ", call=called(x, repeat=2),
-               build=module("GPTBlock", "block", weights, activation="nn.Tanh", dropout=0.4, mode="train", **sizes))]
+               build=module("GPTBlock", BLOCK, weights, activation="nn.Tanh", dropout=0.4, mode="train", **sizes))]
     # Both sub-layers output zeros, so dropout on them changes nothing: the block must give x back unless dropout
     # acts on the residual stream itself.
     silent = dict(weights, **{role: torch.zeros_like(value) for role, value in weights.items()
                               if role.startswith(("attention.o_proj.", "feedforward.out."))})
     cases.append(recipe(4, "hidden: dropout=0.5 in train mode, sub-layers silenced", False, call=called(x),
-                        build=module("GPTBlock", "block", silent, activation="nn.Tanh", dropout=0.5, mode="train",
+                        build=module("GPTBlock", BLOCK, silent, activation="nn.Tanh", dropout=0.5, mode="train",
                                      **sizes), **TOLERANCE))
     # One sub-layer at a time, the other silenced: its output must get dropout (or dropout inside it).
     outputs = {"attention": "attention.o_proj.", "feed-forward": "feedforward.out."}
@@ -146,7 +148,7 @@ def block_cases(reference, generator):
         alone = dict(weights, **{role: torch.zeros_like(value) for role, value in weights.items()
                                  if role.startswith(tuple(outputs.values())) and not role.startswith(prefix)})
         cases.append(recipe(4, f"hidden: dropout=0.5 in train mode, {kept} alone", False, compare="differ",
-                            build=module("GPTBlock", "block", alone, activation="nn.Tanh", dropout=0.5, mode="train",
+                            build=module("GPTBlock", BLOCK, alone, activation="nn.Tanh", dropout=0.5, mode="train",
                                          **sizes), call=called(x, repeat=2)))
     return cases
 
@@ -164,7 +166,7 @@ def model_cases(reference, generator):
         recipe(5, "hidden: a batch of one", False, build=built, call=called(tokens[1:2]), **TOLERANCE),
         recipe(5, "hidden: two new tokens after a cache of 6 per block", False, build=built,
                call=called(tokens[:, :2], cache=caches), **TOLERANCE),
-        recipe(5, "hidden: max_len is kept as self.max_len", False, build=built, facts=["max_len"]),
+        recipe(5, "hidden: max_len is kept as self.max_len", False, build=built, facts=[MAX_LEN]),
         recipe(5, "hidden: gradients", False, build=built, grad=True, call=called(tokens), **TOLERANCE),
         recipe(5, "hidden: dropout=0.5 in train mode", False, compare="differ", call=called(tokens, repeat=2),
                build=module("GPT", GPT_SLOTS, weights, mode="train", **dict(config, dropout=0.5))),

@@ -27,6 +27,7 @@ COLLAPSE_SEED = 1729
 BATCH = 500
 SLOTS = "checkers.gpt._roles:tied_gpt_slots"
 STACKS = {"blocks": ["attention"]}
+ROTARY_PAIRS = "checkers.gpt._facts:rotary_pairs"  # each attention's rotary table width
 
 
 def evaluation_data(spec):
@@ -37,6 +38,7 @@ def evaluation_data(spec):
 def trained_case(task):
     """The one case of the training task: the model's weights and settings (no data goes to the probe)."""
     spec = {"assignment": "gpt", "class_name": "GPT", "slots": SLOTS, "stacks": STACKS, "target": TARGET_ACCURACY,
+            "attention_facts": {"rotary_pairs": ROTARY_PAIRS},  # heads_of reads them where num_heads is not kept
             "defaults": "course_lib.gpt:MODEL"}  # the sizes the judge allows
     return recipe(task, f"hidden: exact answers of greedy generation on {SIZE} fresh addition problems", False,
                   trained=spec)

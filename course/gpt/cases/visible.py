@@ -7,7 +7,8 @@ read from the fixture.
 from checkers._core import load_fixture
 
 from grading.cases.parts import called, module, recipe
-from .hidden import GPT_SLOTS, rotary_check, seeded, standin
+from .facts import MAX_LEN
+from .hidden import ATTENTION, BLOCK, GPT_SLOTS, rotary_check, seeded, standin
 
 CHECK_TOLERANCE = dict(atol=1e-6, rtol=1e-6)
 FAR_TOLERANCE = dict(atol=rotary_check.FAR_ATOL, rtol=rotary_check.FAR_RTOL)  # angles far from 0 (float32 angles)
@@ -33,8 +34,8 @@ def attention_cases():
     fixture, cases = load_fixture("checkers.gpt", 2), []
     sizes, x = dict(embed_dim=fixture["embed_dim"], max_len=fixture["max_len"]), fixture["x"]
     for num_heads, case in fixture["cases"].items():
-        built = module("CausalSelfAttention", "attention", case["weights"], num_heads=num_heads, **sizes)
-        plain = module("CausalSelfAttention", "attention", case["weights"], num_heads=num_heads, rope=False, **sizes)
+        built = module("CausalSelfAttention", ATTENTION, case["weights"], num_heads=num_heads, **sizes)
+        plain = module("CausalSelfAttention", ATTENTION, case["weights"], num_heads=num_heads, rope=False, **sizes)
         cases += [recipe(2, f"check: {num_heads} heads", True, build=built, call=called(x), **CHECK_TOLERANCE),
                   recipe(2, f"check: {num_heads} heads, attention weights", True, build=built,
                          call=called(x, return_attention=True), **CHECK_TOLERANCE),
@@ -46,7 +47,7 @@ def attention_cases():
 def cache_cases():
     """Task 3: the fixture layer continued from caches of its own first positions: several new tokens, and one."""
     fixture = load_fixture("checkers.gpt", 3)
-    built = module("CausalSelfAttention", "attention", fixture["weights"], embed_dim=fixture["embed_dim"],
+    built = module("CausalSelfAttention", ATTENTION, fixture["weights"], embed_dim=fixture["embed_dim"],
                    num_heads=fixture["num_heads"], max_len=fixture["max_len"])
     x, keys, values = fixture["x"], fixture["new_keys"], fixture["new_values"]  # causal: a prefix's cache is a slice
     runs = [(past, x.size(1) - past) for past in (1, 4)] + [(3, 1), (x.size(1) - 1, 1)]
@@ -61,7 +62,7 @@ def block_cases():
     sizes = {key: fixture[key] for key in ("embed_dim", "num_heads", "feedforward_dim", "max_len")}
     x, prefix = fixture["x"], fixture["prefix"]
     for activation, case in fixture["cases"].items():
-        built = module("GPTBlock", "block", case["weights"], activation=f"nn.{activation}", **sizes)
+        built = module("GPTBlock", BLOCK, case["weights"], activation=f"nn.{activation}", **sizes)
         cache = (case["keys"][:, :, :prefix], case["values"][:, :, :prefix])  # causal: the prefix's own cache
         cases += [recipe(4, f"check: nn.{activation}", True, build=built, call=called(x), **CHECK_TOLERANCE),
                   recipe(4, f"check: nn.{activation}, after a cache of {prefix}", True, build=built,
@@ -78,7 +79,7 @@ def model_cases():
     return [recipe(5, "check: logits and cache", True, build=built, call=called(tokens), **CHECK_TOLERANCE),
             recipe(5, f"check: the first {prefix} tokens", True, build=built, call=called(tokens[:, :prefix]),
                    **CHECK_TOLERANCE),
-            recipe(5, "check: max_len is kept", True, build=built, facts=["max_len"]),
+            recipe(5, "check: max_len is kept", True, build=built, facts=[MAX_LEN]),
             recipe(5, "check: gradients", True, build=built, grad=True, call=called(tokens), **CHECK_TOLERANCE)]
 
 

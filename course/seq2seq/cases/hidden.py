@@ -14,8 +14,8 @@ from grading.cases.parts import called, counted, helper, module, randn, random_m
 SEED = 737373  # never a seed of the notebook, the checkers or make_fixtures
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)
 WEIGHTS = "checkers.seq2seq._weights"
-LAYER_NORM, DECODER_BLOCK, SEQ2SEQ = (f"{WEIGHTS}:{name}" for name in
-                                      ("layer_norm_slots", "decoder_block_slots", "seq2seq_slots"))
+ATTENTION, LAYER_NORM, DECODER_BLOCK, SEQ2SEQ = (
+    f"{WEIGHTS}:{name}" for name in ("attention_slots", "layer_norm_slots", "decoder_block_slots", "seq2seq_slots"))
 
 
 def natural(weights, generator):
@@ -70,9 +70,9 @@ def attention_cases(reference, generator):
     """Task 3: 1, 3 and 6 heads, L_q != L_k, every mask shape, self-attention by default, gradients, float32."""
     cls, cases = reference["MultiheadAttention"], []
     for embed_dim, heads, batch, query_len, key_len in ((12, 3, 2, 5, 7), (6, 6, 3, 4, 2), (8, 1, 2, 3, 6)):
-        weights = random_weights(cls, "MultiheadAttention", "attention", generator, embed_dim=embed_dim,
+        weights = random_weights(cls, "MultiheadAttention", ATTENTION, generator, embed_dim=embed_dim,
                                  num_heads=heads)
-        built = module("MultiheadAttention", "attention", weights, embed_dim=embed_dim, num_heads=heads)
+        built = module("MultiheadAttention", ATTENTION, weights, embed_dim=embed_dim, num_heads=heads)
         x, context = randn(generator, batch, query_len, embed_dim), randn(generator, batch, key_len, embed_dim)
         masks = {"none": None, "(L_q, L_k)": random_mask(generator, query_len, key_len),
                  "(B, 1, L_q, L_k)": random_mask(generator, batch, 1, query_len, key_len),
@@ -87,7 +87,7 @@ def attention_cases(reference, generator):
                                                      return_attention=True), **TOLERANCE))
         cases.append(recipe(3, f"hidden: {heads} heads, gradients through x and context", False, build=built,
                             grad=True, call=called(x, context, masks["(B, 1, 1, L_k)"]), **TOLERANCE))
-    float32 = module("MultiheadAttention", "attention", weights, "float32", embed_dim=embed_dim, num_heads=heads)
+    float32 = module("MultiheadAttention", ATTENTION, weights, "float32", embed_dim=embed_dim, num_heads=heads)
     cases.append(recipe(3, "hidden: float32", False, build=float32, call=called(x.float(), context.float()),
                         atol=1e-4, rtol=1e-4))
     return cases

@@ -7,7 +7,7 @@ read from the fixture.
 from checkers._core import load_fixture
 
 from grading.cases.parts import called, module, recipe
-from .hidden import DECODER_BLOCK, LAYER_NORM, SEQ2SEQ, scripted
+from .hidden import ATTENTION, DECODER_BLOCK, LAYER_NORM, SEQ2SEQ, scripted
 
 CHECK_TOLERANCE = dict(atol=1e-6, rtol=1e-6)
 MODEL_TOLERANCE = dict(atol=1e-5, rtol=1e-5)
@@ -37,14 +37,14 @@ def attention_cases():
     """Task 3: every run of the check for 2 and 4 heads, with the attention weights; gradients."""
     fixture, cases = load_fixture("checkers.seq2seq", 3), []
     for num_heads, case in fixture["cases"].items():
-        built = module("MultiheadAttention", "attention", case["weights"], embed_dim=fixture["embed_dim"],
+        built = module("MultiheadAttention", ATTENTION, case["weights"], embed_dim=fixture["embed_dim"],
                        num_heads=num_heads)
         for name, run in case["runs"].items():
             kwargs = {key: run[key] for key in ("context", "mask") if key in run}
             cases.append(recipe(3, f"check: {num_heads} heads, {name}", True, build=built,
                                 call=called(run["x"], return_attention=True, **kwargs), **CHECK_TOLERANCE))
     run = fixture["cases"][2]["runs"]["cross-attention"]
-    built = module("MultiheadAttention", "attention", fixture["cases"][2]["weights"], embed_dim=fixture["embed_dim"],
+    built = module("MultiheadAttention", ATTENTION, fixture["cases"][2]["weights"], embed_dim=fixture["embed_dim"],
                    num_heads=2)
     cases.append(recipe(3, "check: gradients through x and context", True, build=built, grad=True,
                         call=called(run["x"], run["context"]), **CHECK_TOLERANCE))

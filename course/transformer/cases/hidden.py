@@ -8,9 +8,14 @@ the reference's modules.
 import torch
 
 from grading.cases.parts import called, module, one_hot, randn, random_mask, random_weights, recipe
+from .facts import CLS_TOKEN, ENCODER, PE
 
 SEED = 424242  # never a seed of the notebook, the checkers or make_fixtures
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)
+ROLES = "checkers.transformer._roles"  # the weight roles of each module the cases build
+ATTENTION, BLOCK, CLASSIFIER = (f"{ROLES}:{name}" for name in ("attention_slots", "block_slots", "classifier_slots"))
+LINFORMER_ATTENTION, LINFORMER_BLOCK, LINFORMER_CLASSIFIER = (
+    f"{ROLES}:linformer_{name}" for name in ("attention_slots", "block_slots", "classifier_slots"))
 
 
 def attention_cases(reference, generator):
@@ -40,9 +45,9 @@ def multihead_cases(reference, generator):
     """Task 2: 1, 3 and 8 heads, other widths and lengths, every mask shape, gradients, float32."""
     cls, cases = reference["MultiheadAttention"], []
     for embed_dim, heads, batch, length in ((12, 3, 3, 7), (16, 8, 2, 4), (6, 1, 2, 5)):
-        weights = random_weights(cls, "MultiheadAttention", "attention", generator, embed_dim=embed_dim,
+        weights = random_weights(cls, "MultiheadAttention", ATTENTION, generator, embed_dim=embed_dim,
                                  num_heads=heads)
-        built = module("MultiheadAttention", "attention", weights, embed_dim=embed_dim, num_heads=heads)
+        built = module("MultiheadAttention", ATTENTION, weights, embed_dim=embed_dim, num_heads=heads)
         x = randn(generator, batch, length, embed_dim)
         masks = {"none": None, "(L, L)": random_mask(generator, length, length),
                  "(B, L, L)": random_mask(generator, batch, length, length),
@@ -53,7 +58,7 @@ def multihead_cases(reference, generator):
             cases.append(recipe(2, f"hidden: {heads} heads of width {embed_dim // heads}, mask {name}", False,
                                 build=built, call=called(x, return_attention=True, **extra)))
         cases.append(recipe(2, f"hidden: {heads} heads, gradients", False, build=built, grad=True, call=called(x)))
-    float32 = module("MultiheadAttention", "attention", weights, "float32", embed_dim=embed_dim, num_heads=heads)
+    float32 = module("MultiheadAttention", ATTENTION, weights, "float32", embed_dim=embed_dim, num_heads=heads)
     cases.append(recipe(2, "hidden: float32", False, build=float32, atol=1e-4, rtol=1e-4, call=called(x.float())))
     return cases
 
@@ -64,23 +69,23 @@ def encoder_cases(reference, generator):
     sizes = dict(embed_dim=12, num_heads=3, feedforward_dim=20)
     x = randn(generator, 3, 6, 12)
     for activation in ("nn.Tanh", "nn.GELU"):
-        weights = random_weights(cls, "EncoderBlock", "block", generator, activation=activation, **sizes)
-        built = module("EncoderBlock", "block", weights, activation=activation, **sizes)
+        weights = random_weights(cls, "EncoderBlock", BLOCK, generator, activation=activation, **sizes)
+        built = module("EncoderBlock", BLOCK, weights, activation=activation, **sizes)
         mask = random_mask(generator, 3, 6, 6)
         cases += [recipe(3, f"hidden: {activation}", False, build=built, call=called(x, return_attention=True)),
                   recipe(3, f"hidden: {activation}, (B, L, L) mask", False, build=built,
                          call=called(x, mask=mask, return_attention=True)),
                   recipe(3, f"hidden: {activation}, gradients", False, build=built, grad=True, call=called(x))]
-    dropout = module("EncoderBlock", "block", weights, activation="nn.GELU", dropout=0.3, **sizes)
+    dropout = module("EncoderBlock", BLOCK, weights, activation="nn.GELU", dropout=0.3, **sizes)
     cases.append(recipe(3, "hidden: dropout=0.3 in eval mode", False, build=dropout, call=called(x)))
     # Both sub-layers output zeros, so dropout on them changes nothing and the output is deterministic, unless
     # dropout acts on the residual sum instead.
     silent = dict(weights, **{role: torch.zeros_like(value) for role, value in weights.items()
                               if role.startswith(("attention.o_proj.", "feedforward.out."))})
-    train_mode = module("EncoderBlock", "block", silent, activation="nn.GELU", dropout=0.5, mode="train", **sizes)
+    train_mode = module("EncoderBlock", BLOCK, silent, activation="nn.GELU", dropout=0.5, mode="train", **sizes)
     cases.append(recipe(3, "hidden: dropout=0.5 in train mode, sub-layers silenced", False, build=train_mode,
                         call=called(x)))
-    no_dropout = module("EncoderBlock", "block", weights, activation="nn.GELU", dropout=0.0, mode="train", **sizes)
+    no_dropout = module("EncoderBlock", BLOCK, weights, activation="nn.GELU", dropout=0.0, mode="train", **sizes)
     cases.append(recipe(3, "hidden: dropout=0.0 in train mode", False, build=no_dropout, call=called(x)))
     return cases
 
@@ -93,8 +98,8 @@ def positional_cases(reference, generator):
     native = module("PositionalEncoding", dtype="float32", native=True, embed_dim=10, max_len=300)
     return [
         recipe(4, "hidden: pe of embed_dim 32, max_len 1000 (float32)", False, build=wide, attribute="pe",
-               facts=["pe"], atol=1e-5, row_atol=1e-6),
-        recipe(4, "hidden: pe of embed_dim 10, max_len 300", False, build=narrow, attribute="pe", facts=["pe"],
+               facts=[PE], atol=1e-5, row_atol=1e-6),
+        recipe(4, "hidden: pe of embed_dim 10, max_len 300", False, build=narrow, attribute="pe", facts=[PE],
                atol=1e-5, row_atol=1e-6),
         recipe(4, "hidden: forward, L < max_len", False, build=narrow, call=called(randn(generator, 3, 17, 10)),
                **TOLERANCE),
@@ -109,10 +114,10 @@ def classifier_cases(reference, generator):
     """Task 5: 3 layers of 3 heads, 4 classes, a batch of one, attention maps, structure, gradients."""
     cls = reference["TransformerForSequenceClassification"]
     config = dict(input_dim=7, embed_dim=12, num_classes=4, num_heads=3, feedforward_dim=24, num_layers=3, max_len=40)
-    weights = random_weights(cls, "TransformerForSequenceClassification", "classifier", generator, **config)
-    built = module("TransformerForSequenceClassification", "classifier", weights, **config)
-    native = module("TransformerForSequenceClassification", "classifier", weights, "float32", native=True, **config)
-    training = module("TransformerForSequenceClassification", "classifier", weights, mode="train", dropout=0.5,
+    weights = random_weights(cls, "TransformerForSequenceClassification", CLASSIFIER, generator, **config)
+    built = module("TransformerForSequenceClassification", CLASSIFIER, weights, **config)
+    native = module("TransformerForSequenceClassification", CLASSIFIER, weights, "float32", native=True, **config)
+    training = module("TransformerForSequenceClassification", CLASSIFIER, weights, mode="train", dropout=0.5,
                       **config)
     x = one_hot(generator, 3, 9, 7)
     return [
@@ -120,7 +125,7 @@ def classifier_cases(reference, generator):
                call=called(x, repeat=2)),
         recipe(5, "hidden: logits in float32, model built under float32", False, build=native, call=called(x.float()),
                atol=1e-4, rtol=1e-4),
-        recipe(5, "hidden: logits, 3 layers, 4 classes", False, build=built, facts=["cls_token", "encoder"],
+        recipe(5, "hidden: logits, 3 layers, 4 classes", False, build=built, facts=[CLS_TOKEN, ENCODER],
                call=called(x), **TOLERANCE),
         recipe(5, "hidden: logits of a batch of one", False, build=built, call=called(x[1:2]), **TOLERANCE),
         recipe(5, "hidden: forward_attention", False, build=built, call=called(x, method="forward_attention"),
@@ -132,17 +137,17 @@ def classifier_cases(reference, generator):
 def linformer_cases(reference, generator):
     """Task 7: 4 and 1 heads, other lengths and projection sizes, gradients, the classifier."""
     attention_sizes = dict(embed_dim=12, num_heads=4, sequence_length=9, proj_dim=4)
-    attention = module("LinformerAttention", "linformer_attention", random_weights(
-        reference["LinformerAttention"], "LinformerAttention", "linformer_attention", generator, **attention_sizes),
+    attention = module("LinformerAttention", LINFORMER_ATTENTION, random_weights(
+        reference["LinformerAttention"], "LinformerAttention", LINFORMER_ATTENTION, generator, **attention_sizes),
         **attention_sizes)
     block_sizes = dict(embed_dim=6, num_heads=1, feedforward_dim=10, sequence_length=5, proj_dim=2)
-    block = module("LinformerBlock", "linformer_block", random_weights(
-        reference["LinformerBlock"], "LinformerBlock", "linformer_block", generator, **block_sizes), **block_sizes)
+    block = module("LinformerBlock", LINFORMER_BLOCK, random_weights(
+        reference["LinformerBlock"], "LinformerBlock", LINFORMER_BLOCK, generator, **block_sizes), **block_sizes)
     config = dict(input_dim=6, embed_dim=8, num_classes=2, num_heads=2, feedforward_dim=16, num_layers=2,
                   sequence_length=8, proj_dim=3, max_len=16)
-    model = module("LinformerForSequenceClassification", "linformer_classifier", random_weights(
+    model = module("LinformerForSequenceClassification", LINFORMER_CLASSIFIER, random_weights(
         reference["LinformerForSequenceClassification"], "LinformerForSequenceClassification",
-        "linformer_classifier", generator, **config), **config)
+        LINFORMER_CLASSIFIER, generator, **config), **config)
     x, y, tokens = randn(generator, 2, 9, 12), randn(generator, 3, 5, 6), one_hot(generator, 2, 7, 6)
     return [
         recipe(7, "hidden: LinformerAttention, 4 heads", False, build=attention,

@@ -17,13 +17,15 @@ from course_lib.metrics import predictions
 from grading.judge.trained_models import InvalidModel, check_record, one_setting, shape
 from grading.recipes import snapshot
 from grading.cases.parts import recipe
+from .hidden import CLASSIFIER, LINFORMER_CLASSIFIER
 
 ACTIVATIONS = ("ReLU", "GELU", "SiLU", "Tanh", "LeakyReLU", "ELU", "SELU", "CELU", "Mish", "Softplus", "Sigmoid",
                "Hardswish", "Hardtanh", "ReLU6", "Softsign", "Tanhshrink", "LogSigmoid", "PReLU", "RReLU")
 DATA_SEED = 271828  # neither the notebook's data (1, 2) nor the visible check's (31337)
 SIZE = 2000
-TRAINED = {6: ("TransformerForSequenceClassification", "classifier", "course_lib.transformer:CLASSIFIER"),
-           8: ("LinformerForSequenceClassification", "linformer_classifier", "course_lib.transformer:LINFORMER")}
+STACKS = {"encoder": ["attention"]}  # the classifier's stack of blocks and each block's attention modules
+TRAINED = {6: ("TransformerForSequenceClassification", CLASSIFIER, "course_lib.transformer:CLASSIFIER"),
+           8: ("LinformerForSequenceClassification", LINFORMER_CLASSIFIER, "course_lib.transformer:LINFORMER")}
 
 
 def evaluation_data(spec):
@@ -35,15 +37,15 @@ def evaluation_data(spec):
 def trained_case(task):
     """The one case of a training task: the trained model's weights and settings (no data goes to the probe)."""
     class_name, slots, defaults = TRAINED[task]  # defaults: the sizes the judge allows (trained_models.SIZE_FACTOR)
-    spec = {"assignment": "transformer", "class_name": class_name, "slots": slots, "target": TARGET_ACCURACY,
-            "defaults": defaults}
+    spec = {"assignment": "transformer", "class_name": class_name, "slots": slots, "stacks": STACKS,
+            "target": TARGET_ACCURACY, "defaults": defaults}
     return recipe(task, f"hidden: accuracy on {SIZE} fresh sequences of length {DEFAULT_SEQ_LEN}", False,
                   trained=spec)
 
 
 def trained_config(weights, settings, spec):
     """Constructor keywords of the reference class from the weights' shapes and the settings; raises InvalidModel."""
-    linformer = spec["slots"].startswith("linformer")
+    linformer = spec["slots"] == LINFORMER_CLASSIFIER
     check_record(weights, settings)
     embed_dim, input_dim = shape(weights, "input_embedding.weight")
     num_layers = len({role.split(".")[1] for role in weights if role.startswith("encoder.")})

@@ -7,6 +7,8 @@ reference like every other case's, not read from the fixture.
 from checkers._core import load_fixture
 
 from grading.cases.parts import called, module, recipe
+from .facts import CLS_TOKEN, ENCODER, PE
+from .hidden import ATTENTION, BLOCK, CLASSIFIER, LINFORMER_ATTENTION, LINFORMER_BLOCK, LINFORMER_CLASSIFIER
 
 CHECK_ATOL = 1e-6
 CLASSIFIER_ATOL = 1e-5  # the checkers allow a float32 `pe` table inside the classifiers
@@ -36,7 +38,7 @@ def multihead_cases():
     fixture, cases = load_fixture("checkers.transformer", 2), []
     embed_dim = fixture["embed_dim"]
     for heads, case in fixture["cases"].items():
-        built = module("MultiheadAttention", "attention", case["weights"], embed_dim=embed_dim, num_heads=heads)
+        built = module("MultiheadAttention", ATTENTION, case["weights"], embed_dim=embed_dim, num_heads=heads)
         cases.append(recipe(2, f"check: {heads} heads, return_attention=False", True, build=built,
                             call=called(case["x"])))
         for mask_name, masked in case["masks"].items():
@@ -44,7 +46,7 @@ def multihead_cases():
             cases.append(recipe(2, f"check: {heads} heads, mask {mask_name}", True, build=built,
                                 call=called(case["x"], return_attention=True, **mask)))
     cases.append(recipe(2, "check: gradients", True, build=built, grad=True, call=called(case["x"])))
-    float32 = module("MultiheadAttention", "attention", case["weights"], "float32", embed_dim=embed_dim,
+    float32 = module("MultiheadAttention", ATTENTION, case["weights"], "float32", embed_dim=embed_dim,
                      num_heads=heads)
     cases.append(recipe(2, "check: float32 input", True, build=float32, atol=1e-4, rtol=1e-4,
                         call=called(case["x"].float())))
@@ -58,13 +60,13 @@ def encoder_cases():
                  feedforward_dim=fixture["feedforward_dim"])
     x, mask = fixture["x"], fixture["mask"]
     for activation, case in fixture["cases"].items():
-        built = module("EncoderBlock", "block", case["weights"], activation=f"nn.{activation}", **sizes)
+        built = module("EncoderBlock", BLOCK, case["weights"], activation=f"nn.{activation}", **sizes)
         cases.append(recipe(3, f"check: nn.{activation}", True, build=built, call=called(x)))
         cases.append(recipe(3, f"check: nn.{activation}, return_attention=True", True, build=built,
                             call=called(x, return_attention=True)))
         cases.append(recipe(3, f"check: nn.{activation}, causal mask", True, build=built, call=called(x, mask=mask)))
     weights = fixture["cases"]["ReLU"]["weights"]
-    dropout = module("EncoderBlock", "block", weights, activation="nn.ReLU", dropout=0.5, **sizes)
+    dropout = module("EncoderBlock", BLOCK, weights, activation="nn.ReLU", dropout=0.5, **sizes)
     cases.append(recipe(3, "check: dropout=0.5 in eval mode", True, build=dropout, call=called(x)))
     training = dict(dropout, mode="train")
     cases.append(recipe(3, "check: dropout=0.5 in train mode", True, build=training, compare="differ",
@@ -81,8 +83,8 @@ def positional_cases():
     small_module = module("PositionalEncoding", embed_dim=small["embed_dim"], max_len=small["max_len"])
     return [
         recipe(4, "check: pe of embed_dim 16, max_len 5000 (float32)", True, build=long_module, attribute="pe",
-               rows=long["positions"], facts=["pe"], atol=1e-5, row_atol=1e-6),
-        recipe(4, "check: pe of embed_dim 6, max_len 50", True, build=small_module, attribute="pe", facts=["pe"],
+               rows=long["positions"], facts=[PE], atol=1e-5, row_atol=1e-6),
+        recipe(4, "check: pe of embed_dim 6, max_len 50", True, build=small_module, attribute="pe", facts=[PE],
                atol=1e-5, row_atol=1e-6),
         recipe(4, "check: forward", True, build=small_module, call=called(small["x"])),
     ]
@@ -94,8 +96,8 @@ def classifier_cases():
     config, x = fixture["config"], fixture["x"]
     for activation, case in fixture["cases"].items():
         extra = {} if activation == "GELU" else {"activation": "nn.ReLU"}
-        built = module("TransformerForSequenceClassification", "classifier", case["weights"], **config, **extra)
-        cases.append(recipe(5, f"check: logits, nn.{activation}", True, build=built, facts=["cls_token", "encoder"],
+        built = module("TransformerForSequenceClassification", CLASSIFIER, case["weights"], **config, **extra)
+        cases.append(recipe(5, f"check: logits, nn.{activation}", True, build=built, facts=[CLS_TOKEN, ENCODER],
                             atol=CLASSIFIER_ATOL, rtol=CLASSIFIER_ATOL, call=called(x)))
         cases.append(recipe(5, f"check: forward_attention, nn.{activation}", True, build=built, atol=CLASSIFIER_ATOL,
                             rtol=CLASSIFIER_ATOL, call=called(x, method="forward_attention")))
@@ -109,12 +111,12 @@ def linformer_cases():
     fixture = load_fixture("checkers.transformer", 7)
     attention, block, classifier = fixture["attention"], fixture["block"], fixture["classifier"]
     names = ("embed_dim", "num_heads", "sequence_length", "proj_dim")
-    attention_module = module("LinformerAttention", "linformer_attention", attention["weights"],
+    attention_module = module("LinformerAttention", LINFORMER_ATTENTION, attention["weights"],
                               **dict(zip(names, attention["args"])))
     block_names = ("embed_dim", "num_heads", "feedforward_dim", "sequence_length", "proj_dim")
-    block_module = module("LinformerBlock", "linformer_block", block["weights"],
+    block_module = module("LinformerBlock", LINFORMER_BLOCK, block["weights"],
                           **dict(zip(block_names, block["args"])))
-    model = module("LinformerForSequenceClassification", "linformer_classifier", classifier["weights"],
+    model = module("LinformerForSequenceClassification", LINFORMER_CLASSIFIER, classifier["weights"],
                    **classifier["config"])
     tolerance = dict(atol=CLASSIFIER_ATOL, rtol=CLASSIFIER_ATOL)
     return [

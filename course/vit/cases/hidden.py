@@ -8,6 +8,7 @@ reference's modules; gradients by role catch a position embedding or [CLS] token
 import torch
 
 from grading.cases.parts import called, counted, module, randn, random_weights, recipe
+from .facts import CLS_TOKEN
 
 SEED = 424242  # never a seed of the notebook, the checkers or make_fixtures
 TOLERANCE = dict(atol=1e-6, rtol=1e-6)
@@ -55,7 +56,7 @@ def embedding_cases(reference, generator):
         cases += [recipe(2, name, False, build=built, call=called(images), **TOLERANCE),
                   recipe(2, f"{name}, gradients", False, build=built, grad=True, call=called(images), **TOLERANCE)]
     return cases + [
-        recipe(2, "hidden: [CLS] is a learned parameter", False, build=built, facts=["cls_token"]),
+        recipe(2, "hidden: [CLS] is a learned parameter", False, build=built, facts=[CLS_TOKEN]),
         recipe(2, "hidden: float32, module built under float32", False, call=called(images.float()),
                build=module("PatchEmbedding", EMBEDDING_SLOTS, weights, "float32", native=True, **config),
                atol=1e-5, rtol=1e-5)]

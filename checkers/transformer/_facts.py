@@ -1,0 +1,27 @@
+"""Facts the grader records of the transformer assignment's modules, as plain data (how to read them, nothing of what
+they should be): a case names one as "checkers.transformer._facts:<function>"."""
+import torch
+import torch.nn as nn
+
+from .._facts import parameter_facts
+from .._weights import encoder_blocks
+
+
+def pe(module):
+    """How a positional encoding keeps its table `pe`: a tensor, a registered buffer, trainable."""
+    table = getattr(module, "pe", None)
+    if not isinstance(table, torch.Tensor):
+        return {"tensor": False}
+    return {"tensor": True, "buffer": any(buffer is table for buffer in module.buffers()),
+            "trainable": isinstance(table, nn.Parameter) or table.requires_grad}
+
+
+def cls_token(module):
+    """How a classifier keeps its [CLS] embedding `cls_token` (see parameter_facts)."""
+    return parameter_facts(module, "cls_token")
+
+
+def encoder(module):
+    """How many blocks the model's `encoder` holds, and how many of them are distinct objects."""
+    blocks = encoder_blocks(module)
+    return {"blocks": len(blocks), "distinct": len({id(block) for block in blocks})}
