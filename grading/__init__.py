@@ -12,7 +12,7 @@ each with its entry point in its __init__.py; grade.py calls them in order:
                 hangs and crashes (supervise.py)                                  entry: run_submission
     probe/      the code that runs inside the sandbox (probe.py, provenance.py), copied with recipes.py into the
                 runtime and run as plain modules with `python -I`; it imports no stage
-    judge/      records -> verdicts: the reference's records (expected.py), comparison (compare.py, trained.py),
+    judge/      records -> verdicts: the reference's records (expected.py), comparison (compare.py, trained_models.py),
                 one verdict per task (score.py), what needs attention (analysis.py)   entry: judge
     publish/    verdicts -> the graded notebook (render.py), nbgrader's gradebook and feedback (gradebook.py),
                 grades_by_task.csv and the report (report.py), the LMS exports (exports.py)

@@ -292,7 +292,7 @@ import torch
 from checkers._core import load_fixture
 from grading.cases.parts import assemble, called, module, random_weights, randn, recipe
 
-from .trained import SLOTS, evaluation_data, trained_accuracy, trained_case, trained_config
+from .trained_model import SLOTS, evaluation_data, trained_accuracy, trained_case, trained_config
 
 __all__ = ["build_cases", "evaluation_data", "trained_accuracy", "trained_config"]
 
@@ -409,7 +409,7 @@ def slice_files():
             f"course_lib/{NAME}.py": DATA, f"{checkers}/_weights.py": WEIGHTS,
             f"{checkers}/classifier.py": CLASSIFIER_CHECK, f"{checkers}/trained.py": TRAINED_CHECK,
             f"{course}/__init__.py": "", f"{course}/fixtures.py": FIXTURES, f"{course}/mistakes.py": MISTAKES,
-            f"{course}/cases/__init__.py": CASES, f"{course}/cases/trained.py": CASES_TRAINED,
+            f"{course}/cases/__init__.py": CASES, f"{course}/cases/trained_model.py": CASES_TRAINED,
             f"{course}/tests/__init__.py": "", f"{course}/tests/test_{NAME}.py": SLICE_TEST,
             f"{course}/bench.py": BENCH,
             # the given cell of its student notebook that uses no student code (tests/test_student_notebook.py)

@@ -2,7 +2,7 @@
 
 Entry point: `judge` (after `prepare_judging`, once per grading run). Runs in the grader's own process, which
 never executes student code: the reference (from solutions/, expected.py) runs every case, the records are
-compared with its (compare.py; trained models: trained.py), one verdict per task (score.py), and notes on
+compared with its (compare.py; trained models: trained_models.py), one verdict per task (score.py), and notes on
 anything odd (analysis.py).
 """
 from dataclasses import dataclass, field

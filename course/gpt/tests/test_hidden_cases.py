@@ -13,7 +13,7 @@ from course.mutant import Mutant
 from course.gpt.mistakes import MUTANTS
 from course.reference import load_reference, reference_source
 from course.registry import assignment
-from course.gpt.cases import trained
+from course.gpt.cases import trained_model as trained
 from grading.judge.expected import reference_namespace
 from grading.judge.trained_models import trained_problem
 from grading.recipes import run

@@ -17,7 +17,7 @@ from course.seq2seq.mistakes import MUTANTS
 from course.reference import load_reference, reference_source
 from course.registry import assignment
 from course_lib.seq2seq import EOS_ID
-from course.seq2seq.cases import trained
+from course.seq2seq.cases import trained_model as trained
 from grading.judge.expected import reference_namespace
 from grading.judge.trained_models import trained_problem
 from grading.recipes import run

@@ -14,7 +14,7 @@ from grading.judge.score import case_problem
 def test_large_valid_settings_are_refused_before_building_and_flagged(monkeypatch):
     """seq2seq with embed_dim 512 (the old bound was 1024): 0 points, the reason, a flag, and nothing built."""
     from course_lib import seq2seq as seq2seq_defaults
-    from course.seq2seq.cases.trained import evaluation_data
+    from course.seq2seq.cases.trained_model import evaluation_data
     from grading.recipes import run
     from grading.judge.expected import reference_namespace
     reference = reference_namespace(assignment("seq2seq"))

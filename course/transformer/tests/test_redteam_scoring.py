@@ -19,7 +19,7 @@ import torch.nn as nn
 
 from checkers._core import Task
 from course.registry import assignment
-from course.transformer.cases.trained import predict
+from course.transformer.cases.trained_model import predict
 from course_lib import transformer as defaults
 from course_lib.transformer import VOCAB_SIZE
 from course_paths import ROOT

@@ -8,7 +8,7 @@ def test_every_trained_task_needs_the_task_of_its_model_s_class():
 
 
 def test_training_tasks_are_the_ones_the_grader_judges_by_weights():
-    """course/transformer/cases/trained.py judges a trained model for exactly the tasks the registry says train."""
-    from course.transformer.cases.trained import TRAINED
+    """course/transformer/cases/trained_model.py judges a trained model for exactly the tasks that train."""
+    from course.transformer.cases.trained_model import TRAINED
 
     assert set(TRAINED) == set(assignment("transformer").training_tasks)
