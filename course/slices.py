@@ -44,11 +44,12 @@ class Slice:
         return importlib.import_module(f"course.{self.name}.{part}")
 
     def optional(self, part):
-        """The module course.<name>.<part>, or None where the assignment has none (e.g. no figures in assets/)."""
+        """The module course.<name>.<part>, or None where the assignment has none (e.g. no figures in assets/) or no
+        course/<name>/ at all; an import that fails inside the part is raised."""
         try:
             return self.part(part)
         except ModuleNotFoundError as error:
-            if error.name != f"course.{self.name}.{part}":
+            if error.name not in (f"course.{self.name}.{part}", f"course.{self.name}"):
                 raise
             return None
 

@@ -23,14 +23,11 @@ class NoCases(LookupError):
 
 def cases_of(name):
     """The cases package of the assignment called name (course.<name>.cases); raises NoCases."""
-    module = f"course.{name}.cases"
-    try:
-        return slice_of(name).cases
-    except ModuleNotFoundError as error:
-        if error.name not in (module, f"course.{name}"):
-            raise
+    cases = slice_of(name).optional("cases")
+    if cases is None:
         raise NoCases(f"assignment {name!r} has no test cases: add course/{name}/cases/ "
-                      "(build_cases; see grading/cases/__init__.py)") from None
+                      "(build_cases; see grading/cases/__init__.py)")
+    return cases
 
 
 def build_cases(reference, assignment):

@@ -18,7 +18,6 @@ goals.py (the table).
 """
 import argparse
 import contextlib
-import importlib.util
 import json
 import os
 import platform
@@ -63,23 +62,14 @@ def load_bench(name, root=None):
         registry.assignment(name, root)
     except registry.RegistryError as error:
         raise BenchError(f"{error}: register it in course.toml, then add {path}") from None
-    if not has_module(f"course.{name}.bench"):
+    module = slice_of(name).optional("bench")
+    if module is None:
         raise BenchError(f"{name} has no bench module: add {path} defining {', '.join(INTERFACE)} "
                          "(see tools/bench/runner.py)")
-    module = slice_of(name).bench
     lacking = [attribute for attribute in INTERFACE if not hasattr(module, attribute)]
     if lacking:
         raise BenchError(f"{path} defines no {', '.join(lacking)} (see tools/bench/runner.py)")
     return module
-
-
-def has_module(dotted):
-    """Whether the module dotted can be imported (False too where a parent is a module, not a package: a name
-    like "registry" finds course/registry.py, which holds no bench)."""
-    try:
-        return importlib.util.find_spec(dotted) is not None
-    except ModuleNotFoundError:
-        return False
 
 
 @contextlib.contextmanager
