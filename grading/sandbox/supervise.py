@@ -32,6 +32,8 @@ from pathlib import Path
 
 import torch
 
+from course.registry import Limits
+
 from ..match.cells import DEFINES
 from ..match.program import cell_label
 from ..records import MAX_FILE, STOPPED_ERRORS, ProbeRun
@@ -45,8 +47,8 @@ MAX_TOTAL = 1200.0  # CPU seconds per thread for all attempts of one submission 
 # attempts: an honest notebook spends a few (reading files); without this bound, cells that each sleep just under
 # their backstop held a grading slot for the whole notebook's wall-clock backstop (an hour) at no CPU cost. Once it is
 # spent, a cell that idles GRACE seconds more is stopped as one that slept (the probe's start: its own backstop).
-# The course sets it (course.toml's [limits] idle_seconds); this is the default.
-MAX_IDLE = 300.0
+# The course sets it (course.toml's [limits] idle_seconds); its default is the registry's, one source for both.
+MAX_IDLE = float(Limits.idle_seconds)
 MAX_CELL = 1 << 20  # a cell's output as the probe writes it (two streams of 20,000 characters, five displays) is less
 MAX_PICKLE = 1 << 20  # the pickle in a task file (records of tensors by reference: about 12 kB for 33 cases)
 MAX_PROGRESS = 4 << 20  # bytes of progress log read per attempt; beyond it events are ignored (the clock is not)
