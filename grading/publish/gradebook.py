@@ -4,12 +4,19 @@ Nothing here executes student code: `autograde --no-execute` takes the rendered 
 check cells already hold the verdicts) as they are, and each grade's auto_score is then set to
 the authoritative score through nbgrader's Gradebook API, so `nbgrader export`, the formgrader
 and the feedback all show the same numbers.
-"""
-import os
-import subprocess
-import sys
 
+The nbgrader commands run in this process, as nbgrader's own tests run them (its application, given the command
+line `nbgrader` would get): importing nbgrader takes about 2 s, once per grading run instead of once per command.
+"""
+import contextlib
+import io
+import os
+import sys
+import warnings
+
+from jupyter_core.application import NoStart
 from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.apps import NbGraderApp
 
 
 class NbgraderFailed(Exception):
@@ -17,22 +24,51 @@ class NbgraderFailed(Exception):
 
 
 def nbgrader(course, *arguments, check=True):
-    """Run one nbgrader command in the course folder (so it reads nbgrader_config.py there).
+    """Run one nbgrader command in the course folder, as `nbgrader` started there would (it reads the folder's
+    nbgrader_config.py; relative paths are the folder's). Publishing runs once every submission's job has ended.
 
     check=False returns (ok, last lines of output) instead of raising: nbgrader processes every
     student and fails at the end if any one failed, so the caller finds out who and goes on.
     """
-    command = [sys.executable, "-m", "nbgrader", *arguments, "--log-level=WARN"]
-    # nbgrader runs `alembic` from PATH to create gradebook.db: put this environment's scripts first
-    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
-    result = subprocess.run(command, cwd=course.root, capture_output=True, text=True, errors="replace",
-                            env=dict(os.environ, PATH=path))
-    tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
+    output, ok = io.StringIO(), False
+    app = NbGraderApp.instance()
+    try:
+        with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output), in_course(course), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SQLAlchemy's autoflush notes on every autograde: not ours to fix
+            app.initialize([*arguments, "--log-level=WARN"])
+            app.start()
+    except NoStart:  # what the application raises once its subcommand has run
+        ok = True
+    except SystemExit as exit:  # a command that failed exits 1 after logging why
+        ok = exit.code in (0, None)
+    except Exception as error:  # noqa: BLE001 -- nbgrader's own bug: the caller reports it like a failed command
+        output.write(f"{type(error).__name__}: {error}")
+    finally:
+        app.reset()
+        NbGraderApp.clear_instance()
+    tail = "\n".join(output.getvalue().strip().splitlines()[-8:])
     if not check:
-        return result.returncode == 0, tail
-    if result.returncode:
+        return ok, tail
+    if not ok:
         raise NbgraderFailed(f"`nbgrader {' '.join(arguments)}` failed:\n{tail}")
-    return result
+    return ok, tail
+
+
+@contextlib.contextmanager
+def in_course(course):
+    """The course folder as the working directory, and this environment's scripts first on PATH (nbgrader runs
+    `alembic` from PATH to create gradebook.db), for one command; sys.path as it was after it (nbgrader adds the
+    working directory)."""
+    folder, path, search = os.getcwd(), os.environ.get("PATH", ""), list(sys.path)
+    os.chdir(course.root)
+    os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), path])
+    try:
+        yield
+    finally:
+        os.chdir(folder)
+        os.environ["PATH"] = path
+        sys.path[:] = search
 
 
 def register_assignment(course):
@@ -122,4 +158,4 @@ def feedback_page(course, student):
 
 def export(course, path):
     """nbgrader's own CSV of every assignment in the gradebook (one row per student and assignment)."""
-    nbgrader(course, "export", f"--to={path}")
+    nbgrader(course, "export", f"--to={path}")  # relative to the course folder, as the command's working directory
