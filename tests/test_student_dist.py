@@ -1,5 +1,9 @@
 """What students receive (`make student-dist`): no instructor module, no leak, and notebooks that work installed.
 
+The untouched student notebooks run against the installed wheel; answered with the reference answers a student
+notebook is the reference notebook, which nbval runs (every cell, training too), so it is not run twice; the wheel
+holds every file of the package, fixtures included.
+
 The student package is installed from its wheel into a virtual environment outside the checkout. Third-party
 packages come from this project's .venv through a path line, which adds their folder without running its .pth
 files, so the editable install of this checkout (a .pth there) stays out; the tests check that it does.
@@ -249,18 +253,30 @@ def test_untouched_notebook_fails_only_where_its_todos_are(dist, clean_python, t
     assert todo_failures(executed), "the untouched notebook should fail where the TODOs are"
 
 
-@pytest.mark.grading
 @pytest.mark.parametrize("assignment", assignments(), ids=lambda assignment: assignment.name)
-def test_reference_answers_pass_every_check(dist, clean_python, tmp_path, assignment):
-    """The solutions' answer cells pasted into the student notebook (by grade_id): every cell runs, training too."""
+def test_the_student_notebook_with_the_reference_answers_is_the_reference(dist, assignment):
+    """The solutions' answer cells pasted into the student notebook (by grade_id) give the reference notebook's code,
+    cell for cell: so nbval's run of the reference (every cell, training too) is the run of a student notebook
+    answered as the reference answers it, and it is not run a second time here."""
     notebook = nbformat.read(dist / "notebooks" / assignment.name / f"{assignment.name}.ipynb", as_version=4)
     answered = with_answers(notebook, reference_answers(assignment.source_notebook))
-    executed = run_in_clean(nbformat.from_dict(answered), clean_python, tmp_path)
-    failed = [(index, cell.source[:60], errors(cell)[0]["evalue"][:200]) for index, cell in enumerate(executed.cells)
-              if cell.cell_type == "code" and errors(cell)]
-    assert failed == []
-    checks = [cell for cell in executed.cells if cell.metadata.get("nbgrader", {}).get("grade")]
+    reference = nbformat.read(assignment.source_notebook, as_version=4)
+    unmarked = with_answers(reference, reference_answers(assignment.source_notebook))  # solution markers dropped
+    assert [cell["source"] for cell in answered["cells"] if cell["cell_type"] == "code"] == \
+        [cell["source"] for cell in unmarked["cells"] if cell["cell_type"] == "code"]
+    checks = [cell for cell in answered["cells"] if cell["metadata"].get("nbgrader", {}).get("grade")]
     assert len(checks) == len(assignment.tasks)
+
+
+def test_the_wheel_holds_every_file_of_the_student_package(dist):
+    """Every file of checkers/ and course_lib/ in the checkout (code, fixtures, data) is in the wheel the notebooks
+    install: a check that loads a fixture finds it in a student's environment as it does here."""
+    (wheel,) = (dist / "dist").glob("*.whl")
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    files = {str(path.relative_to(ROOT)) for package in ("checkers", "course_lib")
+             for path in (ROOT / package).rglob("*") if path.is_file() and "__pycache__" not in path.parts}
+    assert len(files) > 30 and any(name.endswith(".pt") for name in files)
+    assert sorted(files - shipped) == []
 
 
 def test_student_repo_must_be_named_once_as_a_github_url(tmp_path):
