@@ -14,6 +14,7 @@ import zipfile
 
 import pytest
 
+from course.registry import assignments
 from course_paths import NAME, POINTS, ROOT, course_folder
 from submissions import csv_rows, scratch_course
 from grading.publish.exports import rows, write_exports
@@ -112,6 +113,34 @@ def test_every_stage_is_a_folder_with_its_entry_points_documented():
         init = (ROOT / "grading" / stage / "__init__.py").read_text()
         assert "Entry point" in init or stage == "cases", stage
     assert (ROOT / "course" / NAME / "cases" / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize("assignment", assignments(), ids=lambda assignment: assignment.name)
+def test_provided_cells_after_the_last_check_cell_are_not_run_but_a_students_cell_is(assignment):
+    """Every record is taken at a check cell: the release's cells after the last one are left out of the program,
+    every other release cell is in it, and a cell the student added at the end still runs."""
+    from grading.match.notebook import read, release_layout
+    from grading.match.program import build_program
+    release = read(assignment.release_notebook)
+    layout = release_layout(release)
+    last_check = max(cell.index for cell in layout if cell.kind == "check")
+    added = dict(release, cells=release["cells"] + [{"cell_type": "code", "metadata": {}, "source": "print('mine')",
+                                                      "outputs": [], "execution_count": None}])
+    program, _ = build_program(added, layout, lambda source: 60.0)
+    run = {cell.release_index for cell in program if cell.release_index >= 0}
+    assert run == {cell.index for cell in layout if cell.index < last_check or cell.kind != "given"}
+    assert program[-1].kind == "extra" and program[-1].source == "print('mine')"
+
+
+def test_some_release_has_provided_cells_after_its_last_check_cell():
+    """The test above leaves something out for at least one assignment (its plots and timings of the trained model)."""
+    from grading.match.notebook import read, release_layout
+    trailing = 0
+    for assignment in assignments():
+        layout = release_layout(read(assignment.release_notebook))
+        last_check = max(cell.index for cell in layout if cell.kind == "check")
+        trailing += sum(cell.kind == "given" and cell.index > last_check for cell in layout)
+    assert trailing > 0
 
 
 def test_cases_are_found_by_assignment_name():

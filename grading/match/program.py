@@ -3,7 +3,9 @@
 Provided cells and check cells come from the pristine release, so an edited, deleted or duplicated
 check cell, or an edited provided cell, changes nothing. The student's answer cells take the place
 of the release's; cells the student added run after the cell they followed. Every deviation is
-noted for the report.
+noted for the report. Provided cells after the last check cell are left out: every record is taken at a check
+cell, so nothing graded depends on them (a timing or a plot of the trained model, seconds each); the feedback shows
+them as released, without outputs.
 """
 from dataclasses import dataclass, field
 
@@ -77,11 +79,12 @@ def build_program(notebook, layout, limit_for):
     student_cells = classify(notebook, layout)
     extras = anchored_extras(student_cells)
     program = [ProgramCell("extra", c.source, limit_for(c.source), -1, c.position) for c in extras.get(-1, [])]
+    last_check = max((release.index for release in layout if release.kind == "check"), default=-1)
     for release in layout:
         if release.kind == "answer":
             program += [ProgramCell("answer", c.source, limit_for(c.source), release.index, c.position, release.task)
                         for c in student_cells if c.release is release]
-        else:
+        elif release.kind == "check" or release.index < last_check:  # a provided cell after every record is not run
             program.append(ProgramCell(release.kind, release.source, limit_for(release.source), release.index,
                                        task=release.task, names=release.names))
         program += [ProgramCell("extra", c.source, limit_for(c.source), -1, c.position)
