@@ -12,6 +12,13 @@ from .schedule import warmup_cosine_factor
 
 
 @student_call
+def use_plot_style():
+    """The course's look for every figure: seaborn's white grid and deep palette, from the style sheets matplotlib
+    ships (matplotlib's own sizes kept), so that a notebook need not import seaborn (about 1 s: it imports scipy.stats
+    and pandas) until the one figure of the course that seaborn draws."""
+    plt.style.use(["seaborn-v0_8-whitegrid", "seaborn-v0_8-deep"])
+
+
 def plot_positional_encoding(pe):
     """Heatmap of a positional-encoding table.
 
