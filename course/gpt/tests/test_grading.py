@@ -2,14 +2,14 @@
 
 One grading run (`python -m grading.grade --assignment gpt --jobs 2`, what `make grade ASSIGNMENT=gpt` runs) on a
 scratch copy of the course scores: the reference notebook that trains (full marks), the untouched student notebook
-(0), a planted Task 8 mistake that still trains (loses Task 8 only), and attacks that keep the reference answers of
+(0), a planted Task 8 mistake beside an untrained model (loses Task 8 and the training task; the attacks below keep
+Task 8 with such models, so it is the mistake that costs it), and attacks that keep the reference answers of
 Tasks 1-6 and 8 but train nothing: a GPT whose forward adds the operands by arithmetic, one that holds the answers of
 the check's own problems in an extra table, an untied head, a `generate` that writes the true sum instead of
 sampling, a `sample_next_token` that seeds and uses the global random generator instead of its `generator`, and a
 training cell that monkeypatches the checks and whose check cell was edited. Select it alone with
 `pytest -m grading course/gpt/tests/test_grading.py`.
 """
-import copy
 import re
 
 import pytest
@@ -124,11 +124,10 @@ def attack(training_cell, check_cell=None, **answers):
 
 def submissions():
     """{student: (file name in the zip, notebook, {task: expected score})}."""
-    reference = read(GPT.source_notebook)
-    mistake = edit_cell(copy.deepcopy(reference), "task_8_generate", lambda source: source.replace(*MODE_NOT_RESTORED))
     untrained = "model = GPT(**model_config)\n"
-    return {"full": ("full_gpt.ipynb", reference, dict(POINTS)),
-            "mode8": ("mode8_gpt.ipynb", mistake, without(POINTS, 8)),
+    mistake = edit_cell(attack(untrained), "task_8_generate", lambda source: source.replace(*MODE_NOT_RESTORED))
+    return {"full": ("full_gpt.ipynb", read(GPT.source_notebook), dict(POINTS)),  # the one that trains
+            "mode8": ("mode8_gpt.ipynb", mistake, without(POINTS, 7, 8)),
             "untouched": ("untouched_gpt.ipynb", read(GPT.release_notebook), NOTHING),
             "calculator": ("calculator_gpt.ipynb", attack(CALCULATOR), without(POINTS, 7)),
             "memoriser": ("memoriser_gpt.ipynb", attack(MEMORISER), without(POINTS, 7)),

@@ -111,11 +111,9 @@ NOTHING = without(POINTS, *POINTS)
 
 
 def trained_submissions():
-    """The two that train (slow): the full solution, and one planted mistake in task 3."""
-    full = read(SOURCE)
-    wrong = edit_cell(copy.deepcopy(full), "task_3_encoder_block", mutant(3, "mask not passed to attention").apply)
-    return {"full": ("full_transformer.ipynb", full, ALL_POINTS),
-            "wrong3": ("wrong3_transformer.ipynb", wrong, without(ALL_POINTS, 3))}
+    """The one that trains (slow): the full solution. A trained notebook with a planted mistake is graded by
+    tests/test_redteam_containment.py (course/transformer/tests/vehicle.py TRAINED_MISTAKE)."""
+    return {"full": ("full_transformer.ipynb", read(SOURCE), ALL_POINTS)}
 
 
 def broken_submissions(definitions):
@@ -239,7 +237,7 @@ def graded(tmp_path_factory):
 
 @pytest.mark.grading
 def test_every_task_of_every_submission_gets_its_expected_score(graded):
-    """grades_by_task.csv, task by task, for all seventeen kinds of submission."""
+    """grades_by_task.csv, task by task, for every kind of submission."""
     course, _, _ = graded
     rows = csv_rows(course / "grades_by_task.csv")
     got = {(row["student_id"], int(row["task"])): float(row["score"]) for row in rows}
@@ -276,7 +274,7 @@ def test_report_says_why_each_odd_submission_needed_attention(graded):
     sections = report_sections(text)
     missing = {student: words for student, words in REPORTED.items() if words not in sections.get(student, "")}
     assert not missing, f"not reported: {missing}"
-    assert "full" not in sections and "wrong3" not in sections
+    assert "full" not in sections
     assert not set(ALSO_NOTED) & set(sections), "a renamed notebook graded as the assignment's needs no one"
     noted = also_noted(text)
     missing = {student: words for student, words in ALSO_NOTED.items() if words not in noted.get(student, "")}
@@ -326,13 +324,14 @@ def test_feedback_and_release_hold_no_hidden_tests_or_reference_code(graded):
 
 @pytest.mark.grading
 def test_honest_solutions_stay_within_their_cpu_limits(graded):
-    """The two that train reach no CPU limit, however busy the machine (a backstop under load is run again alone);
+    """The one that trains reaches no CPU limit, however busy the machine (a backstop under load is run again alone);
     the loop that swallows the alarm is stopped by the wall-clock backstop. `pytest -s` prints the seconds."""
     course, seconds, output = graded
-    print(f"\ngrade --jobs 2: {seconds:.0f} s for 17 submissions; each: {seconds_per_submission(output)}")
+    print(f"\ngrade --jobs 2: {seconds:.0f} s for {len(submissions())} submissions; each: "
+          f"{seconds_per_submission(output)}")
     limits = limits_section((course / f"grading_report_{NAME}.md").read_text())
     print(limits)
     lines = [line for line in limits.splitlines() if line.startswith("- **")]
-    assert not [line for line in lines if line.startswith(("- **full**", "- **wrong3**")) and "CPU limit" in line]
+    assert not [line for line in lines if line.startswith("- **full**") and "CPU limit" in line]
     assert any(line.startswith("- **loop**") and "wall-clock backstop" in line for line in lines), limits
     assert "whole notebook" not in limits
