@@ -2,12 +2,12 @@
 
 Fast tests attack the pieces directly (the trained-model judge with hand-built models, the records of its tasks).
 The slow ones (marker `grading`) collect and grade a class of attack submissions end to end beside honest ones that
-must keep full marks, and check grades.csv, grades_by_task.csv and the gradebook agree. The attacks are built in
-course/transformer/tests/redteam_attacks.py; the attacks on shared pieces (collect on hostile zips, the renderer, the
+must keep every point of their answers (none trains: the trained full solution is test_grading.py's), and check
+grades.csv, grades_by_task.csv and the gradebook agree. The attacks are built in course/transformer/tests/
+redteam_attacks.py; the attacks on shared pieces (collect on hostile zips, the renderer, the
 escaping) are tested in tests/test_redteam_collect.py.
 """
 import json
-import os
 import subprocess
 import sys
 import time
@@ -221,12 +221,13 @@ def class_submissions():
     found["Αλέξανδρος"] = ("Αλέξανδρος/Copy of transformer.ipynb", definitions, points)
     found["month0"] = ("month0/transformer.ipynb", definitions, points)  # its zip date has month 0 (patched below)
     found["bomb"] = ("bomb/transformer.ipynb", definitions, {task: 0 for task in points})  # declared 2 GiB
-    if not os.environ.get("REDTEAM_NO_TRAINING"):  # set it to iterate faster: the full solution trains two models
-        found["full"] = ("full_transformer.ipynb", read(SOURCE), {1: 1, 2: 1, 3: 1, 4: 1, 5: 2, 6: 1, 7: 2, 8: 1})
+    # Nothing here trains: that an honest trained model earns the trained tasks (the control for the zeros the
+    # hand-written models get) is graded by course/transformer/tests/test_grading.py, the same grader with the same
+    # options, on the full solution.
     return found
 
 
-HONEST = ("honest", "张伟", "Αλέξανδρος", "month0", "full")
+HONEST = ("honest", "张伟", "Αλέξανδρος", "month0")
 
 
 @pytest.fixture(scope="module")
