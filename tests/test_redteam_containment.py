@@ -35,8 +35,9 @@ from grading.folders import Course
 from grading.sandbox import sandbox, supervise
 from grading.match.notebook import read
 from grading.match.program import ProgramCell
-from submissions import (DEFINITION_POINTS, GRADING_RUNAWAY, answer_id, csv_rows, definitions_only, edit_cell, index_of,
-                         limits_section, report_sections, scratch_course, seconds_per_submission)
+from submissions import (DEFINITION_POINTS, GRADING_RUNAWAY, SCRATCH_CELL_SECONDS, answer_id, csv_rows,
+                         definitions_only, edit_cell, index_of, limits_section, report_sections, scratch_course,
+                         seconds_per_submission)
 
 BWRAP = sandbox.bwrap_version()
 CGROUP = sandbox.choose("auto").cgroup[0] if BWRAP else None  # without one, memory is capped by RLIMIT_AS
@@ -203,8 +204,8 @@ def attacks(course, decoy, port):
     return {"escape": (escape, None, True),
             "survivor": (SURVIVOR, None, True),
             "forkbomb": (FORKBOMB, None, True),
-            "fakeend": (FAKE_END.format(), "ran past its 20 s limit", False),
-            "traincomment": (TRAIN_COMMENT, "ran past its 20 s limit", False),
+            "fakeend": (FAKE_END.format(), f"ran past its {SCRATCH_CELL_SECONDS} s limit", False),
+            "traincomment": (TRAIN_COMMENT, f"ran past its {SCRATCH_CELL_SECONDS} s limit", False),
             "fifo": (FIFO, None, True),
             "silence": (SILENCE, "tampered with the probe's progress log", False),
             "memoryhog": (MEMORY_HOG, f"more than the sandbox's {MEMORY_GIB:g} GiB of memory" if CGROUP else None,
@@ -337,9 +338,10 @@ def test_limits_are_reported_and_come_from_the_clock(redteam):
             assert words in sections.get(student, ""), f"{student}: {sections.get(student)}"
     print(f"\nseconds per submission (grade --jobs 2, shared machine): {seconds_per_submission(output)}")
     limits = limits_section((course / f"grading_report_{NAME}.md").read_text())
-    for student in ("fakeend", "traincomment"):  # stopped at the 20 s limit's backstop: not 300 s, not MAX_TOTAL
-        assert f"**{student}**, an added cell" in limits and "ran past its 20 s limit: it was still running after" \
-            in sections[student], (limits, sections[student])
+    for student in ("fakeend", "traincomment"):  # stopped at the scratch limit's backstop: not 300 s, not MAX_TOTAL
+        assert f"**{student}**, an added cell" in limits and \
+            f"ran past its {SCRATCH_CELL_SECONDS} s limit: it was still running after" in sections[student], \
+            (limits, sections[student])
     assert "fifo" not in sections and "fifo" not in limits, sections.get("fifo")  # FIFOs block nothing
     assert "whole notebook" not in limits
     assert "outlived" not in "".join(sections.values())  # the PID namespace ended them all, as it should
