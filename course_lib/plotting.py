@@ -19,6 +19,7 @@ def use_plot_style():
     plt.style.use(["seaborn-v0_8-whitegrid", "seaborn-v0_8-deep"])
 
 
+@student_call
 def plot_positional_encoding(pe):
     """Heatmap of a positional-encoding table.
 
