@@ -217,7 +217,8 @@ def trained_with_mistake():
     """(the vehicle's reference notebook with its TRAINED_MISTAKE planted, the points it earns)."""
     task, name = vehicle_parts().TRAINED_MISTAKE
     mutant = next(m for m in slice_of(NAME).mistakes.MUTANTS if (m.task, m.name) == (task, name))
-    notebook = edit_cell(read(SOURCE), answer_id(read(SOURCE), task), mutant.apply)
+    reference = read(SOURCE)
+    notebook = edit_cell(reference, answer_id(reference, task), mutant.apply)
     return notebook, {number: 0 if number == task else points for number, points in POINTS.items()}
 
 

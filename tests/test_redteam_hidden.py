@@ -144,7 +144,7 @@ def test_one_size_rule_bounds_sizes_both_ways_and_leaves_ids_alone():
 # ----- End to end: graded beside an honest notebook (marker `grading`: needs root and bubblewrap) ----------------
 
 # The sleeper's course allows IDLE s asleep in all; SLEEPS cells of SLEEP s each, under the scratch course's cells'
-# backstop (cpuclock.BACKSTOP x SCRATCH_CELL_SECONDS = 30 s wall), sleep past it: the second is stopped once the
+# backstop (cpuclock.BACKSTOP x SCRATCH_CELL_SECONDS + GRACE = 40 s wall), sleep past it: the second is stopped once the
 # allowance is spent, and each later attempt's first sleep GRACE (10 s) after that, until the fourth stopped cell ends
 # grading.
 IDLE, SLEEPS, SLEEP = 40, 6, 25

@@ -37,7 +37,7 @@ from submissions import (GRADING_RUNAWAY, csv_rows, definitions_only, report_sec
 from .redteam_attacks import attack_submissions
 
 TRANSFORMER = assignment("transformer")
-NAME, SOURCE, RELEASE = TRANSFORMER.name, TRANSFORMER.source_notebook, TRANSFORMER.release_notebook
+NAME, RELEASE = TRANSFORMER.name, TRANSFORMER.release_notebook
 
 
 @pytest.fixture(scope="module")
