@@ -144,10 +144,10 @@ def test_one_size_rule_bounds_sizes_both_ways_and_leaves_ids_alone():
 # ----- End to end: graded beside an honest notebook (marker `grading`: needs root and bubblewrap) ----------------
 
 # The sleeper's course allows IDLE s asleep in all; SLEEPS cells of SLEEP s each, under the scratch course's cells'
-# backstop (cpuclock.BACKSTOP x SCRATCH_CELL_SECONDS + GRACE = 40 s wall), sleep past it: the second is stopped once the
-# allowance is spent, and each later attempt's first sleep GRACE (10 s) after that, until the fourth stopped cell ends
-# grading.
-IDLE, SLEEPS, SLEEP = 40, 6, 25
+# backstop (cpuclock.BACKSTOP x SCRATCH_CELL_SECONDS + GRACE = 40 s wall) and over GRACE (10 s), sleep past it: the
+# first sleeps to its end, the second is stopped GRACE after the allowance is spent, and each later attempt's first
+# sleep GRACE after it starts, until the fourth stopped cell ends grading (about a minute of wall-clock time in all).
+IDLE, SLEEPS, SLEEP = 15, 6, 12
 
 
 def hidden_submissions():
