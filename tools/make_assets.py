@@ -1,7 +1,9 @@
 """Render the figures docs/students.md shows into assets/ (`make assets`; the PNGs are generated, do not edit them).
 
 Each assignment with figures there says which (course/<name>/assets.py: figures()).
-Usage: python -m tools.make_assets [--out DIR]
+Usage: python -m tools.make_assets [--out DIR] [--untrained]
+--untrained draws the figures of trained models (each slice's TRAINED_FIGURES) from untrained ones: the layout is the
+same, and the layout is all tests/test_packaging.py compares of them (training's float sums differ between CPUs).
 """
 import json
 import os
@@ -38,13 +40,13 @@ def example_cells(notebook, grade_id):
     raise ValueError(f"no code cell after {grade_id} draws a figure")
 
 
-def render(folder):
-    """Write the figures to folder and return their paths."""
+def render(folder, train=True):
+    """Write the figures to folder and return their paths (train=False: trained figures from untrained models)."""
     folder.mkdir(parents=True, exist_ok=True)
     figures = {}
     for assignment in registry.assignments():
         assets = slice_of(assignment.name).optional("assets")
-        figures.update(assets.figures() if assets else {})
+        figures.update(assets.figures(train=train) if assets else {})
     paths = []
     for name, figure in figures.items():
         figure.savefig(folder / name, dpi=100, bbox_inches="tight", metadata={"Software": None})
@@ -54,5 +56,5 @@ def render(folder):
 
 if __name__ == "__main__":
     out = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else ROOT / "assets"
-    for path in render(out):
+    for path in render(out, train="--untrained" not in sys.argv):
         print(f"wrote {path}")

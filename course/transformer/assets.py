@@ -6,8 +6,9 @@ from course_lib import transformer as defaults
 STEPS_PER_EPOCH = defaults.TRAIN_SIZE // defaults.BATCH_SIZE  # DataLoader(drop_last=True)
 
 
-def figures():
-    """{file name: matplotlib figure}: the positional encoding and the learning-rate schedule the notebook uses."""
+def figures(train=True):
+    """{file name: matplotlib figure}: the positional encoding and the learning-rate schedule the notebook uses (train:
+    unused, no figure here comes from a trained model)."""
     pe = reference_of("transformer")["PositionalEncoding"](embed_dim=64, max_len=128).pe[0]
     training = defaults.TRAINING
     return {

@@ -13,15 +13,16 @@ from tools.bench import training as bench_training
 from tools.make_assets import example_cells
 
 
-def rollout():
+def rollout(train=True):
     """The notebook's Task 5 example, run on the reference ViT trained as Task 4 trains it (seed 0, CPU).
 
     The example's cells are read from the solutions notebook and run as they are, so the picture is the one a
-    student sees.
+    student sees. train=False draws it for the untrained model: the same layout, which is all a test compares.
     """
     ref = reference_of("vit")
     model = bench_vit.notebook_model(ref, seed=0, device="cpu")
-    bench_training.quiet_train(model, *bench_vit.notebook_loaders(), device="cpu", **bench_vit.defaults.TRAINING)
+    if train:
+        bench_training.quiet_train(model, *bench_vit.notebook_loaders(), device="cpu", **bench_vit.defaults.TRAINING)
     test_images, test_labels = digit_splits()["test"]
     namespace = dict(ref, math=math, torch=torch, plt=plt, model=model, test_images=test_images,
                      test_labels=test_labels)
@@ -37,6 +38,7 @@ def rollout():
 TRAINED_FIGURES = {"vit_rollout.png"}
 
 
-def figures():
-    """{file name: matplotlib figure}: attention rollout of a trained model on test digits (trained here: slow)."""
-    return {"vit_rollout.png": rollout()}
+def figures(train=True):
+    """{file name: matplotlib figure}: attention rollout of a trained model on test digits (trained here: slow; with
+    train=False, of the untrained model, for a comparison of TRAINED_FIGURES' layout)."""
+    return {"vit_rollout.png": rollout(train)}
