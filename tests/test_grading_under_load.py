@@ -3,7 +3,10 @@
 The hogs (`python -c "while True: pass"`, started here) take two cores' worth of CPU for the whole run, on top of
 whatever else the machine runs; the full solution of the registry's first assignment (course_paths; its training cells
 use a small part of their 300 s CPU limits on a 2-core machine) is collected and graded with `grade --jobs 2`. The
-report must give the load it was graded under and name no CPU limit reached. Select it with `pytest -m grading`.
+report must give the load it was graded under, name no CPU limit reached and nothing that needs attention, and the
+feedback must hold no hidden case. This is the course's one grading of a full solution of the vehicle: its own
+end-to-end test grades the rest of its kinds of submission without training (course/<name>/tests/test_grading.py).
+Select it with `pytest -m grading`.
 """
 import subprocess
 import sys
@@ -12,7 +15,8 @@ import pytest
 
 from course_paths import NAME, POINTS, SOURCE
 from grading.match.notebook import read
-from submissions import collect_and_grade, limits_section, scratch_course, seconds_per_submission, wrong_scores
+from submissions import (collect_and_grade, hidden_lines_in_feedback, limits_section, report_sections, scratch_course,
+                         seconds_per_submission, wrong_scores)
 
 HOG = "while True: pass"
 
@@ -43,3 +47,5 @@ def test_an_honest_solution_beside_cpu_hogs_keeps_full_marks(graded_beside_hogs)
     print(f"\nbeside two hogs: {seconds_per_submission(output)} s; {load}\n{limits}")
     assert load
     assert "CPU limit" not in limits and "whole notebook" not in limits
+    assert not report_sections(report), "an honest full solution needs no one's attention"
+    assert not hidden_lines_in_feedback(course, NAME, list(submissions))

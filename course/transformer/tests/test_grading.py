@@ -1,7 +1,8 @@
 """The instructor pipeline (grading/): collect, autograde in a sandbox, reconcile with nbgrader, report.
 
 The end-to-end test builds every kind of submission from the reference and release notebooks (the
-full solution, planted mistakes from course/transformer/mistakes.py, broken, tampering and oddly saved notebooks),
+reference's definitions, planted mistakes from course/transformer/mistakes.py, broken, tampering and oddly saved
+notebooks; notebooks that train are graded by the tests named in clean_submissions),
 zips them like an LMS download, runs `python -m grading.collect` and `python -m grading.grade --jobs 2`
 on a scratch copy of the course, and checks every task's score, the report, and that no feedback file
 holds hidden-test or reference code. Select it alone with
@@ -106,14 +107,15 @@ def stripped(notebook):
     return notebook
 
 
-ALL_POINTS = dict(POINTS)
 NOTHING = without(POINTS, *POINTS)
 
 
-def trained_submissions():
-    """The one that trains (slow): the full solution. A trained notebook with a planted mistake is graded by
-    tests/test_redteam_containment.py (course/transformer/tests/vehicle.py TRAINED_MISTAKE)."""
-    return {"full": ("full_transformer.ipynb", read(SOURCE), ALL_POINTS)}
+def clean_submissions(definitions):
+    """The reference's definitions, nothing trained, in a clean notebook. Notebooks that train are graded where their
+    training is the point, once each: the full solution beside CPU hogs by tests/test_grading_under_load.py, and one
+    with a planted mistake by tests/test_redteam_containment.py (this assignment is the course's vehicle:
+    vehicle.py)."""
+    return {"clean": ("clean_transformer.ipynb", definitions, DEFINITION_POINTS)}
 
 
 def broken_submissions(definitions):
@@ -174,7 +176,7 @@ def tampering_submissions(release, definitions):
 def submissions():
     """{student: (file name in the zip, notebook or bytes, {task: expected score})}."""
     release, definitions = read(RELEASE), definitions_only(TRANSFORMER)
-    return {**trained_submissions(), **broken_submissions(definitions), **reshaped_submissions(definitions),
+    return {**clean_submissions(definitions), **broken_submissions(definitions), **reshaped_submissions(definitions),
             **tampering_submissions(release, definitions)}
 
 
@@ -193,7 +195,7 @@ def make_zip(path):
     with zipfile.ZipFile(path, "w") as archive:
         for name, notebook, _ in submissions().values():
             archive.writestr(name, notebook if isinstance(notebook, bytes) else json.dumps(notebook))
-        archive.writestr("__MACOSX/._full_transformer.ipynb", b"\0")
+        archive.writestr("__MACOSX/._clean_transformer.ipynb", b"\0")
         archive.writestr("transformer.ipynb", json.dumps(read(RELEASE)))
     return path
 
@@ -274,7 +276,7 @@ def test_report_says_why_each_odd_submission_needed_attention(graded):
     sections = report_sections(text)
     missing = {student: words for student, words in REPORTED.items() if words not in sections.get(student, "")}
     assert not missing, f"not reported: {missing}"
-    assert "full" not in sections
+    assert "clean" not in sections
     assert not set(ALSO_NOTED) & set(sections), "a renamed notebook graded as the assignment's needs no one"
     noted = also_noted(text)
     missing = {student: words for student, words in ALSO_NOTED.items() if words not in noted.get(student, "")}
@@ -309,7 +311,7 @@ def test_feedback_and_release_hold_no_hidden_tests_or_reference_code(graded):
     assert not [line for line in secret if line in release]
     # the task descriptions quote the pinned API (e.g. the feed-forward layout): students have those lines anyway
     released = re.sub(r"\s+", " ", "\n".join("".join(cell["source"]) for cell in read(RELEASE)["cells"]))
-    seen_in_full = 0
+    seen_in_clean = 0
     for student, (_, notebook, _) in submissions().items():
         (page,) = (course / "feedback" / student / NAME).glob("*.html")
         text = visible_text(page)
@@ -318,13 +320,13 @@ def test_feedback_and_release_hold_no_hidden_tests_or_reference_code(graded):
         assert not [line for line in secret if line in text], student
         leaked = [line for line in reference if line in text and line not in sent and line not in released]
         assert not leaked, f"{student}: reference lines in the feedback: {leaked[:3]}"
-        seen_in_full += student == "full" and sum(line in text for line in reference)
-    assert seen_in_full > 40  # the full solution's own code does show, so the search above can find code
+        seen_in_clean += student == "clean" and sum(line in text for line in reference)
+    assert seen_in_clean > 40  # the reference's definitions do show as the student's own code: the search finds code
 
 
 @pytest.mark.grading
 def test_honest_solutions_stay_within_their_cpu_limits(graded):
-    """The one that trains reaches no CPU limit, however busy the machine (a backstop under load is run again alone);
+    """No submission but the loop reaches a limit, however busy the machine (a backstop under load is run again alone);
     the loop that swallows the alarm is stopped by the wall-clock backstop. `pytest -s` prints the seconds."""
     course, seconds, output = graded
     print(f"\ngrade --jobs 2: {seconds:.0f} s for {len(submissions())} submissions; each: "
@@ -332,6 +334,6 @@ def test_honest_solutions_stay_within_their_cpu_limits(graded):
     limits = limits_section((course / f"grading_report_{NAME}.md").read_text())
     print(limits)
     lines = [line for line in limits.splitlines() if line.startswith("- **")]
-    assert not [line for line in lines if line.startswith("- **full**") and "CPU limit" in line]
+    assert not [line for line in lines if not line.startswith("- **loop**")], limits
     assert any(line.startswith("- **loop**") and "wall-clock backstop" in line for line in lines), limits
     assert "whole notebook" not in limits
