@@ -7,6 +7,7 @@ needs no probe and no training: two assignments, then a regrade of one student.
 import ast
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -141,6 +142,15 @@ def trailing_provided_cells(layout):
     """Release indices of the provided cells after the last check cell of a release layout."""
     last_check = max(cell.index for cell in layout if cell.kind == "check")
     return {cell.index for cell in layout if cell.kind == "given" and cell.index > last_check}
+
+
+def test_a_new_gradebook_gets_the_migration_nbgraders_own_alembic_command_gives(monkeypatch):
+    """The grader reads nbgrader's newest migration in-process; nbgrader's own way runs `alembic heads`."""
+    from grading.publish import gradebook
+    monkeypatch.setenv("PATH", os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
+    assert gradebook.newest_migration() == gradebook.NBGRADERS_OWN_NEWEST_MIGRATION()
+    from nbgrader import api
+    assert api.get_alembic_version is gradebook.newest_migration  # what a new Gradebook calls
 
 
 def test_cases_are_found_by_assignment_name():
