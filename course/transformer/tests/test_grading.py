@@ -22,7 +22,7 @@ import zipfile
 import pytest
 
 from course.reference import solution_regions
-from course.registry import assignment
+from course.registry import assignment, assignments
 from course.transformer.mistakes import MUTANTS
 from course_paths import ROOT, course_folder
 from grading.collect import collect
@@ -201,6 +201,12 @@ def make_zip(path):
 
 
 # ----- Fast checks of the pieces -------------------------------------------------------------------------------
+
+def test_the_full_solution_is_graded_as_the_vehicle():
+    """The full solution trains, so it is graded once: by tests/test_grading_under_load.py, which grades the course's
+    vehicle (the registry's first assignment). Registering another assignment first would leave it ungraded."""
+    assert assignments()[0].name == NAME, "grade the full solution here, with its training, if it is not the vehicle"
+
 
 def test_collect_reads_student_ids_from_lms_names(tmp_path):
     """Per-student folders, LMS prefixes, Colab names and stray files, as grading/collect/naming.py documents."""
