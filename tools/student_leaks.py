@@ -173,12 +173,14 @@ def problems(dest, root=registry.ROOT, through=None):
 
     through: the last assignment released (default: every registered one), as for needles and released.
     """
-    dest, files, wanted = Path(dest), shipped_files(Path(dest)), needles(root, through)
+    dest, files = Path(dest), shipped_files(Path(dest))
+    # compiled once: hundreds of needles overflow the re module's cache, which then compiled each one for every file
+    wanted = [(re.compile(pattern), what) for pattern, what in needles(root, through).items()]
     found = list(tree_problems(dest, root, files, through))
     for label, data in files.items():
         if INSTRUCTOR_TOP & set(Path(label.split("!")[-1]).parts):
             found.append(f"{label}: an instructor file")
         text = readable(label, data)
         squeezed = squeeze(text) if text is not None else ""
-        found += [f"{label}: holds {what}" for pattern, what in wanted.items() if re.search(pattern, squeezed)]
+        found += [f"{label}: holds {what}" for pattern, what in wanted if pattern.search(squeezed)]
     return found
