@@ -10,6 +10,19 @@ from submissions import index_of
 XSS = "<img src=x onerror=alert(1)>"
 
 
+ADDED_CELLS = 100_000
+
+
+def many_cells(notebook, count=ADDED_CELLS):
+    """count one-line cells added after the last definition task's check cell (a vehicle's notebook)."""
+    from course_paths import DEFINITION_TASKS
+    notebook = copy.deepcopy(notebook)
+    at = index_of(notebook, f"check_task_{DEFINITION_TASKS[-1]}") + 1
+    notebook["cells"][at:at] = [{"cell_type": "code", "metadata": {}, "source": f"x = {i}", "outputs": [],
+                                 "execution_count": None} for i in range(count)]
+    return notebook
+
+
 def extra_cell(notebook, after, source):
     """A code cell of the student's own after the cell with grade_id `after`."""
     notebook = copy.deepcopy(notebook)

@@ -9,22 +9,16 @@
 - A trained model's settings far above the task's defaults: refused before anything is built
   (grading/judge/trained.py within_defaults), flagged with the reason. Budget: the judge at its task's defaults x 4.
 
-No test here measures time: each asserts the mechanism (the cut, the flag and its reason in the report, how the probe
-ended). The end-to-end test (marker `grading`, needs root and bubblewrap) prints the seconds per submission. Its
-vehicle is the registry's first assignment (course_paths), with that assignment's own attack (course/<name>/tests/
-vehicle.py); the size bounds of the trained tasks are tested for every assignment.
+No test here measures time: each asserts the mechanism (the cut, the flag and its reason, how the probe ended). The
+three attacks are graded end to end, beside an honest notebook, by tests/test_redteam_class.py. The size bounds of
+the trained tasks are tested for every assignment.
 """
 import copy
-import json
-import re
-import subprocess
-import sys
-import time
 
 import pytest
 
 from course.registry import assignments
-from course_paths import DEFINITION_TASKS, NAME, RELEASE, ROOT, SOURCE, VEHICLE, vehicle_parts
+from course_paths import DEFINITION_TASKS, RELEASE, SOURCE
 from grading.cases import cases_of
 from grading.judge import trained_models as judge_trained_module
 from grading.match import bounded
@@ -32,19 +26,8 @@ from grading.sandbox import sandbox, supervise
 from grading.match.bound import Bounds
 from grading.match.notebook import read, release_layout
 from grading.match.program import ProgramCell, build_program
-from submissions import (DEFINITION_POINTS, answer_id, csv_rows, definitions_only, edit_cell, index_of,
-                         report_sections, scratch_course, seconds_per_submission)
-
-ADDED_CELLS = 100_000
-
-
-def many_cells(notebook, count=ADDED_CELLS):
-    """count one-line cells added after the last definition task's check cell."""
-    notebook = copy.deepcopy(notebook)
-    at = index_of(notebook, f"check_task_{DEFINITION_TASKS[-1]}") + 1
-    notebook["cells"][at:at] = [{"cell_type": "code", "metadata": {}, "source": f"x = {i}", "outputs": [],
-                                 "execution_count": None} for i in range(count)]
-    return notebook
+from redteam_builders import ADDED_CELLS, many_cells
+from submissions import answer_id, definitions_only, index_of
 
 
 def program_of(notebook):
@@ -141,74 +124,3 @@ def test_each_trained_task_names_defaults_that_bound_its_sizes(name, task):
     for key, value in sizes.items():
         with pytest.raises(judge_trained_module.BeyondDefaults, match=f"{key} = {max(value, 1) * factor + 1} is above"):
             judge_trained_module.within_defaults(dict(defaults, **{key: max(value, 1) * factor + 1}), spec)
-
-
-# ----- End to end: the three attacks graded beside an honest notebook ---------------------------------------------
-
-LINGER = '''import atexit, threading, time
-threading.Thread(target=time.sleep, args=(3600,)).start()  # not a daemon: Python's exit waits for it
-atexit.register(time.sleep, 3600)  # and then for this
-print("ATTACK RAN linger")
-'''
-
-
-
-def budget_class():
-    """{student: notebook}: an honest one and the three attacks, each on the reference answers of the definition
-    tasks; the big model answers the first training task."""
-    honest = definitions_only()
-    linger = copy.deepcopy(honest)
-    linger["cells"].insert(index_of(linger, answer_id(linger, DEFINITION_TASKS[0])), {
-        "cell_type": "code", "metadata": {}, "source": LINGER, "outputs": [], "execution_count": None})
-    big = edit_cell(copy.deepcopy(honest), answer_id(honest, VEHICLE.training_tasks[0]),
-                    lambda _: vehicle_parts().BIG_MODEL)
-    return {"honest": honest, "manycells": many_cells(honest), "linger": linger, "bigmodel": big}
-
-
-@pytest.fixture(scope="module")
-def budgeted(tmp_path_factory):
-    """(course, grade's stdout, seconds) after `grade --jobs 2` of the budget class."""
-    if sandbox.bwrap_version() is None:
-        pytest.skip("needs root and bubblewrap (`apt-get install bubblewrap`)")
-    course = scratch_course(tmp_path_factory.mktemp("budget"))
-    for student, notebook in budget_class().items():
-        folder = course / "submitted" / student / NAME
-        folder.mkdir(parents=True)
-        (folder / f"{NAME}.ipynb").write_text(json.dumps(notebook))
-    started = time.monotonic()
-    run = subprocess.run([sys.executable, "-m", "grading.grade", "--jobs", "2", "--course", str(course),
-                          "--assignment", NAME, "--memory", "3", "--scratch", "0.5"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=1800)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    return course, run.stdout, time.monotonic() - started
-
-
-@pytest.mark.grading
-def test_each_costly_submission_keeps_its_points_and_says_why_it_was_flagged(budgeted):
-    course, output, seconds = budgeted
-    by_task = {(row["student_id"], int(row["task"])): float(row["score"])
-               for row in csv_rows(course / "grades_by_task.csv")}
-    for student in budget_class():
-        assert {task: by_task[(student, task)] for task in DEFINITION_POINTS} == DEFINITION_POINTS, student
-    report = (course / f"grading_report_{NAME}.md").read_text().replace("\\", "")
-    flagged = report.split("## Flagged for manual grading", 1)[1].split("## Needs attention", 1)[0]
-    assert not re.search(r"\*\*(honest|linger)\*\*", flagged), flagged
-    bound = len(read(RELEASE)["cells"]) * 4 + 50
-    for task in DEFINITION_POINTS:
-        assert f"**manycells**, task {task}: the notebook holds more than an honest one ({bound} cells" in flagged
-    assert "left out" in flagged
-    assert (f"**bigmodel**, task {VEHICLE.training_tasks[0]}: model settings beyond the task's defaults, not "
-            f"evaluated: {vehicle_parts().BIG_MODEL_REFUSED}") in flagged
-    print(f"\nbudget class, grade --jobs 2: {seconds:.0f} s; each: {seconds_per_submission(output)}")
-
-
-@pytest.mark.grading
-def test_a_thread_and_atexit_left_running_end_at_the_last_record(budgeted):
-    """The lingering notebook's probe was torn down at its done event, in one attempt, with no cell stopped."""
-    course, _, _ = budgeted
-    log = (course / "build" / "grading" / "logs" / "linger.log").read_text()
-    assert log.endswith("[grader] attempts ended: done\n"), log[-500:]
-    sections = report_sections((course / f"grading_report_{NAME}.md").read_text())
-    assert "ran past" not in sections.get("linger", "") and "outlived" not in sections.get("linger", "")
-    rendered = (course / "build" / "grading" / "rendered" / "linger" / NAME / f"{NAME}.ipynb").read_text()
-    assert "ATTACK RAN linger" in rendered  # the attack did run

@@ -8,6 +8,8 @@
   budget (8-21 s per 150,000 files; a notebook can make millions); now it looks up only its check cells' tasks.
 - A saved model too large for the grader to read (sizes far beyond the task's defaults): it was reported as "records
   could not be read: possible tampering"; now the task says the size and is flagged for a person without that claim.
+
+The sleeper and the huge model are graded end to end, beside an honest notebook, by tests/test_redteam_class.py.
 """
 import os
 import subprocess
@@ -16,14 +18,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from course_paths import NAME, VEHICLE, vehicle_parts
 from grading.judge import trained_models as trained
 from grading.judge import unreadable_records
 from grading.judge.score import Verdict
 from grading.sandbox import cpuclock, supervise
-from redteam_builders import extra_cell
-from submissions import (DEFINITION_POINTS, answer_id, collect_and_grade, definitions_only, limits_section,
-                         report_sections, scratch_course, seconds_per_submission, without, wrong_scores)
 
 
 class StillMeter:
@@ -139,52 +137,3 @@ def test_one_size_rule_bounds_sizes_both_ways_and_leaves_ids_alone():
     assert not isinstance(refused.value, trained.BeyondDefaults)
     with pytest.raises(trained.BeyondDefaults, match="num_decoder_layers = 9 is above 8"):
         trained.within_defaults(dict(MODEL, num_decoder_layers=9), spec)
-
-
-# ----- End to end: graded beside an honest notebook (marker `grading`: needs root and bubblewrap) ----------------
-
-# The sleeper's course allows IDLE s asleep in all; SLEEPS cells of SLEEP s each, under the scratch course's cells'
-# backstop (cpuclock.BACKSTOP x SCRATCH_CELL_SECONDS + GRACE = 40 s wall) and over GRACE (10 s), sleep past it: the
-# first sleeps to its end, the second is stopped GRACE after the allowance is spent, and each later attempt's first
-# sleep GRACE after it starts, until the fourth stopped cell ends grading (about a minute of wall-clock time in all).
-IDLE, SLEEPS, SLEEP = 15, 6, 12
-
-
-def hidden_submissions():
-    """{student: (file name, notebook, {task: expected score})}: an honest notebook, a sleeper and a huge model.
-
-    The sleeper's cells come after the vehicle's SLEEP_AFTER check cell (course/<name>/tests/vehicle.py) and re-run in
-    every attempt: past the allowance each is stopped, and after MAX_ATTEMPTS stopped cells grading gives up, so the
-    task after them (UNREACHED_AFTER_SLEEP) is not reached. The huge model answers the first training task."""
-    parts, honest = vehicle_parts(), definitions_only()
-    sleeper = honest
-    for number in range(SLEEPS):
-        sleeper = extra_cell(sleeper, parts.SLEEP_AFTER, f"import time\ntime.sleep({SLEEP})  # {number}")
-    trained = answer_id(honest, VEHICLE.training_tasks[0])
-    return {"honest": (f"honest_{NAME}.ipynb", honest, DEFINITION_POINTS),
-            "sleeper": (f"sleeper_{NAME}.ipynb", sleeper, without(DEFINITION_POINTS, parts.UNREACHED_AFTER_SLEEP)),
-            # 4 cells stopped: grading gives up before the unreached task's check
-            "bigmodel": (f"bigmodel_{NAME}.ipynb", extra_cell(honest, trained, parts.HUGE_MODEL), DEFINITION_POINTS)}
-
-
-@pytest.fixture(scope="module")
-def hidden_graded(tmp_path_factory):
-    course = scratch_course(tmp_path_factory.mktemp("course"), idle_seconds=IDLE)
-    seconds, output = collect_and_grade(course, NAME, hidden_submissions())
-    print(f"\nhidden red team, grade --jobs 2: {seconds:.0f} s; each: {seconds_per_submission(output)}")
-    return course
-
-
-@pytest.mark.grading
-def test_hidden_attacks_keep_what_they_earned_and_say_why(hidden_graded):
-    course = hidden_graded
-    assert not wrong_scores(course, NAME, hidden_submissions())
-    report = (course / f"grading_report_{NAME}.md").read_text()
-    limits = limits_section(report)
-    assert f"limit on sleeping ({IDLE} s without CPU use in all)" in limits and "**sleeper**" in limits
-    assert "honest" not in report_sections(report) and "**honest**" not in limits_section(report)
-    assert "idle" in (course / "build" / "grading" / "logs" / "sleeper.log").read_text()
-    flagged = report.split("## Flagged for manual grading", 1)[1].split("\n## ", 1)[0]
-    assert f"**bigmodel**, task {VEHICLE.training_tasks[0]}: the saved model" in flagged
-    assert "exceeds the 256 MiB" in flagged
-    assert "tampering" not in flagged
