@@ -25,3 +25,9 @@ records.py (what one stage hands the next: SubmissionRecord, ProbeRun), recipes.
 the probe on the student's, judge on the reference's), folders.py (a course folder's paths and limits), text.py
 (escaping). grade.py is `python -m grading.grade`, the pipeline; jobs.py runs its submissions several at once.
 """
+import sys
+
+# nbformat, which every stage reads notebooks with, imports jsonschema, which builds a Lark grammar for the "iri" string
+# formats when rfc3987_syntax is installed (jupyter-events pulls it in): 0.8 s of CPU time in every grader process, for
+# formats no notebook schema uses. Declared absent for the grader, jsonschema leaves those two formats unchecked.
+sys.modules.setdefault("rfc3987_syntax", None)

@@ -16,6 +16,7 @@ import zipfile
 import pytest
 
 from course.registry import assignments
+import course_paths
 from course_paths import NAME, POINTS, ROOT, course_folder
 from submissions import csv_rows, scratch_course
 from grading.publish.exports import rows, write_exports
@@ -151,6 +152,15 @@ def test_a_new_gradebook_gets_the_migration_nbgraders_own_alembic_command_gives(
     assert gradebook.newest_migration() == gradebook.NBGRADERS_OWN_NEWEST_MIGRATION()
     from nbgrader import api
     assert api.get_alembic_version is gradebook.newest_migration  # what a new Gradebook calls
+
+
+def test_the_grader_reads_notebooks_without_the_iri_grammar():
+    """grading/__init__.py keeps jsonschema from building rfc3987_syntax's grammar; notebooks still validate."""
+    code = ("import sys; import grading.match.notebook; import nbformat; "
+            "nbformat.validate(nbformat.read(sys.argv[1], as_version=4)); print(sys.modules['rfc3987_syntax'])")
+    done = subprocess.run([sys.executable, "-c", code, str(course_paths.RELEASE)], cwd=ROOT, capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == "None"
 
 
 def test_cases_are_found_by_assignment_name():
