@@ -126,7 +126,7 @@ def test_cpu_of_processes_the_cell_forks_and_kills_is_counted(tmp_path, quick, m
 def test_a_cell_that_sleeps_is_stopped_by_the_backstop_not_the_cpu_limit(tmp_path, monkeypatch):
     """However busy the machine, a cell that sleeps was not starved: the backstop stops it once, for good."""
     monkeypatch.setattr(supervise, "GRACE", 0.5)
-    run = grade(tmp_path, sandbox.Sandbox("none"), SLEEP, "print('after')")
+    run = grade(tmp_path, sandbox.Sandbox("none"), SLEEP, "print('after')", limit=0.4)  # backstop: 1.2 s + GRACE
     (limit,) = run.limits
     assert limit["kind"] == "wall-clock backstop" and limit["cpu"] < 1.0 and limit["then"] == "stopped", limit
     assert "it slept or waited" in run.cells[0]["error"]["evalue"]
@@ -164,7 +164,7 @@ def test_a_cell_stopped_by_the_backstop_on_a_busy_machine_runs_again_alone(tmp_p
     monkeypatch.setattr(cpuclock, "oversubscribed", lambda spent: True)  # as if starved (a sleep stands in)
     alone, original = [], cpuclock.SOLO.alone
     monkeypatch.setattr(cpuclock.SOLO, "alone", lambda: alone.append(True) or original())
-    run = grade(tmp_path, sandbox.Sandbox("none"), SLEEP, "print('after')")
+    run = grade(tmp_path, sandbox.Sandbox("none"), SLEEP, "print('after')", limit=0.4)  # backstop: 1.2 s + GRACE
     assert [(limit["kind"], limit["alone"]) for limit in run.limits] == [("wall-clock backstop", False),
                                                                           ("wall-clock backstop", True)]
     assert run.limits[0]["then"].startswith("run again alone") and run.limits[1]["then"] == "stopped"
