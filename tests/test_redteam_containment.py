@@ -3,7 +3,8 @@
 Each attack is one extra cell, put before the first answer cell of the reference answers of the
 definition tasks of the registry's first assignment (course_paths; nothing to train): whatever the
 attack does, it must be contained and reported, and the honest cells around it must still score
-their points. The attacks print
+their points. One notebook that trains is graded in the same run: the reference with the vehicle's planted mistake
+whose models still train (vehicle.py TRAINED_MISTAKE), which keeps every point but that task's. The attacks print
 "ESCAPE: ..." for anything that got out and "ATTACK RAN <name>" when they finished, so a test
 can tell "contained" from "never ran".
 
@@ -28,12 +29,14 @@ from pathlib import Path
 
 import pytest
 
-from course_paths import DEFINITION_TASKS, NAME, POINTS, ROOT, VEHICLE
+from course.slices import slice_of
+from course_paths import DEFINITION_TASKS, NAME, POINTS, ROOT, SOURCE, VEHICLE, vehicle_parts
 from grading.folders import Course
 from grading.sandbox import sandbox, supervise
+from grading.match.notebook import read
 from grading.match.program import ProgramCell
 from submissions import (DEFINITION_POINTS, GRADING_RUNAWAY, SCRATCH_CELL_SECONDS, answer_id, csv_rows,
-                         definitions_only, index_of, limits_section, report_sections, scratch_course,
+                         definitions_only, edit_cell, index_of, limits_section, report_sections, scratch_course,
                          seconds_per_submission)
 
 BWRAP = sandbox.bwrap_version()
@@ -210,6 +213,15 @@ def attacks(course, decoy, port):
             "diskhog": (DISK_HOG, f"filled its {SCRATCH_GIB:g} GiB scratch space", False)}
 
 
+def trained_with_mistake():
+    """(the vehicle's reference notebook with its TRAINED_MISTAKE planted, the points it earns)."""
+    task, name = vehicle_parts().TRAINED_MISTAKE
+    mutant = next(m for m in slice_of(NAME).mistakes.MUTANTS if (m.task, m.name) == (task, name))
+    reference = read(SOURCE)
+    notebook = edit_cell(reference, answer_id(reference, task), mutant.apply)
+    return notebook, {number: 0 if number == task else points for number, points in POINTS.items()}
+
+
 # ----- One grading run of every attack beside honest submissions ------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -225,7 +237,7 @@ def redteam(tmp_path_factory):
     cases = attacks(course, decoy, listener.getsockname()[1])
     honest = definitions_only()
     notebooks = {student: with_cell(honest, source) for student, (source, _, _) in cases.items()}
-    notebooks.update(honest=honest)
+    notebooks.update(honest=honest, trained=trained_with_mistake()[0])
     for student, notebook in notebooks.items():
         folder = course / "submitted" / student / NAME
         folder.mkdir(parents=True)
@@ -254,9 +266,11 @@ def rendered_text(course, student):
 @needs_bwrap
 @pytest.mark.grading
 def test_attacks_cost_nothing_but_themselves(redteam):
-    """Every attacker keeps the points of its honest cells; the three records agree."""
+    """Every attacker keeps the points of its honest cells; the trained notebook all but its mistake's; the three
+    records agree."""
     course, cases, output, _, _ = redteam
     expected = {student: DEFINITION_POINTS for student in [*cases, "honest"]}
+    expected["trained"] = trained_with_mistake()[1]
     by_task = {(row["student_id"], int(row["task"])): float(row["score"])
                for row in csv_rows(course / "grades_by_task.csv")}
     wrong = {(student, task): (by_task.get((student, task)), score) for student, points in expected.items()
