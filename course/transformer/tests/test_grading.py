@@ -112,7 +112,7 @@ NOTHING = without(POINTS, *POINTS)
 
 def clean_submissions(definitions):
     """The reference's definitions, nothing trained, in a clean notebook. Notebooks that train are graded where their
-    training is the point, once each: the full solution beside CPU hogs by tests/test_grading_under_load.py, and one
+    training is the point, once each: the full solution beside a CPU hog by tests/test_grading_under_load.py, and one
     with a planted mistake by tests/test_redteam_containment.py (this assignment is the course's vehicle:
     vehicle.py)."""
     return {"clean": ("clean_transformer.ipynb", definitions, DEFINITION_POINTS)}

@@ -224,7 +224,7 @@ def class_submissions():
     found["bomb"] = ("bomb/transformer.ipynb", definitions, {task: 0 for task in points})  # declared 2 GiB
     # Nothing here trains: that an honest trained model earns the trained tasks (the control for the zeros the
     # hand-written models get) is graded by tests/test_grading_under_load.py, the same grader with the same options
-    # (beside CPU hogs), on the full solution.
+    # (beside a CPU hog), on the full solution.
     return found
 
 
