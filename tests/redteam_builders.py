@@ -5,6 +5,7 @@ import json
 import struct
 import zipfile
 
+from course_paths import DEFINITION_TASKS
 from submissions import index_of
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -15,7 +16,6 @@ ADDED_CELLS = 100_000
 
 def many_cells(notebook, count=ADDED_CELLS):
     """count one-line cells added after the last definition task's check cell (a vehicle's notebook)."""
-    from course_paths import DEFINITION_TASKS
     notebook = copy.deepcopy(notebook)
     at = index_of(notebook, f"check_task_{DEFINITION_TASKS[-1]}") + 1
     notebook["cells"][at:at] = [{"cell_type": "code", "metadata": {}, "source": f"x = {i}", "outputs": [],

@@ -180,6 +180,11 @@ def also_noted(text):
     return found
 
 
+def flagged_section(text):
+    """The 'Flagged for manual grading' part of grading_report_<assignment>.md ('' when nothing was flagged)."""
+    return text.split("## Flagged for manual grading", 1)[1].split("\n## ", 1)[0] if "## Flagged for" in text else ""
+
+
 def limits_section(text):
     """The 'Time limits reached' part of grading_report_<assignment>.md ('' when no limit was reached)."""
     return text.split("## Time limits reached", 1)[1].split("\n## ", 1)[0] if "## Time limits reached" in text else ""

@@ -16,8 +16,7 @@ import zipfile
 import pytest
 
 from course.registry import assignments
-import course_paths
-from course_paths import NAME, POINTS, ROOT, course_folder
+from course_paths import NAME, POINTS, RELEASE, ROOT, course_folder
 from submissions import csv_rows, scratch_course
 from grading.publish.exports import rows, write_exports
 from grading.publish.report import write_task_scores
@@ -145,11 +144,14 @@ def trailing_provided_cells(layout):
     return {cell.index for cell in layout if cell.kind == "given" and cell.index > last_check}
 
 
-def test_a_new_gradebook_gets_the_migration_nbgraders_own_alembic_command_gives(monkeypatch):
-    """The grader reads nbgrader's newest migration in-process; nbgrader's own way runs `alembic heads`."""
+def test_a_new_gradebook_gets_the_migration_nbgraders_own_alembic_command_gives():
+    """The grader reads nbgrader's newest migration in-process; nbgrader's own way, in a process without the grader,
+    runs `alembic heads`."""
     from grading.publish import gradebook
-    monkeypatch.setenv("PATH", os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
-    assert gradebook.newest_migration() == gradebook.NBGRADERS_OWN_NEWEST_MIGRATION()
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    own = subprocess.run([sys.executable, "-c", "from nbgrader.api import get_alembic_version as v; print(v())"],
+                         capture_output=True, text=True, check=True, env=dict(os.environ, PATH=path))
+    assert gradebook.newest_migration() == own.stdout.strip()
     from nbgrader import api
     assert api.get_alembic_version is gradebook.newest_migration  # what a new Gradebook calls
 
@@ -158,7 +160,7 @@ def test_the_grader_reads_notebooks_without_the_iri_grammar():
     """grading/__init__.py keeps jsonschema from building rfc3987_syntax's grammar; notebooks still validate."""
     code = ("import sys; import grading.match.notebook; import nbformat; "
             "nbformat.validate(nbformat.read(sys.argv[1], as_version=4)); print(sys.modules['rfc3987_syntax'])")
-    done = subprocess.run([sys.executable, "-c", code, str(course_paths.RELEASE)], cwd=ROOT, capture_output=True,
+    done = subprocess.run([sys.executable, "-c", code, str(RELEASE)], cwd=ROOT, capture_output=True,
                           text=True, check=True)
     assert done.stdout.strip() == "None"
 

@@ -26,8 +26,8 @@ from course_paths import DEFINITION_TASKS, NAME, RELEASE, ROOT, VEHICLE, vehicle
 from grading.match.notebook import read
 from grading.sandbox import sandbox
 from redteam_builders import extra_cell, many_cells
-from submissions import (DEFINITION_POINTS, answer_id, csv_rows, definitions_only, edit_cell, index_of,
-                         limits_section, report_sections, scratch_course, seconds_per_submission, without)
+from submissions import (DEFINITION_POINTS, answer_id, csv_rows, definitions_only, edit_cell, flagged_section,
+                         index_of, limits_section, report_sections, scratch_course, seconds_per_submission, without)
 
 LINGER = '''import atexit, threading, time
 threading.Thread(target=time.sleep, args=(3600,)).start()  # not a daemon: Python's exit waits for it
@@ -86,8 +86,7 @@ def graded(tmp_path_factory):
 
 
 def flagged_part(course):
-    report = (course / f"grading_report_{NAME}.md").read_text().replace("\\", "")
-    return report.split("## Flagged for manual grading", 1)[1].split("\n## ", 1)[0]
+    return flagged_section((course / f"grading_report_{NAME}.md").read_text().replace("\\", ""))
 
 
 @pytest.mark.grading

@@ -19,8 +19,9 @@ import torch
 from course.registry import assignment
 from course_lib.vit import digit_splits
 from grading.match.notebook import read
-from submissions import (collect_and_grade, edit_cell, hidden_lines_in_feedback, reference_answers, report_sections,
-                         scratch_course, seconds_per_submission, visible_text, with_answers, without, wrong_scores)
+from submissions import (collect_and_grade, edit_cell, flagged_section, hidden_lines_in_feedback, reference_answers,
+                         report_sections, scratch_course, seconds_per_submission, visible_text, with_answers, without,
+                         wrong_scores)
 from course.vit.memorisers import trained
 
 from .checks import reference
@@ -158,7 +159,7 @@ def test_pasted_weights_keep_their_points_and_are_flagged_for_a_person(graded):
     optimizer step of the notebook produced its weights; the honest reference, trained in its notebook, is not."""
     course, _, _ = graded
     report = (course / f"grading_report_{NAME}.md").read_text().replace("\\", "")
-    flagged = report.split("## Flagged for manual grading", 1)[1].split("\n## ", 1)[0]
+    flagged = flagged_section(report)
     pasted = [line for line in flagged.splitlines() if line.startswith("- **pasted**")]
     assert pasted == ["- **pasted**, task 4: the trained model's weights were not produced by an optimizer step in "
                       "this notebook (no optimizer step ran: pasted or loaded weights?): check by hand that the "
