@@ -3,8 +3,10 @@
 Each attack is one extra cell, put before the first answer cell of the reference answers of the
 definition tasks of the registry's first assignment (course_paths; nothing to train): whatever the
 attack does, it must be contained and reported, and the honest cells around it must still score
-their points. One notebook that trains is graded in the same run: the reference with the vehicle's planted mistake
-whose models still train (vehicle.py TRAINED_MISTAKE), which keeps every point but that task's. The attacks print
+their points. The vehicle's full solution is graded in the same run, the course's one grading of it: it trains while
+the attackers run in the other slot (among them a CPU hog that spins to its cell's limit, a fork bomb and the memory
+and disk hogs) and must keep full marks, name no limit and need nobody's attention: limits count CPU time, not the
+machine's load (in `make test` the other worker loads the machine too). The attacks print
 "ESCAPE: ..." for anything that got out and "ATTACK RAN <name>" when they finished, so a test
 can tell "contained" from "never ran".
 
@@ -29,15 +31,14 @@ from pathlib import Path
 
 import pytest
 
-from course.slices import slice_of
-from course_paths import DEFINITION_TASKS, NAME, POINTS, ROOT, SOURCE, VEHICLE, vehicle_parts
+from course_paths import DEFINITION_TASKS, NAME, POINTS, ROOT, SOURCE, VEHICLE
 from grading.folders import Course
 from grading.sandbox import sandbox, supervise
 from grading.match.notebook import read
 from grading.match.program import ProgramCell
 from submissions import (DEFINITION_POINTS, GRADING_RUNAWAY, SCRATCH_CELL_SECONDS, answer_id, csv_rows,
-                         definitions_only, edit_cell, index_of, limits_section, report_sections, scratch_course,
-                         seconds_per_submission)
+                         definitions_only, hidden_lines_in_feedback, index_of, limits_section, report_sections,
+                         scratch_course, seconds_per_submission)
 
 BWRAP = sandbox.bwrap_version()
 CGROUP = sandbox.choose("auto").cgroup[0] if BWRAP else None  # without one, memory is capped by RLIMIT_AS
@@ -165,6 +166,10 @@ hog = torch.ones(6 << 30, dtype=torch.uint8)  # 6 GiB, every page written
 print("ESCAPE: allocated", hog.numel() >> 30, "GiB")
 '''
 
+CPU_HOG = '''while True:  # a core's worth of CPU until the cell's limit stops it: load beside the full solution
+    pass
+'''
+
 DISK_HOG = '''written, chunk = 0, b"x" * (1 << 24)
 try:
     for number in range(3 * 64):  # 3 GiB in 16 MiB pieces, 64 files
@@ -201,7 +206,8 @@ def attacks(course, decoy, port):
     escape = ESCAPE.format(token=TOKEN, reads=reads, writes=writes, listings=listings, port=port,
                            grader=os.getpid(), gradebook=gradebook, symlinked=max(POINTS) + 1,
                            linked=max(POINTS) + 2)  # tasks beyond the last
-    return {"escape": (escape, None, True),
+    return {"cpuhog": (CPU_HOG, f"ran past its {SCRATCH_CELL_SECONDS} s limit", False),  # graded first of them
+            "escape": (escape, None, True),
             "survivor": (SURVIVOR, None, True),
             "forkbomb": (FORKBOMB, None, True),
             "fakeend": (FAKE_END.format(), f"ran past its {SCRATCH_CELL_SECONDS} s limit", False),
@@ -211,15 +217,6 @@ def attacks(course, decoy, port):
             "memoryhog": (MEMORY_HOG, f"more than the sandbox's {MEMORY_GIB:g} GiB of memory" if CGROUP else None,
                           False),  # under RLIMIT_AS the allocation fails inside the cell instead
             "diskhog": (DISK_HOG, f"filled its {SCRATCH_GIB:g} GiB scratch space", False)}
-
-
-def trained_with_mistake():
-    """(the vehicle's reference notebook with its TRAINED_MISTAKE planted, the points it earns)."""
-    task, name = vehicle_parts().TRAINED_MISTAKE
-    mutant = next(m for m in slice_of(NAME).mistakes.MUTANTS if (m.task, m.name) == (task, name))
-    reference = read(SOURCE)
-    notebook = edit_cell(reference, answer_id(reference, task), mutant.apply)
-    return notebook, {number: 0 if number == task else points for number, points in POINTS.items()}
 
 
 # ----- One grading run of every attack beside honest submissions ------------------------------------------------
@@ -237,7 +234,7 @@ def redteam(tmp_path_factory):
     cases = attacks(course, decoy, listener.getsockname()[1])
     honest = definitions_only()
     notebooks = {student: with_cell(honest, source) for student, (source, _, _) in cases.items()}
-    notebooks.update(honest=honest, trained=trained_with_mistake()[0])
+    notebooks.update(honest=honest, full=read(SOURCE))
     for student, notebook in notebooks.items():
         folder = course / "submitted" / student / NAME
         folder.mkdir(parents=True)
@@ -266,11 +263,11 @@ def rendered_text(course, student):
 @needs_bwrap
 @pytest.mark.grading
 def test_attacks_cost_nothing_but_themselves(redteam):
-    """Every attacker keeps the points of its honest cells; the trained notebook all but its mistake's; the three
-    records agree."""
+    """Every attacker keeps the points of its honest cells and the full solution all of its own; the three records
+    agree."""
     course, cases, output, _, _ = redteam
     expected = {student: DEFINITION_POINTS for student in [*cases, "honest"]}
-    expected["trained"] = trained_with_mistake()[1]
+    expected["full"] = POINTS
     by_task = {(row["student_id"], int(row["task"])): float(row["score"])
                for row in csv_rows(course / "grades_by_task.csv")}
     wrong = {(student, task): (by_task.get((student, task)), score) for student, points in expected.items()
@@ -279,6 +276,22 @@ def test_attacks_cost_nothing_but_themselves(redteam):
     totals = {row["student_id"]: float(row["score"]) for row in csv_rows(course / "grades.csv")}
     assert totals == {student: float(sum(points.values())) for student, points in expected.items()}
     assert "PROBLEM" not in output  # grade.py compares the gradebook with its own scores and says so
+
+
+@needs_bwrap
+@pytest.mark.grading
+def test_the_full_solution_beside_the_attackers_is_graded_as_on_a_quiet_machine(redteam):
+    """Trained beside the hogs, it reaches no limit, needs nobody's attention, and its feedback shows no hidden case;
+    the report gives the load it was graded under."""
+    course, _, output, _, _ = redteam
+    report = (course / f"grading_report_{NAME}.md").read_text()
+    limits = limits_section(report)
+    load = [line for line in report.splitlines() if line.startswith("Load during grading (1-minute load average")]
+    print(f"\nthe full solution beside the attackers: {seconds_per_submission(output).get('full')} s; {load}")
+    assert load
+    assert "**full**" not in limits, limits
+    assert "full" not in report_sections(report)
+    assert not hidden_lines_in_feedback(course, NAME, ["full", "honest"])
 
 
 @needs_bwrap
@@ -386,6 +399,28 @@ def test_events_cannot_extend_a_cells_deadline():
     clock.see({"event": "start", "cell": 3}, now=61.0, used=(31.0, 0.0))  # cell 2 is skipped here: 3 comes next
     assert clock.deadline == 61.0 + backstop * 20 + supervise.GRACE
     assert clock.cpu_deadline == 31.0 + (20 + supervise.GRACE) * 2
+
+
+def test_a_cell_its_own_alarm_stopped_is_reported_as_a_limit_reached():
+    """The probe's alarm stops a cell at its limit, before the supervisor's kill: listed when the clock saw the
+    whole limit used and the cell says CellTimeout; a CellTimeout raised early, or another error at the limit, is
+    not."""
+    program = cells(10, 10, 10, 10)
+    job = supervise.Job(program=program, scratch=Path("/nonexistent"), runtime=Path("/nonexistent"),
+                        box=sandbox.Sandbox("none"), threads=2)
+    clock = supervise.Clock(program, skip=[], started=0.0, threads=2, finished=job.finished)
+    for index, (cpu, wall) in enumerate([(19.8, 12.0), (3.0, 3.0), (20.0, 20.0), (1.0, 1.0)]):
+        clock.see({"event": "start", "cell": index}, now=100.0 * index, used=(100.0 * index, 0.0))
+        clock.see({"event": "end", "cell": index}, now=100.0 * index + wall, used=(100.0 * index + cpu, 0.0))
+    stopped = {"ename": "CellTimeout", "evalue": "the cell ran past its time limit and was stopped", "frames": []}
+    other = {"ename": "ValueError", "evalue": "x", "frames": []}
+    run = supervise.ProbeRun(cells={0: {"error": stopped}, 1: {"error": stopped}, 2: {"error": other},
+                                    3: {"error": None}})
+    supervise.stopped_by_alarm(job, run)
+    assert [(limit["cell"], limit["kind"], limit["cpu"], limit["wall"]) for limit in run.limits] == \
+        [(supervise.cell_label(program[0]), "CPU limit", 19.8, 12.0)]
+    assert run.notes == [f"{supervise.cell_label(program[0])}: the cell ran past its 10 s limit of CPU time (20 CPU s "
+                         "in 12 s) and was stopped; grading went on without it"]
 
 
 def test_reading_never_blocks_on_what_the_student_left(tmp_path):

@@ -27,7 +27,7 @@ import subprocess
 import threading
 import time
 import zipfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -53,6 +53,7 @@ MAX_CELL = 1 << 20  # a cell's output as the probe writes it (two streams of 20,
 MAX_PICKLE = 1 << 20  # the pickle in a task file (records of tensors by reference: about 12 kB for 33 cases)
 MAX_PROGRESS = 4 << 20  # bytes of progress log read per attempt; beyond it events are ignored (the clock is not)
 MAX_LOG = 64 << 10  # the end of the probe's log kept in build/grading/logs/
+ALARM_SLACK = 0.5  # CPU seconds per thread: the clock reads a cell's start up to a polling step after it began
 
 
 @dataclass
@@ -75,6 +76,7 @@ class Job:
     begun: float = 0.0  # when grading this submission began (time.monotonic())
     idle: float = 0.0  # wall seconds its sandbox spent neither running nor waiting for a CPU, all attempts (max_idle)
     max_idle: float = MAX_IDLE  # what idle may reach before a cell that idles GRACE seconds more is stopped
+    finished: dict = field(default_factory=dict)  # cell index -> what it used by its "end" event (Clock.spent)
 
     def recorded_tasks(self):
         """Tasks of the program's check cells whose records the probe has written so far (looked up by name: a
@@ -142,9 +144,10 @@ class Clock:
             its limit times threads (the same as comparing its CPU time divided by threads with its limit).
     """
 
-    def __init__(self, program, skip, started, used=(0.0, 0.0), threads=1):
+    def __init__(self, program, skip, started, used=(0.0, 0.0), threads=1, finished=None):
         self.program, self.skip, self.threads = program, set(skip), threads
         self.top, self.ended, self.done = -1, set(), False
+        self.finished = {} if finished is None else finished  # cell index -> what it used by its end
         self.begin(started, used, STARTUP)
 
     def begin(self, now, used, limit):
@@ -164,6 +167,7 @@ class Clock:
             self.begin(now, used, self.program[cell].limit)
         elif kind == "end" and cell == self.top:
             self.ended.add(cell)
+            self.finished[cell] = self.spent(now, used)  # the last end wins: the probe's own comes after the cell
         elif kind == "done" and self.next_cell() is None:
             self.done = True
 
@@ -303,7 +307,7 @@ def run_attempt(job, skip):
     watchdog.daemon = True
     watchdog.start()  # the total limit holds even if watching stalls
     try:
-        clock = Clock(job.program, plan, time.monotonic(), job.meter.read(), job.threads)
+        clock = Clock(job.program, plan, time.monotonic(), job.meter.read(), job.threads, job.finished)
         return watch(process, Progress(reader), job, clock)
     finally:
         watchdog.cancel()
@@ -330,6 +334,7 @@ def run_probe(job):
         (job.scratch / "input" / "program.json").write_text(json.dumps([asdict(cell) for cell in job.program]))
         attempts(job, run, uid)
         collect(job, run)
+        stopped_by_alarm(job, run)
         run.notes += scratch_notes(job)
     finally:
         keep_log(job, run.endings)
@@ -401,6 +406,22 @@ def limit_reached(job, ended, cell, alone, rerun):
             "cpu": round(spent["cpu"], 1), "wall": round(spent["wall"], 1), "load": round(spent["load"], 2),
             "waited": round(spent.get("waited", 0.0), 1), "alone": alone,
             "then": "run again alone (the machine was oversubscribed)" if rerun else "stopped"}
+
+
+def stopped_by_alarm(job, run):
+    """Report the cells the probe's own alarm stopped at their CPU limit (the gentler stop, before the supervisor's
+    kill at the limit plus GRACE): their error says CellTimeout, and the grader's clock saw their whole limit used
+    (less ALARM_SLACK), so neither a raised CellTimeout alone nor a cell's honest use of its time is listed."""
+    for index, spent in sorted(job.finished.items()):
+        cell, output = job.program[index], run.cells.get(index)
+        error = output.get("error") if isinstance(output, dict) else None
+        if not isinstance(error, dict) or error.get("ename") != "CellTimeout" or \
+                spent["cpu"] < (cell.limit - ALARM_SLACK) * job.threads:
+            continue
+        job.stopped = spent
+        run.limits.append(limit_reached(job, "timeout", index, False, False))
+        run.notes.append(f"{cell_label(cell)}: " + STOPPED["timeout"][1].format(
+            limit=cell.limit, cpu=spent["cpu"], wall=spent["wall"]))
 
 
 def probe_failure(job, ended):

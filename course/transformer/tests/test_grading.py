@@ -112,9 +112,8 @@ NOTHING = without(POINTS, *POINTS)
 
 def clean_submissions(definitions):
     """The reference's definitions, nothing trained, in a clean notebook. Notebooks that train are graded where their
-    training is the point, once each: the full solution beside a CPU hog by tests/test_grading_under_load.py, and one
-    with a planted mistake by tests/test_redteam_containment.py (this assignment is the course's vehicle:
-    vehicle.py)."""
+    training is the point: the full solution, once, beside the attackers of tests/test_redteam_containment.py (this
+    assignment is the course's vehicle: vehicle.py)."""
     return {"clean": ("clean_transformer.ipynb", definitions, DEFINITION_POINTS)}
 
 
@@ -203,7 +202,7 @@ def make_zip(path):
 # ----- Fast checks of the pieces -------------------------------------------------------------------------------
 
 def test_the_full_solution_is_graded_as_the_vehicle():
-    """The full solution trains, so it is graded once: by tests/test_grading_under_load.py, which grades the course's
+    """The full solution trains, so it is graded once: by tests/test_redteam_containment.py, which grades the course's
     vehicle (the registry's first assignment). Registering another assignment first would leave it ungraded."""
     assert assignments()[0].name == NAME, "grade the full solution here, with its training, if it is not the vehicle"
 

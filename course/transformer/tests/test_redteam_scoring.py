@@ -3,7 +3,7 @@
 Fast tests attack the pieces directly (the trained-model judge with hand-built models, the records of its tasks).
 The slow ones (marker `grading`) collect and grade a class of attack submissions end to end beside honest ones that
 must keep every point of their answers (none trains: the full solution is graded, trained, by
-tests/test_grading_under_load.py, this assignment being the course's vehicle), and check
+tests/test_redteam_containment.py, this assignment being the course's vehicle), and check
 grades.csv, grades_by_task.csv and the gradebook agree. The attacks are built in course/transformer/tests/
 redteam_attacks.py; the attacks on shared pieces (collect on hostile zips, the renderer, the
 escaping) are tested in tests/test_redteam_collect.py.
@@ -223,8 +223,8 @@ def class_submissions():
     found["month0"] = ("month0/transformer.ipynb", definitions, points)  # its zip date has month 0 (patched below)
     found["bomb"] = ("bomb/transformer.ipynb", definitions, {task: 0 for task in points})  # declared 2 GiB
     # Nothing here trains: that an honest trained model earns the trained tasks (the control for the zeros the
-    # hand-written models get) is graded by tests/test_grading_under_load.py, the same grader with the same options
-    # (beside a CPU hog), on the full solution.
+    # hand-written models get) is graded by tests/test_redteam_containment.py, the same grader with the same options
+    # (beside the attackers), on the full solution.
     return found
 
 

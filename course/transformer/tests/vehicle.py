@@ -1,10 +1,6 @@
 """What the course-wide tests of grading/ need of the transformer when it is their vehicle (tests/course_paths.py):
 answers and attacks written against its own classes and cells, and what the grader must say about them."""
 
-# A planted mistake (course/transformer/mistakes.py: task, name) whose notebook still trains every model to its target:
-# graded whole, it loses that task's points alone (the trained tasks are judged from the weights, on the reference).
-TRAINED_MISTAKE = (3, "mask not passed to attention")
-
 # A classifier far above the task's default sizes, for the first training task's cell: refused unbuilt, flagged.
 BIG_MODEL = '''from course_lib.transformer import VOCAB_SIZE
 
