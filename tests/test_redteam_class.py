@@ -129,7 +129,10 @@ def test_a_sleeper_is_stopped_at_its_allowance_and_a_huge_model_is_flagged_as_to
     report = (course / f"grading_report_{NAME}.md").read_text()
     limits = limits_section(report)
     assert f"limit on sleeping ({IDLE} s without CPU use in all)" in limits and "**asleep**" in limits
-    assert not [student for student in class_submissions() if f"**{student}**" in limits and student != "asleep"]
+    # The huge model's 50 M weights can take a provided cell after its training past the scratch course's 10 s limit
+    # (the probe's alarm stops it there, and the report names every limit reached): allowed, not required.
+    others = [student for student in class_submissions() if f"**{student}**" in limits]
+    assert not set(others) - {"asleep", "hugemodel"}, limits
     assert "honest" not in report_sections(report)
     assert "idle" in (course / "build" / "grading" / "logs" / "asleep.log").read_text()
     flagged = flagged_part(course)
