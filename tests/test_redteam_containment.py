@@ -206,12 +206,14 @@ def attacks(course, decoy, port):
     escape = ESCAPE.format(token=TOKEN, reads=reads, writes=writes, listings=listings, port=port,
                            grader=os.getpid(), gradebook=gradebook, symlinked=max(POINTS) + 1,
                            linked=max(POINTS) + 2)  # tasks beyond the last
-    return {"cpuhog": (CPU_HOG, f"ran past its {SCRATCH_CELL_SECONDS} s limit", False),  # graded first of them
+    # Graded in name order after the full solution: the CPU hog beside its training, then the two cells that sleep to
+    # their backstop (40 s each) beside its training and the other attacks, rather than last and alone
+    return {"cpuhog": (CPU_HOG, f"ran past its {SCRATCH_CELL_SECONDS} s limit", False),
             "escape": (escape, None, True),
             "survivor": (SURVIVOR, None, True),
             "forkbomb": (FORKBOMB, None, True),
-            "fakeend": (FAKE_END.format(), f"ran past its {SCRATCH_CELL_SECONDS} s limit", False),
-            "traincomment": (TRAIN_COMMENT, f"ran past its {SCRATCH_CELL_SECONDS} s limit", False),
+            "deadline-fakeend": (FAKE_END.format(), f"ran past its {SCRATCH_CELL_SECONDS} s limit", False),
+            "deadline-traincomment": (TRAIN_COMMENT, f"ran past its {SCRATCH_CELL_SECONDS} s limit", False),
             "fifo": (FIFO, None, True),
             "silence": (SILENCE, "tampered with the probe's progress log", False),
             "memoryhog": (MEMORY_HOG, f"more than the sandbox's {MEMORY_GIB:g} GiB of memory" if CGROUP else None,
@@ -352,7 +354,8 @@ def test_limits_are_reported_and_come_from_the_clock(redteam):
             assert words in sections.get(student, ""), f"{student}: {sections.get(student)}"
     print(f"\nseconds per submission (grade --jobs 2, shared machine): {seconds_per_submission(output)}")
     limits = limits_section((course / f"grading_report_{NAME}.md").read_text())
-    for student in ("fakeend", "traincomment"):  # stopped at the scratch limit's backstop: not 300 s, not MAX_TOTAL
+    # Stopped at the scratch limit's backstop: not the training cells' 300 s, not MAX_TOTAL
+    for student in ("deadline-fakeend", "deadline-traincomment"):
         assert f"**{student}**, an added cell" in limits and \
             f"ran past its {SCRATCH_CELL_SECONDS} s limit: it was still running after" in sections[student], \
             (limits, sections[student])
