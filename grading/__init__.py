@@ -23,7 +23,8 @@ each with its entry point in its __init__.py; grade.py calls them in order:
 A stage imports only earlier stages and the shared modules, never a later stage nor the probe. Shared:
 records.py (what one stage hands the next: SubmissionRecord, ProbeRun), recipes.py (runs a case on given objects:
 the probe on the student's, judge on the reference's), folders.py (a course folder's paths and limits), text.py
-(escaping). grade.py is `python -m grading.grade`, the pipeline; jobs.py runs its submissions several at once.
+(escaping). grade.py is `python -m grading.grade`, the pipeline; jobs.py runs its submissions several at once;
+shards.py splits a run into shards whose saved results a last run merges and publishes.
 """
 import sys
 

@@ -15,6 +15,9 @@ The stages, in order, each a package of grading/ with its entry point:
                             grades.csv, grades_by_task.csv, grading_report_<assignment>.md, exports/
 One record per submission (grading.records.SubmissionRecord) is passed along, each stage filling its part.
 One submission's trouble never stops the others; a line per finished submission shows the progress.
+
+`--shard I/N --results DIR` grades the I-th of N shards of the submissions and saves their results in DIR instead of
+publishing; `--merge DIR` publishes what the shards saved, as one run would have (grading/shards.py).
 """
 import argparse
 import shutil
@@ -34,6 +37,8 @@ from .match import UnreadableNotebook, bounded, match_submission, prepare_releas
 from .publish import LAYOUTS, grader_error, publish, write_graded
 from .records import ProbeRun, SubmissionRecord
 from .sandbox import SandboxUnavailable, choose_sandbox, prepare_runtime, run_submission
+from .shards import (ShardError, merged_students, partition, read_manifests, restore, save_manifest, save_result,
+                     shard_spec)
 
 
 class UnpackFailed(UnreadableNotebook):
@@ -110,7 +115,20 @@ def parse(argv):
     parser.add_argument("--scratch", type=float, default=1.0, help="GiB of scratch disk per submission (default 1)")
     parser.add_argument("--exports", default=",".join(LAYOUTS),
                         help=f"LMS layouts written to exports/ (comma-separated of {', '.join(LAYOUTS)}; '' none)")
-    return parser.parse_args(argv)
+    parser.add_argument("--shard", help="grade only shard I of N (0-based) and save its results (--results): I/N, "
+                                        "or /N with I from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX")
+    parser.add_argument("--results", help="folder where --shard saves its results, for --merge")
+    parser.add_argument("--merge", metavar="RESULTS", help="publish the results the shards saved in this folder")
+    args = parser.parse_args(argv)
+    try:
+        args.shard = shard_spec(args.shard) if args.shard is not None else None
+    except ShardError as error:
+        parser.error(str(error))
+    if args.shard and not args.results or args.results and not args.shard:
+        parser.error("--shard and --results go together")
+    if (args.shard or args.merge) and args.student or args.shard and args.merge:
+        parser.error("--shard, --merge and --student each take a run of their own")
+    return args
 
 
 def setting_up(args):
@@ -123,6 +141,8 @@ def setting_up(args):
     try:
         names = [args.assignment] if args.assignment else [entry.name for entry in assignments(args.course)]
         courses = [Course(args.course, name) for name in names]
+        if args.merge:  # runs no student code: needs no sandbox
+            return [course for course in courses if (Path(args.merge) / course.assignment).is_dir()], None, layouts
         box = choose_sandbox(args.sandbox, args.memory, args.scratch)
     except (RegistryError, SandboxUnavailable) as error:
         sys.exit(f"grade: {error}")
@@ -158,8 +178,8 @@ def clear(folder):
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def grade_assignment(course, submissions, box, layouts, args):
-    """Grade one assignment's submissions, then write its gradebook entries, feedback, CSV rows, report and exports."""
+def graded(course, submissions, box, args):
+    """Grade the submissions and write their graded notebooks: (the release, their Results, the report's context)."""
     started = time.monotonic()
     clear_rendered(course, submissions, args.student)
     grading, jobs = Grading(course, box), max(1, args.jobs)
@@ -170,7 +190,49 @@ def grade_assignment(course, submissions, box, layouts, args):
                             Progress(len(submissions)))
     context = {"jobs": jobs, "sandbox": box.warning or "; ".join(box.found), "seconds": time.monotonic() - started,
                "load": load.summary()}
-    problems = publish(course, grading.release, submissions, results, context, args.student, layouts)
+    return grading.release, results, context
+
+
+def grade_shard(course, submissions, box, args):
+    """Grade this run's shard of the submissions in a build folder of its own; save each result, then the manifest."""
+    (index, count), started = args.shard, time.monotonic()
+    course.build = course.build / f"shard-{index}-of-{count}"  # shards may share the course folder, never a file
+    mine, folder = partition(submissions, count)[index], Path(args.results) / course.assignment
+    results, context = graded(course, mine, box, args)[1:] if mine else ([], {"jobs": args.jobs, "seconds": 0.0})
+    for result in results:
+        save_result(folder, result, course.build)
+    save_manifest(folder, index, count, [result.student for result in results], context)
+    print(f"graded shard {index}/{count} of {course.assignment}: {len(results)} submission(s) in "
+          f"{time.monotonic() - started:.0f} s, saved in {folder}/", flush=True)
+
+
+def merge_shards(course, layouts, args):
+    """Publish what every shard saved for the assignment; exit 1 after publishing if a shard is missing."""
+    folder = Path(args.merge) / course.assignment
+    found, count, problems = read_manifests(folder)
+    owners = merged_students(found)
+    submissions = [s for s in discover(course.submitted, course.assignment) if s.student in owners]
+    if len(submissions) != len(owners):
+        raise ShardError(f"{sorted(set(owners) - {s.student for s in submissions})} were graded by a shard but "
+                         f"have no folder under {course.submitted}/: merge on the course folder the shards graded")
+    clear_rendered(course, [], None)
+    results = [restore(folder, student, course.build) for student in sorted(owners)]
+    contexts = [manifest["context"] for manifest in found.values()]
+    context = {"jobs": sum(c["jobs"] for c in contexts), "sandbox": next((c["sandbox"] for c in contexts
+               if "sandbox" in c), ""), "seconds": max(c["seconds"] for c in contexts), "problems": problems}
+    problems += publish(course, prepare_release(course), submissions, results, context, None, layouts)
+    print(f"merged {len(found)} of {count} shard(s) of {course.assignment}: {len(results)} submission(s)"
+          + "".join(f"\nPROBLEM: {p}" for p in problems), flush=True)
+    return problems
+
+
+def grade_assignment(course, submissions, box, layouts, args):
+    """Grade one assignment's submissions, then write its gradebook entries, feedback, CSV rows, report and exports."""
+    if args.shard:
+        return grade_shard(course, submissions, box, args)
+    started = time.monotonic()
+    release, results, context = graded(course, submissions, box, args)
+    problems = publish(course, release, submissions, results, context, args.student, layouts)
     print(f"graded {len(results)} submission(s) of {course.assignment} in {time.monotonic() - started:.0f} s: "
           f"grades.csv, grades_by_task.csv, grading_report_{course.assignment}"
           f"{'_' + args.student if args.student else ''}.md, {course.feedback.name}/, exports/"
@@ -182,6 +244,14 @@ def main(argv=None):
     args = parse(argv)
     sys.stdout.reconfigure(errors="replace")  # student ids of any script print on any terminal
     courses, box, layouts = setting_up(args)
+    if args.merge:
+        if not courses:
+            sys.exit(f"grade: {args.merge} holds no results of {args.assignment or 'any registered assignment'}")
+        try:
+            problems = [problem for course in courses for problem in merge_shards(course, layouts, args)]
+        except ShardError as error:
+            sys.exit(f"grade: {error}")
+        sys.exit(1 if problems else 0)
     found = [(course, waiting(course, args.student)) for course in courses]
     if not any(submissions for _, submissions in found):
         sys.exit(nothing_to_grade(courses, args.student))

@@ -24,7 +24,7 @@ from grading.jobs import Progress
 
 STAGES = ("collect", "match", "sandbox", "judge", "publish")  # in the order a submission passes them
 SHARED = ("folders", "records", "recipes", "text")  # modules every stage may use; they import no stage
-DRIVER = ("grade", "jobs")  # the pipeline: it calls the stages' entry points
+DRIVER = ("grade", "jobs", "shards")  # the pipeline: it calls the stages' entry points (shards: split and merged)
 
 
 def relative_imports(path):

@@ -79,7 +79,7 @@ def publish(course, release, submissions, results, context, student=None, layout
     order = [assignment.name for assignment in registry.assignments(course.root)]
     write_exports(course.root / "exports", gradebook.all_scores(course), course.submitted, layouts, order)
     write_report(report_path(course.root, course.assignment, student), course.assignment, results,
-                 dict(context, problems=problems))
+                 dict(context, problems=context.get("problems", []) + problems))
     return problems
 
 
