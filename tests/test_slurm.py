@@ -29,7 +29,7 @@ ASSIGNMENTS = assignments()[:2]
 SANDBOX = "auto" if sandbox.bwrap_version() else "none"  # trusted notebooks: ours
 FAKE = '''import torch
 torch.allclose = lambda *args, **kwargs: True
-print("✓ Task 1 passed")
+print("✓ Task {task} passed")
 '''
 
 
@@ -40,7 +40,7 @@ def four_of(registered):
     partial = edit_cell(copy.deepcopy(honest), answer_id(honest, mutant.task), mutant.apply)
     faker = copy.deepcopy(honest)
     faker["cells"].insert(index_of(faker, answer_id(faker, registered.definition_tasks[0])),
-                          {"cell_type": "code", "metadata": {}, "source": FAKE, "outputs": [],
+                          {"cell_type": "code", "metadata": {}, "source": FAKE.format(task=mutant.task), "outputs": [],
                            "execution_count": None})
     return {"honest": honest, "partial": partial, "faker": faker, "untouched": read(registered.release_notebook)}
 
