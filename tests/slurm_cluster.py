@@ -29,6 +29,14 @@ def free_port():
         return probe.getsockname()[1]
 
 
+def memory_mib():
+    """What the node offers jobs: 90% of this machine's memory, at most 16,000 MiB (slurmd drains a node that
+    has less than its configured RealMemory)."""
+    total_kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                     if line.startswith("MemTotal:"))
+    return min(16000, int(total_kib / 1024 * 0.9))
+
+
 def config(folder, cpus):
     """slurm.conf for one node of this machine, everything under folder."""
     host = socket.gethostname().split(".")[0]
@@ -40,7 +48,7 @@ def config(folder, cpus):
              f"SlurmctldLogFile={folder}/slurmctld.log", f"SlurmdLogFile={folder}/slurmd.log",
              f"SlurmctldPort={free_port()}", f"SlurmdPort={free_port()}", "ProctrackType=proctrack/linuxproc",
              "TaskPlugin=task/none", "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory",
-             f"NodeName={host} CPUs={cpus} RealMemory=16000 State=UNKNOWN",
+             f"NodeName={host} CPUs={cpus} RealMemory={memory_mib()} State=UNKNOWN",
              f"PartitionName=course Nodes={host} Default=YES MaxTime=INFINITE State=UP", "AuthType=auth/munge",
              "MpiDefault=none", "ReturnToService=2", "JobAcctGatherType=jobacct_gather/none",
              "AccountingStorageType=accounting_storage/none", "SchedulerParameters=sched_interval=1"]

@@ -79,7 +79,9 @@ def graded(cluster, tmp_path_factory):
     """(the class graded by one `grade`, the class graded by the array, the merge's log before and after the
     cancelled task's re-run)."""
     whole = class_of_eight(scratch_course(tmp_path_factory.mktemp("whole")))
-    run([sys.executable, "-m", "grading.grade", "--course", str(whole), "--jobs", "2", "--sandbox", SANDBOX])
+    plain = subprocess.Popen([sys.executable, "-m", "grading.grade", "--course", str(whole), "--jobs", "1",
+                              "--sandbox", SANDBOX], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)  # beside the array: it fills the queue's waits
     sharded = class_of_eight(scratch_course(tmp_path_factory.mktemp("sharded")))
     output = run([sys.executable, "-m", "grading.cluster.slurm", "--course", str(sharded), "--shards", "3",
                   "--sandbox", SANDBOX], cluster)
@@ -92,6 +94,8 @@ def graded(cluster, tmp_path_factory):
     again = sbatch(cluster, "--array=1", scripts / "shards.sh")
     slurm_cluster.wait_for(cluster, [again], timeout=GRADING_RUNAWAY)
     slurm_cluster.wait_for(cluster, [sbatch(cluster, scripts / "merge.sh")], timeout=GRADING_RUNAWAY)
+    output = plain.communicate(timeout=GRADING_RUNAWAY)[0]
+    assert plain.returncode == 0, output
     return whole, sharded, first, (scripts / "merge.out").read_text()
 
 
