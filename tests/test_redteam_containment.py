@@ -524,6 +524,23 @@ def test_grading_without_a_sandbox_needs_the_flag_and_says_so():
     assert box.mode == "none" and "UNISOLATED" in box.warning
 
 
+def test_one_failed_trial_of_bubblewrap_does_not_refuse_the_run(monkeypatch):
+    """A busy machine can fail one trial (a make test run saw a whole grading run refused once): grade is refused
+    only when every trial fails, and the refusal says what bubblewrap said."""
+    said = iter(["bwrap: Can't mount tmpfs: Cannot allocate memory", ""])
+    monkeypatch.setattr(sandbox, "bwrap_trial", lambda: next(said))
+    monkeypatch.setattr(sandbox.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: "/usr/bin/bwrap")
+    monkeypatch.setattr(sandbox.subprocess, "run", lambda *args, **kwargs: subprocess.CompletedProcess(
+        args, 0, stdout="bubblewrap 0.8.0\n"))  # only `bwrap --version` is left to run
+    assert sandbox.bwrap_version() == "bubblewrap 0.8.0"
+    monkeypatch.setattr(sandbox, "bwrap_trial", lambda: "bwrap: Creating new namespace failed: Operation not permitted")
+    assert sandbox.bwrap_version() is None
+    with pytest.raises(sandbox.SandboxUnavailable, match="one more said: bwrap: Creating new namespace failed"):
+        sandbox.choose("auto")
+
+
 FOREVER = '''import json, os, time
 for cell in range(1000):  # claims one cell after another, each within its limit: only the total limit is left
     os.write(int(os.environ["GRADING_PROGRESS_FD"]), (json.dumps({"event": "start", "cell": cell}) + "\\n").encode())

@@ -63,18 +63,36 @@ class Sandbox:
         return options + ([] if self.cgroup[0] else [f"--as={self.memory + 2 * GIB}"])
 
 
+TRIALS = 3  # a busy machine can fail one trial (a mount short of memory): a run is refused only if all fail
+
+
+def bwrap_trial():
+    """'' if bubblewrap made the sandbox's namespaces and mounts once, else what it said."""
+    try:
+        trial = subprocess.run(["bwrap", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc",
+                                "--dev", "/dev", "--size", "1048576", "--perms", "1777", "--tmpfs", "/tmp",
+                                "--die-with-parent", "--new-session", "true"], capture_output=True, text=True,
+                               timeout=30)
+    except (OSError, subprocess.SubprocessError) as error:
+        return str(error)
+    return "" if trial.returncode == 0 else trial.stderr.strip()[:300] or f"exit status {trial.returncode}"
+
+
 def bwrap_version():
     """bubblewrap's version if it runs here as this user with the namespaces the sandbox needs, else None."""
     if shutil.which("bwrap") is None or os.geteuid() != 0:
         return None
+    for attempt in range(TRIALS):
+        if not bwrap_trial():
+            break
+        time.sleep(1.0 + attempt)
+    else:
+        return None
     try:
-        trial = subprocess.run(["bwrap", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc",
-                                "--dev", "/dev", "--size", "1048576", "--perms", "1777", "--tmpfs", "/tmp",
-                                "--die-with-parent", "--new-session", "true"], capture_output=True, timeout=30)
         version = subprocess.run(["bwrap", "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    return version.strip() or "bubblewrap" if trial.returncode == 0 else None
+    return version.strip() or "bubblewrap"
 
 
 def choose(requested="auto", memory_gib=4.0, scratch_gib=1.0):
@@ -88,8 +106,8 @@ def choose(requested="auto", memory_gib=4.0, scratch_gib=1.0):
     if version is None:
         why = "bubblewrap (`bwrap`) is not installed" if shutil.which("bwrap") is None else \
             "grading is not running as root" if os.geteuid() != 0 else \
-            "bubblewrap cannot create namespaces here (a container without CAP_SYS_ADMIN?), or is older than " \
-            "0.8.0 (no --size)"
+            f"bubblewrap cannot create namespaces here (a container without CAP_SYS_ADMIN?), or is older than " \
+            f"0.8.0 (no --size); {TRIALS} trials failed, and one more said: {bwrap_trial() or 'nothing (it ran)'}"
         raise SandboxUnavailable(f"no sandbox: {why}. To grade untrusted notebooks, {INSTALL}. To grade without "
                                  "isolation anyway (trusted notebooks only), pass --sandbox none "
                                  "(make grade SANDBOX=none).")
