@@ -85,7 +85,8 @@ def bwrap_version():
     for attempt in range(TRIALS):
         if not bwrap_trial():
             break
-        time.sleep(1.0 + attempt)
+        if attempt + 1 < TRIALS:
+            time.sleep(1.0 + attempt)
     else:
         return None
     try:

@@ -392,10 +392,10 @@ def attempts(job, run, uid):
     run.notes.append(f"grading gave up after {MAX_ATTEMPTS} stopped cells; cells not reached count as not run")
 
 
-def limit_reached(job, ended, cell, alone, rerun):
-    """The report's entry for a limit reached: which cell (or the whole notebook), the CPU and wall seconds, the
-    load per core, whether the probe ran alone, and what followed."""
-    spent = job.stopped or {"cpu": 0.0, "wall": 0.0, "load": cpuclock.load_per_core()}
+def limit_reached(job, ended, cell, alone, rerun, spent=None):
+    """The report's entry for a limit reached: which cell (or the whole notebook), the CPU and wall seconds (spent,
+    else what the last stopped cell used), the load per core, whether the probe ran alone, and what followed."""
+    spent = spent or job.stopped or {"cpu": 0.0, "wall": 0.0, "load": cpuclock.load_per_core()}
     if ended == "total":
         spent = dict(spent, cpu=job.cpu, wall=time.monotonic() - job.begun)
     where = "the whole notebook" if ended == "total" else cell_label(job.program[cell]) if cell >= 0 else \
@@ -418,10 +418,8 @@ def stopped_by_alarm(job, run):
         if not isinstance(error, dict) or error.get("ename") != "CellTimeout" or \
                 spent["cpu"] < (cell.limit - ALARM_SLACK) * job.threads:
             continue
-        job.stopped = spent
-        run.limits.append(limit_reached(job, "timeout", index, False, False))
-        run.notes.append(f"{cell_label(cell)}: " + STOPPED["timeout"][1].format(
-            limit=cell.limit, cpu=spent["cpu"], wall=spent["wall"]))
+        run.limits.append(limit_reached(job, "timeout", index, False, False, spent))
+        run.notes.append(f"{cell_label(cell)}: {stopped_output('timeout', cell, job.box, spent)['error']['evalue']}")
 
 
 def probe_failure(job, ended):
