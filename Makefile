@@ -9,7 +9,7 @@ ASSIGNMENT ?=
 EACH_ASSIGNMENT = names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && for name in $$names; do
 export MPLBACKEND := Agg
 
-.PHONY: lab test release student-dist fixtures assets bench collect grade clean
+.PHONY: lab test release student-dist fixtures assets bench collect grade grade-slurm clean
 
 # pip compiles every installed module to bytecode on one core (22 of the install's 35 s, docs/bench.md): it installs
 # without, and compileall does it on every core, skipping the packages' own test suites, which nothing here imports.
@@ -67,6 +67,12 @@ EXPORTS ?= canvas,moodle
 grade: $(STAMP)  ## autograde submitted/ in bubblewrap: every assignment with submissions (ASSIGNMENT=, STUDENT=, JOBS=, EXPORTS=)
 	$(BIN)/python -m grading.grade $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") --jobs "$(or $(JOBS),1)" \
 		--sandbox "$(or $(SANDBOX),auto)" --exports "$(EXPORTS)" $(if $(STUDENT),--student "$(STUDENT)")
+
+# make grade-slurm SHARDS=N: grade as a Slurm job array of N shards and a merge job after it (docs/instructors.md);
+# the course folder must be on a file system every node mounts. ASSIGNMENT= one assignment (default: every one).
+grade-slurm: $(STAMP)  ## grade in a Slurm job array: make grade-slurm SHARDS=N [ASSIGNMENT=] [PARTITION=] [JOBS=]
+	$(BIN)/python -m grading.cluster.slurm --shards "$(SHARDS)" $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") \
+		$(if $(PARTITION),--partition "$(PARTITION)") --jobs "$(or $(JOBS),1)" --sandbox "$(or $(SANDBOX),auto)"
 
 clean:
 	rm -rf $(VENV) build *.egg-info gradebook.db

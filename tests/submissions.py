@@ -203,6 +203,17 @@ def hidden_case_lines(name):
             if len(line.strip()) > 25 and not line.strip().startswith(("#", '"""', "from ", "import "))]
 
 
+def published(course, name):
+    """What a grading run of the assignment published that another way of grading it must equal: the CSVs' rows,
+    the report's notes per student, the feedback pages and the export files."""
+    rows = {table: sorted(tuple(sorted(row.items())) for row in csv_rows(course / table))
+            for table in ("grades.csv", "grades_by_task.csv")}
+    report = (course / f"grading_report_{name}.md").read_text()
+    pages = sorted(str(path.relative_to(course)) for path in (course / "feedback").rglob("*.html"))
+    exports = sorted(str(path.relative_to(course)) for path in (course / "exports").rglob("*") if path.is_file())
+    return rows, report_sections(report), pages, exports
+
+
 def hidden_lines_in_feedback(course, name, students):
     """{student: the hidden-case lines their feedback page shows}, for those whose page shows any."""
     secret = hidden_case_lines(name)

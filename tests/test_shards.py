@@ -3,7 +3,8 @@
 Fast tests take the pieces: the shard spec and the cluster's index variables, the partition, a result saved and
 restored, the manifests. The end-to-end one (marker `grading`) grades three submissions of the registry's first
 assignment once as one run and once in two shards merged after, and compares what each published, file by file;
-then a merge with a shard missing publishes the rest, names the missing shard and exits 1.
+then a merge with a shard missing publishes the rest, names the missing shard and exits 1. Where this machine can run a
+Slurm cluster of its own, tests/test_slurm.py does all of that through Slurm instead, and this one is skipped.
 """
 import json
 import shutil
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import slurm_cluster
 from course_paths import NAME, RELEASE, ROOT
 from grading.collect.submissions import Submission
 from grading.judge import Result, Verdict
@@ -21,7 +23,7 @@ from grading.match.notebook import read
 from grading.sandbox import sandbox
 from grading.shards import (ShardError, load_result, merged_students, partition, read_manifests, restore,
                             save_manifest, save_result, shard_spec)
-from submissions import GRADING_RUNAWAY, csv_rows, definitions_only, report_sections, scratch_course
+from submissions import GRADING_RUNAWAY, csv_rows, definitions_only, published, scratch_course
 
 
 def test_a_shard_is_given_as_i_of_n_or_by_the_clusters_index():
@@ -111,19 +113,11 @@ def class_of_three(course):
     return course
 
 
-def published(course):
-    """What a grading run published that a merge must equal: the CSVs, the report's notes, the feedback pages."""
-    rows = {name: sorted(tuple(sorted(row.items())) for row in csv_rows(course / name))
-            for name in ("grades.csv", "grades_by_task.csv")}
-    report = (course / f"grading_report_{NAME}.md").read_text()
-    pages = sorted(str(path.relative_to(course)) for path in (course / "feedback").rglob("*.html"))
-    exports = sorted(str(path.relative_to(course)) for path in (course / "exports").rglob("*") if path.is_file())
-    return rows, report_sections(report), pages, exports
-
-
 @pytest.fixture(scope="module")
 def one_run_and_shards(tmp_path_factory):
     """(the course graded in one run, the course graded in 2 shards and merged, the results folder, outputs)."""
+    if not slurm_cluster.missing():
+        pytest.skip("tests/test_slurm.py grades in shards and merges through a Slurm cluster on this machine")
     whole = class_of_three(scratch_course(tmp_path_factory.mktemp("whole")))
     sharded = class_of_three(scratch_course(tmp_path_factory.mktemp("sharded")))
     results = sharded / "results"
@@ -138,7 +132,7 @@ def one_run_and_shards(tmp_path_factory):
 def test_two_shards_merged_publish_what_one_run_publishes(one_run_and_shards):
     whole, sharded, _, outputs = one_run_and_shards
     assert "graded shard 0/2" in outputs[1] and "merged 2 of 2 shard(s)" in outputs[3]
-    assert published(sharded) == published(whole)
+    assert published(sharded, NAME) == published(whole, NAME)
     assert {row["student_id"]: float(row["score"]) for row in csv_rows(whole / "grades.csv")}["honest"] > 0
 
 
