@@ -9,7 +9,7 @@ ASSIGNMENT ?=
 EACH_ASSIGNMENT = names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && for name in $$names; do
 export MPLBACKEND := Agg
 
-.PHONY: lab test release student-dist fixtures assets bench collect grade grade-slurm clean
+.PHONY: lab test release student-dist fixtures assets bench collect grade grade-slurm grade-k8s clean
 
 # pip compiles every installed module to bytecode on one core (22 of the install's 35 s, docs/bench.md): it installs
 # without, and compileall does it on every core, skipping the packages' own test suites, which nothing here imports.
@@ -73,6 +73,13 @@ grade: $(STAMP)  ## autograde submitted/ in bubblewrap: every assignment with su
 grade-slurm: $(STAMP)  ## grade in a Slurm job array: make grade-slurm SHARDS=N [ASSIGNMENT=] [PARTITION=] [JOBS=]
 	$(BIN)/python -m grading.cluster.slurm --shards "$(SHARDS)" $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") \
 		$(if $(PARTITION),--partition "$(PARTITION)") --jobs "$(or $(JOBS),1)" --sandbox "$(or $(SANDBOX),auto)"
+
+# make grade-k8s SHARDS=N IMAGE=…: write a Kubernetes Indexed Job of N shards, a merge Job and submit.sh, which
+# applies them in turn (docs/instructors.md); the course folder is the claim CLAIM, mounted at /course in every pod.
+grade-k8s: $(STAMP)  ## write Kubernetes Jobs: make grade-k8s SHARDS=N IMAGE=… [ASSIGNMENT=] [CLAIM=] [JOBS=] [RERUN=I]
+	$(BIN)/python -m grading.cluster.k8s --shards "$(SHARDS)" --image "$(IMAGE)" \
+		$(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") $(if $(CLAIM),--claim "$(CLAIM)") \
+		$(if $(RERUN),--rerun "$(RERUN)") --jobs "$(or $(JOBS),1)" --sandbox "$(or $(SANDBOX),auto)"
 
 clean:
 	rm -rf $(VENV) build *.egg-info gradebook.db

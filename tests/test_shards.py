@@ -2,11 +2,14 @@
 
 Fast tests take the pieces: the shard spec and the cluster's index variables, the partition, a result saved and
 restored, the manifests. The end-to-end one (marker `grading`) grades three submissions of the registry's first
-assignment once as one run and once in two shards merged after, and compares what each published, file by file;
-then a merge with a shard missing publishes the rest, names the missing shard and exits 1. Where this machine can run a
-Slurm cluster of its own, tests/test_slurm.py does all of that through Slurm instead, and this one is skipped.
+assignment once as one run and once in two shards merged after, and compares what each published, file by file: the
+shards are the pods of `make grade-k8s`'s Indexed Job, each one's container command run here with its
+JOB_COMPLETION_INDEX, and the merge Job's command after them (no Kubernetes cluster was at hand; tests/test_k8s.py reads
+the Jobs). Then a merge with a shard missing publishes the rest, names the missing shard and exits 1.
+tests/test_slurm.py grades through a Slurm cluster of its own where the machine can start one.
 """
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -14,9 +17,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+import yaml
 
-import slurm_cluster
 from course_paths import NAME, RELEASE, ROOT
+from grading.cluster import k8s
 from grading.collect.submissions import Submission
 from grading.judge import Result, Verdict
 from grading.match.notebook import read
@@ -113,23 +117,39 @@ def class_of_three(course):
     return course
 
 
+def indexed_job_commands(course, shards):
+    """The container commands of `make grade-k8s`'s Indexed Job and merge Job for course, mounted where it is here;
+    the image's `python` is this one, its working directory this checkout (the image's /opt/course)."""
+    k8s.main(["--course", str(course), "--assignment", NAME, "--shards", str(shards), "--jobs", "2", "--image",
+              "grading:test", "--mount", str(course), "--sandbox", "auto" if sandbox.bwrap_version() else "none"])
+    folder = course / "build" / "grading" / "k8s" / NAME
+    jobs = [yaml.safe_load((folder / f"{kind}.yaml").read_text()) for kind in ("shards", "merge")]
+    commands = [job["spec"]["template"]["spec"]["containers"][0]["command"] for job in jobs]
+    assert all(command[0] == "python" for command in commands)
+    return [[sys.executable, *command[1:]] for command in commands]
+
+
+def run_as_pod(command, index=None):
+    extra = {} if index is None else {"JOB_COMPLETION_INDEX": str(index)}
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=GRADING_RUNAWAY,
+                          env=dict(os.environ, **extra))
+
+
 @pytest.fixture(scope="module")
 def one_run_and_shards(tmp_path_factory):
-    """(the course graded in one run, the course graded in 2 shards and merged, the results folder, outputs)."""
-    if not slurm_cluster.missing():
-        pytest.skip("tests/test_slurm.py grades in shards and merges through a Slurm cluster on this machine")
+    """(the course graded in one run, the course graded by the Indexed Job's 2 pods' commands run here and merged by
+    the merge Job's, the results folder, outputs)."""
     whole = class_of_three(scratch_course(tmp_path_factory.mktemp("whole")))
     sharded = class_of_three(scratch_course(tmp_path_factory.mktemp("sharded")))
-    results = sharded / "results"
-    runs = [grade(whole), grade(sharded, "--shard", "0/2", "--results", str(results)),
-            grade(sharded, "--shard", "1/2", "--results", str(results)), grade(sharded, "--merge", str(results))]
+    shard_command, merge_command = indexed_job_commands(sharded, 2)
+    runs = [grade(whole), run_as_pod(shard_command, 0), run_as_pod(shard_command, 1), run_as_pod(merge_command)]
     for run in runs:
         assert run.returncode == 0, run.stdout + run.stderr
-    return whole, sharded, results, [run.stdout for run in runs]
+    return whole, sharded, sharded / "build" / "grading" / "results", [run.stdout for run in runs]
 
 
 @pytest.mark.grading
-def test_two_shards_merged_publish_what_one_run_publishes(one_run_and_shards):
+def test_the_indexed_jobs_commands_run_here_publish_what_one_run_publishes(one_run_and_shards):
     whole, sharded, _, outputs = one_run_and_shards
     assert "graded shard 0/2" in outputs[1] and "merged 2 of 2 shard(s)" in outputs[3]
     assert published(sharded, NAME) == published(whole, NAME)

@@ -19,6 +19,7 @@ import slurm_cluster
 from course.registry import assignments
 from course.slices import slice_of
 from course_paths import ROOT
+from grading.cluster import plan, slurm
 from grading.match.notebook import read
 from grading.sandbox import sandbox
 from submissions import (GRADING_RUNAWAY, answer_id, definitions_only, edit_cell, index_of, published,
@@ -117,17 +118,16 @@ def test_a_cancelled_task_is_named_by_the_merge_and_its_rerun_completes_the_clas
 
 def test_the_batch_scripts_ask_for_the_graders_own_limits(tmp_path):
     """Memory: each of --jobs probes' caps and the grader's GiB; time: the grader's bound for the largest shard."""
-    from grading.cluster import slurm
     course = class_of_eight(scratch_course(tmp_path))
-    run([sys.executable, "-m", "grading.cluster.slurm", "--course", str(course), "--shards", "3", "--jobs", "2",
-         "--memory", "3", "--write-only", "--partition", "gpu"])
+    slurm.main(["--course", str(course), "--shards", "3", "--jobs", "2", "--memory", "3", "--write-only",
+                "--partition", "gpu"])
     script = (course / "build" / "grading" / "slurm" / "all" / "shards.sh").read_text()
     assert "#SBATCH --array=0-2" in script and "#SBATCH --cpus-per-task=2" in script
     assert "#SBATCH --partition=gpu" in script and f"#SBATCH --mem={(2 * 3 + 1) * 1024}M" in script
     # 8 submissions in 3 shards: the largest holds 3 or 4 (each assignment's 4 split 2, 1, 1), 2 rounds of 2 at once,
     # each at most the probe's wall-clock bound (3 x 1,200 s), after the task's 600 s of set-up
-    assert f"#SBATCH --time={(slurm.SET_UP_SECONDS + 2 * 3 * 1200) // 60}\n" in script
-    assert slurm.BACKSTOP * slurm.MAX_TOTAL == 3 * 1200
+    assert f"#SBATCH --time={(plan.SET_UP_SECONDS + 2 * 3 * 1200) // 60}\n" in script
+    assert plan.BACKSTOP * plan.MAX_TOTAL == 3 * 1200
     assert "--shard /3" in script and "--results" in script
     merge = (course / "build" / "grading" / "slurm" / "all" / "merge.sh").read_text()
     assert "--merge" in merge and "--array" not in merge
