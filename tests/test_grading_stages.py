@@ -119,7 +119,8 @@ def test_every_stage_is_a_folder_with_its_entry_points_documented():
 @pytest.mark.parametrize("assignment", assignments(), ids=lambda assignment: assignment.name)
 def test_provided_cells_after_the_last_check_cell_are_not_run_but_a_students_cell_is(assignment):
     """Every record is taken at a check cell: the release's cells after the last one are left out of the program,
-    every other release cell is in it, and a cell the student added at the end still runs."""
+    every other release cell is in it but the demo cells (tests/test_demo_cells.py), and a cell the student added at
+    the end still runs."""
     from grading.match.notebook import read, release_layout
     from grading.match.program import build_program
     release = read(assignment.release_notebook)
@@ -128,7 +129,8 @@ def test_provided_cells_after_the_last_check_cell_are_not_run_but_a_students_cel
                                                       "outputs": [], "execution_count": None}])
     program, _ = build_program(added, layout, lambda source: 60.0)
     run = {cell.release_index for cell in program if cell.release_index >= 0}
-    assert run == {cell.index for cell in layout} - trailing_provided_cells(layout)
+    demos = {cell.index for cell in layout if cell.demo}
+    assert run == {cell.index for cell in layout} - trailing_provided_cells(layout) - demos
     assert program[-1].kind == "extra" and program[-1].source == "print('mine')"
 
 

@@ -69,6 +69,10 @@ class ReleaseCell:
     task: int = 0
     points: float = 0.0
     names: list = field(default_factory=list)  # a check cell's arguments, e.g. ["model"]
+    demo: bool = False  # a provided cell tagged "demo": a plot or a measurement nothing graded depends on
+
+
+DEMO_TAG = "demo"  # docs/maintainers.md: what a provided cell needs to carry it (tests/test_demo_cells.py)
 
 
 def release_layout(notebook):
@@ -86,7 +90,7 @@ def release_layout(notebook):
             task = re.match(r"task_(\d+)", grade_id)
             cells.append(ReleaseCell(index, "answer", text, grade_id, int(task.group(1)) if task else 0))
         else:
-            cells.append(ReleaseCell(index, "given", text))
+            cells.append(ReleaseCell(index, "given", text, demo=DEMO_TAG in cell.get("metadata", {}).get("tags", [])))
     return cells
 
 

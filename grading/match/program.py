@@ -4,8 +4,10 @@ Provided cells and check cells come from the pristine release, so an edited, del
 check cell, or an edited provided cell, changes nothing. The student's answer cells take the place
 of the release's; cells the student added run after the cell they followed. Every deviation is
 noted for the report. Provided cells after the last check cell are left out: every record is taken at a check
-cell, so nothing graded depends on them (a timing or a plot of the trained model, seconds each); the feedback shows
-them as released, without outputs.
+cell, so nothing graded depends on them (a timing or a plot of the trained model, seconds each); so are provided
+cells the release tags "demo" (a measurement or a plot that binds nothing later cells read, and after which the
+notebook seeds again before the next graded cell: tests/test_demo_cells.py). The feedback shows them as released,
+without outputs.
 """
 from dataclasses import dataclass, field
 
@@ -84,7 +86,7 @@ def build_program(notebook, layout, limit_for):
         if release.kind == "answer":
             program += [ProgramCell("answer", c.source, limit_for(c.source), release.index, c.position, release.task)
                         for c in student_cells if c.release is release]
-        elif release.kind == "check" or release.index < last_check:  # a provided cell after every record is not run
+        elif release.kind == "check" or release.index < last_check and not release.demo:  # see the docstring above
             program.append(ProgramCell(release.kind, release.source, limit_for(release.source), release.index,
                                        task=release.task, names=release.names))
         program += [ProgramCell("extra", c.source, limit_for(c.source), -1, c.position)

@@ -13,7 +13,6 @@ from course import registry
 
 from ..match import release_program
 from ..text import encodable
-from . import gradebook
 from .exports import LAYOUTS, write_exports
 from .render import render
 from .report import report_path, write_report, write_task_scores
@@ -74,6 +73,7 @@ def publish(course, release, submissions, results, context, student=None, layout
     Args:
         context: "jobs", "sandbox", "seconds" for the report; student: only this student was graded (a regrade).
     """
+    from . import gradebook  # here, not above: nbgrader takes 0.8 s to import, and a shard never publishes
     problems = into_gradebook(course, release, submissions, results, student)
     problems += write_tables(course, results, student)
     order = [assignment.name for assignment in registry.assignments(course.root)]
@@ -85,6 +85,7 @@ def publish(course, release, submissions, results, context, student=None, layout
 
 def into_gradebook(course, release, submissions, results, student):
     """Register, autograde (retrying a failed student with a minimal notebook), set the scores, write feedback."""
+    from . import gradebook
     gradebook.register_assignment(course)
     by_student = {submission.student: submission for submission in submissions}
     gradebook.autograde(course, course.build / "rendered", student)
@@ -105,6 +106,7 @@ def into_gradebook(course, release, submissions, results, student):
 
 def write_tables(course, results, student):
     """grades.csv (nbgrader's export, every assignment) and this run's rows merged into grades_by_task.csv."""
+    from . import gradebook
     problems = []
     try:
         gradebook.export(course, "grades.csv")
