@@ -25,17 +25,8 @@ def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (make test), the longest files first: those with end-to-end grading runs (marker
     `grading`), then the notebooks nbval executes, then the rest, each file's tests together and in their order, so
     that what is left for the last minutes is short and neither worker idles long at the end (the Makefile's
-    --no-loadscope-reorder keeps this order; xdist's own puts files with more tests first). Files marked `idles`
-    (their submissions sleep to their limits for a minute or more) go one first and the others just before the
-    notebooks, so that each runs beside another file's CPU work: two at once left a core idle (docs/bench.md)."""
+    --no-loadscope-reorder keeps this order; xdist's own puts files with more tests first)."""
     if not hasattr(config, "workerinput"):
         return
     graded = {item.path for item in items if item.get_closest_marker("grading")}
-    idle = list(dict.fromkeys(item.path for item in items if item.get_closest_marker("idles")))
-
-    def place(item):
-        if item.path in idle:
-            return -1 if item.path == idle[0] else 0.5
-        return 0 if item.path in graded else 1 if item.path.suffix == ".ipynb" else 2
-
-    items.sort(key=place)
+    items.sort(key=lambda item: 0 if item.path in graded else 1 if item.path.suffix == ".ipynb" else 2)

@@ -40,8 +40,6 @@ from submissions import (DEFINITION_POINTS, GRADING_RUNAWAY, SCRATCH_CELL_SECOND
                          definitions_only, hidden_lines_in_feedback, index_of, limits_section, report_sections,
                          scratch_course, seconds_per_submission)
 
-pytestmark = pytest.mark.idles  # its sleepers idle a core: conftest runs it beside other work
-
 BWRAP = sandbox.bwrap_version()
 CGROUP = sandbox.choose("auto").cgroup[0] if BWRAP else None  # without one, memory is capped by RLIMIT_AS
 needs_bwrap = pytest.mark.skipif(
