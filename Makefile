@@ -9,7 +9,7 @@ ASSIGNMENT ?=
 EACH_ASSIGNMENT = names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && for name in $$names; do
 export MPLBACKEND := Agg
 
-.PHONY: lab test release student-dist fixtures assets bench collect grade grade-slurm grade-k8s clean
+.PHONY: lab test test-slurm release student-dist fixtures assets bench collect grade grade-slurm grade-k8s clean
 
 # pip compiles every installed module to bytecode on one core (22 of the install's 35 s, docs/bench.md): it installs
 # without, and compileall does it on every core, skipping the packages' own test suites, which nothing here imports.
@@ -38,8 +38,14 @@ test: $(STAMP)  ## all tests: lint, unit tests, checkers, release, notebooks (ev
 	$(BIN)/python tools/timed.py "lint (ruff)" -- $(BIN)/ruff check .
 	names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && \
 	OMP_NUM_THREADS=$(TEST_THREADS) MKL_NUM_THREADS=$(TEST_THREADS) $(BIN)/python tools/timed.py "unit tests, checkers and reference notebooks (nbval), $(WORKERS) workers" -- \
-		$(BIN)/pytest -q -n $(WORKERS) --dist loadfile --no-loadscope-reorder tests course \
+		$(BIN)/pytest -q -n $(WORKERS) --dist loadfile --no-loadscope-reorder -m "not cluster" tests course \
 			--nbval-lax $$(for name in $$names; do echo solutions/$$name/$$name.ipynb; done)
+
+# make test-slurm: grading through a single-node Slurm the test starts (tests/test_slurm.py, marker cluster; root and
+# Slurm's Debian packages, or skipped saying why): about 100 s of CPU that make test's 10 minutes have no room for;
+# .ci/run runs it after make test.
+test-slurm: $(STAMP)  ## grading through a real Slurm cluster, end to end (root; Debian's slurmctld, slurmd, munge)
+	$(BIN)/python tools/timed.py "Slurm, end to end" -- $(BIN)/pytest -q -rs -m cluster tests/test_slurm.py
 
 release: $(STAMP)  ## regenerate the student notebooks from the references (nbgrader generate_assignment)
 	$(EACH_ASSIGNMENT) \

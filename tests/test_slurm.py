@@ -5,7 +5,9 @@ munge, as root; skipped with the reason elsewhere, never in CI, whose .ci/run in
 of the registry's first two assignments (an honest notebook of definitions, one with a planted mistake, one that
 fakes its checks, the untouched release) in three shards through `python -m grading.cluster.slurm` (what
 `make grade-slurm` runs), cancels one array task while it runs, lets the merge job (afterany) name it, re-runs that
-task and merges again; the course graded once by `grade` must publish the same. A fast test reads the batch scripts.
+task and merges again; the course graded once by `grade` must publish the same (marker `cluster`: about 100 s of CPU,
+run by `make test-slurm`, which .ci/run runs after `make test`, outside its 10 minutes). A fast test, in `make test`,
+reads the batch scripts.
 """
 import copy
 import json
@@ -101,6 +103,7 @@ def graded(cluster, tmp_path_factory):
 
 
 @pytest.mark.grading
+@pytest.mark.cluster
 def test_the_array_merged_publishes_what_one_grade_run_publishes(graded):
     whole, sharded, _, second = graded
     assert second.count("merged 3 of 3 shard(s)") == len(ASSIGNMENTS), second
@@ -109,6 +112,7 @@ def test_the_array_merged_publishes_what_one_grade_run_publishes(graded):
 
 
 @pytest.mark.grading
+@pytest.mark.cluster
 def test_a_cancelled_task_is_named_by_the_merge_and_its_rerun_completes_the_class(graded):
     _, _, first, second = graded
     assert "PROBLEM: shard 1 of 3 did not finish" in first and first.count("merged 2 of 3 shard(s)") == 2, first
