@@ -9,7 +9,7 @@ ASSIGNMENT ?=
 EACH_ASSIGNMENT = names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && for name in $$names; do
 export MPLBACKEND := Agg
 
-.PHONY: lab test test-slurm release student-dist fixtures assets bench collect grade grade-slurm grade-k8s clean
+.PHONY: lab test test-slurm release student-dist fixtures assets bench collect grade grade-slurm grade-k8s similarity clean
 
 # pip compiles every installed module to bytecode on one core (22 of the install's 35 s, docs/bench.md): it installs
 # without, and compileall does it on every core, skipping the packages' own test suites, which nothing here imports.
@@ -86,6 +86,11 @@ grade-k8s: $(STAMP)  ## write Kubernetes Jobs: make grade-k8s SHARDS=N IMAGE=…
 	$(BIN)/python -m grading.cluster.k8s --shards "$(SHARDS)" --image "$(IMAGE)" \
 		$(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") $(if $(CLAIM),--claim "$(CLAIM)") \
 		$(if $(RERUN),--rerun "$(RERUN)") --jobs "$(or $(JOBS),1)" --sandbox "$(or $(SANDBOX),auto)"
+
+# make similarity ASSIGNMENT=A: rank the pairs of students whose answer cells look alike (copydetect), the release's
+# own code left out: reports/<a>/similarity.html and similarity.csv (student data: git-ignored).
+similarity: $(STAMP)  ## pairs of students whose answers look alike: make similarity ASSIGNMENT=name
+	$(BIN)/python -m grading.similarity $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)")
 
 clean:
 	rm -rf $(VENV) build *.egg-info gradebook.db
