@@ -81,7 +81,9 @@ def submit_script(shards, merge, folder):
                       f"kubectl apply -f {shlex.quote(str(folder / 'merge.yaml'))}",
                       f"kubectl wait --for=condition=Complete --timeout={merge['spec']['activeDeadlineSeconds']}s "
                       f"job/{merge['metadata']['name']} || true",
-                      f"kubectl logs job/{merge['metadata']['name']}", ""])
+                      f"kubectl logs job/{merge['metadata']['name']}",
+                      f"kubectl get job {merge['metadata']['name']} -o jsonpath='{{.status.succeeded}}' | grep -q 1"
+                      "  # exit 1 when the merge failed: a shard did not finish (its log says which)", ""])
 
 
 def write_files(courses, args):
@@ -106,7 +108,8 @@ def follow_up(folder, shards, merge):
         f"  run:           sh {folder}/submit.sh      (applies {name}, waits for its end, applies {merged})",
         f"  follow:        kubectl get job {name} {merged}; kubectl get pods -l grading/job={name}",
         f"  a shard's log: kubectl logs -l grading/job={name},batch.kubernetes.io/job-completion-index=I",
-        f"  re-run shard I: add RERUN=I to this make command, then kubectl apply -f {folder}/rerun-I.yaml",
+        f"  re-run shard I: add RERUN=I to this make command, then kubectl delete job {name}-shard-I "
+        f"--ignore-not-found; kubectl apply -f {folder}/rerun-I.yaml",
         f"  then merge again: kubectl delete job {merged}; kubectl apply -f {folder}/merge.yaml"])
 
 
