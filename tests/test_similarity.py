@@ -63,8 +63,23 @@ def test_a_disguised_copy_ranks_first_clearly_above_every_honest_pair(registered
     # assignment's two short tasks) reached 0.63 here, so "clearly above" is a margin of a quarter, not a ratio
     assert copied >= 0.9 and copied - best_honest >= 0.25, rows[:3]
     page = (report / "similarity.html").read_text()
-    assert "student0" in page and "copier" in page and "<script>alert" not in page and "&lt;script&gt;" in page
+    shown = page.split("Matched Code", 1)[1]  # the pairs' table, their code side by side
+    assert "student0" in shown and "copier" in shown and "<script>alert" not in page and "&lt;script&gt;" in shown
 
 
 def test_two_assignments_have_a_test_class():
     assert len(WITH_CLASS) >= 2
+
+
+def test_the_page_shows_the_most_similar_pairs_only_and_the_csv_every_pair(tmp_path, monkeypatch):
+    """A class of thousands would make a page of gigabytes: the page stops at ranking.SHOWN pairs."""
+    from grading.similarity import ranking
+    monkeypatch.setattr(ranking, "SHOWN", 1)
+    registered = WITH_CLASS[0]
+    course = scratch_course(tmp_path / "course")
+    honest = class_of(registered, course)
+    main(["--course", str(course), "--assignment", registered.name])
+    report = course / "reports" / registered.name
+    assert len(list(csv.DictReader(open(report / "similarity.csv", newline="")))) == (honest + 1) * honest // 2
+    shown = (report / "similarity.html").read_text().split("Matched Code", 1)[1]  # the pairs' table, code side by side
+    assert "copier" in shown and "student0" in shown and not any(f"student{k}" in shown for k in range(1, honest))

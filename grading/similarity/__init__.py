@@ -7,6 +7,6 @@ similarity, both directions). Both hold student code: reports/ is git-ignored an
 A high score says two notebooks share code the release did not give them; it does not say who copied, or that
 anyone did (docs/instructors.md).
 """
-from .compare import compare
+from .ranking import compare
 
 __all__ = ["compare"]

@@ -3,11 +3,13 @@ import csv
 import tempfile
 from pathlib import Path
 
+import numpy as np
 from copydetect import CopyDetector
 
 from .extract import answers_by_student, release_code
 
 COLUMNS = ["student_a", "student_b", "similarity", "a_in_b", "b_in_a", "shared_tokens"]
+SHOWN = 100  # pairs the page shows at most (the CSV has every pair): 400 students of 5 answers made a 675 MB page
 
 
 def write_sources(folder, code_by_student, boilerplate):
@@ -32,6 +34,13 @@ def ranked_pairs(detector):
     return sorted(rows, key=lambda row: (-row["similarity"], row["student_a"], row["student_b"]))
 
 
+def shown_from(detector):
+    """The threshold under which the page leaves pairs out: just below the SHOWN-th pair's similarity."""
+    shares = detector.similarity_matrix.max(axis=2)  # (students, students): a pair's larger share, both ways
+    upper = shares[np.triu_indices(len(shares), k=1)]  # (pairs,)
+    return float(np.sort(upper)[::-1][min(SHOWN, len(upper)) - 1]) - 1e-9
+
+
 def compare(course, out_folder, display=0.3):
     """Write similarity.html and similarity.csv for the course's assignment; (rows, students left out)."""
     code_by_student, skipped = answers_by_student(course)
@@ -45,6 +54,7 @@ def compare(course, out_folder, display=0.3):
         detector.run()
         rows = ranked_pairs(detector) if len(code_by_student) > 1 else []
         if rows:
+            detector.conf.display_t = max(display, shown_from(detector))
             detector.generate_html_report()
     with open(out_folder / "similarity.csv", "w", newline="", encoding="utf-8") as file:
         writer = csv.DictWriter(file, COLUMNS)
