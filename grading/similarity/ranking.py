@@ -3,12 +3,14 @@ import csv
 import tempfile
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 from copydetect import CopyDetector
 
 from .extract import answers_by_student, release_code
 
 COLUMNS = ["student_a", "student_b", "similarity", "a_in_b", "b_in_a", "shared_tokens"]
+LAYOUT = {"figure.constrained_layout.use": False, "figure.autolayout": False}
 SHOWN = 100  # pairs the page shows at most (the CSV has every pair): 400 students of 5 answers made a 675 MB page
 
 
@@ -55,7 +57,8 @@ def compare(course, out_folder, display=0.3):
         rows = ranked_pairs(detector) if len(code_by_student) > 1 else []
         if rows:
             detector.conf.display_t = max(display, shown_from(detector))
-            detector.generate_html_report()
+            with matplotlib.rc_context(LAYOUT):  # its plots call tight_layout: another layout set globally breaks it
+                detector.generate_html_report()
     with open(out_folder / "similarity.csv", "w", newline="", encoding="utf-8") as file:
         writer = csv.DictWriter(file, COLUMNS)
         writer.writeheader()
