@@ -7,6 +7,7 @@ cluster was at hand to test against (docs/instructors.md). The image (the reposi
 its pinned environment; the course folder (submitted/, the gradebook) is a PersistentVolumeClaim every pod mounts at
 the same path. Each pod asks for what its grader may use at most, as `make grade-slurm`'s tasks do (plan.py).
 """
+import argparse
 import math
 import shlex
 import sys
@@ -14,8 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from .plan import (checked, common_options, courses_to_grade, grade_argv, merge_limits, new_parser, shard_sizes,
-                   task_limits)
+from .plan import checked, common_options, courses_to_grade, grade_argv, merge_limits, shard_sizes, task_limits
 
 # bubblewrap, run by the grader as root, mounts and enters namespaces: it needs CAP_SYS_ADMIN, which the default
 # AppArmor profile's mount rules and the kernel's masked /proc would still stop. hostUsers: false puts the pod in a
@@ -114,7 +114,7 @@ def follow_up(folder, shards, merge):
 
 
 def parse(argv):
-    parser = new_parser("Write a Kubernetes Indexed Job grading shards, and a merge Job.")
+    parser = argparse.ArgumentParser(description="Write a Kubernetes Indexed Job grading shards, and a merge Job.")
     common_options(parser)
     parser.add_argument("--image", required=True, help="the grading image (the repository's Dockerfile), pushed "
                         "where the cluster pulls from")

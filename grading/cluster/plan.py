@@ -3,9 +3,7 @@
 The engines' writers (slurm.py, k8s.py) turn this into their own files; the command a shard runs and its limits are
 the same on both, and they are `make grade`'s own.
 """
-import argparse
 import math
-import shlex
 from pathlib import Path
 
 from course.registry import assignments
@@ -73,12 +71,3 @@ def grade_argv(python, root, args, *more):
     chosen = ["--assignment", args.assignment] if args.assignment else []
     return [python, "-m", "grading.grade", "--course", str(root), *chosen, "--jobs", str(args.jobs), "--memory",
             str(args.memory), "--scratch", str(args.scratch), "--sandbox", args.sandbox, *more]
-
-
-def grade_command(python, root, args, *more):
-    """grade_argv as one shell line."""
-    return shlex.join(grade_argv(python, root, args, *more))
-
-
-def new_parser(description):
-    return argparse.ArgumentParser(description=description)

@@ -9,14 +9,14 @@ A task asks for what its grader may use at most: its --jobs CPUs, their memory c
 the time that every submission of its shard would take at the grader's own wall-clock bound (the probe's backstop on
 its total CPU limit), so Slurm never stops a task the grader itself would let run.
 """
+import argparse
 import math
 import shlex
 import subprocess
 import sys
 
 from ..folders import CODE_ROOT
-from .plan import (checked, common_options, courses_to_grade, grade_command, merge_limits, new_parser, shard_sizes,
-                   task_limits)
+from .plan import checked, common_options, courses_to_grade, grade_argv, merge_limits, shard_sizes, task_limits
 
 
 def batch_script(directives, command, code_root=CODE_ROOT):
@@ -36,12 +36,12 @@ def write_scripts(courses, args):
     shards = batch_script(common + [f"--job-name=grade-{name}", f"--array=0-{args.shards - 1}",
                                     f"--cpus-per-task={args.jobs}", f"--mem={mebibytes}M",
                                     f"--time={math.ceil(seconds / 60)}", f"--output={folder}/shard-%a.out"],
-                          grade_command(sys.executable, root, args, "--shard", f"/{args.shards}", "--results",
-                                        str(results)))
+                          shlex.join(grade_argv(sys.executable, root, args, "--shard", f"/{args.shards}",
+                                                "--results", str(results))))
     merge_seconds, merge_mebibytes = merge_limits(sizes)
     merge = batch_script(common + [f"--job-name=merge-{name}", "--cpus-per-task=1", f"--mem={merge_mebibytes}M",
                                    f"--time={math.ceil(merge_seconds / 60)}", f"--output={folder}/merge.out"],
-                         grade_command(sys.executable, root, args, "--merge", str(results)))
+                         shlex.join(grade_argv(sys.executable, root, args, "--merge", str(results))))
     (folder / "shards.sh").write_text(shards)
     (folder / "merge.sh").write_text(merge)
     return folder / "shards.sh", folder / "merge.sh"
@@ -68,7 +68,7 @@ def follow_up(courses, array, merge, shards_script, merge_script, count):
 
 
 def parse(argv):
-    parser = new_parser("Grade as a Slurm job array of shards, then a merge job.")
+    parser = argparse.ArgumentParser(description="Grade as a Slurm job array of shards, then a merge job.")
     common_options(parser)
     parser.add_argument("--partition", default="", help="Slurm partition (default: the cluster's default)")
     return checked(parser, argv)

@@ -4,7 +4,6 @@ import tempfile
 from pathlib import Path
 
 import matplotlib
-import numpy as np
 from copydetect import CopyDetector
 
 from .extract import answers_by_student, release_code
@@ -29,18 +28,14 @@ def ranked_pairs(detector):
     rows = []
     for i, a in enumerate(names):
         for j in range(i + 1, len(names)):
-            a_in_b, b_in_a = detector.similarity_matrix[i, j]
-            rows.append({"student_a": a, "student_b": names[j], "similarity": round(max(a_in_b, b_in_a), 4),
-                         "a_in_b": round(float(a_in_b), 4), "b_in_a": round(float(b_in_a), 4),
-                         "shared_tokens": int(detector.token_overlap_matrix[i, j])})
+            a_in_b, b_in_a = (float(share) for share in detector.similarity_matrix[i, j])
+            rows.append({"student_a": a, "student_b": names[j], "similarity": max(a_in_b, b_in_a), "a_in_b": a_in_b,
+                         "b_in_a": b_in_a, "shared_tokens": int(detector.token_overlap_matrix[i, j])})
     return sorted(rows, key=lambda row: (-row["similarity"], row["student_a"], row["student_b"]))
 
 
-def shown_from(detector):
-    """The threshold under which the page leaves pairs out: just below the SHOWN-th pair's similarity."""
-    shares = detector.similarity_matrix.max(axis=2)  # (students, students): a pair's larger share, both ways
-    upper = shares[np.triu_indices(len(shares), k=1)]  # (pairs,)
-    return float(np.sort(upper)[::-1][min(SHOWN, len(upper)) - 1]) - 1e-9
+def rounded(row):
+    return {column: round(value, 4) if isinstance(value, float) else value for column, value in row.items()}
 
 
 def compare(course, out_folder, display=0.3):
@@ -56,11 +51,12 @@ def compare(course, out_folder, display=0.3):
         detector.run()
         rows = ranked_pairs(detector) if len(code_by_student) > 1 else []
         if rows:
-            detector.conf.display_t = max(display, shown_from(detector))
+            shown = rows[min(SHOWN, len(rows)) - 1]["similarity"]  # the page: pairs from the SHOWN-th up
+            detector.conf.display_t = max(display, shown - 1e-9)
             with matplotlib.rc_context(LAYOUT):  # its plots call tight_layout: another layout set globally breaks it
                 detector.generate_html_report()
     with open(out_folder / "similarity.csv", "w", newline="", encoding="utf-8") as file:
         writer = csv.DictWriter(file, COLUMNS)
         writer.writeheader()
-        writer.writerows(rows)
-    return rows, skipped
+        writer.writerows(rounded(row) for row in rows)
+    return [rounded(row) for row in rows], skipped
