@@ -1,6 +1,8 @@
 """Type, shape, dtype and value checks of student tensors, with messages that say what differs."""
 import torch
 
+from ._core import slug_of
+
 
 def describe(value):
     return "None" if value is None else type(value).__name__
@@ -73,7 +75,7 @@ def diagnose(task, what, got, mistakes, atol, rtol):
     """Fail naming the mistake if got matches the output of a known mistake; otherwise return."""
     for diagnosis, signature in (mistakes or {}).items():
         if matches(got, signature, atol, rtol):
-            task.fail(f"{what} is wrong: {diagnosis}")
+            task.fail(f"{what} is wrong: {diagnosis}", slug_of(diagnosis))
 
 
 def expect_close(task, what, got, expected, atol, rtol, mistakes=None):

@@ -16,12 +16,39 @@ from ._traceback import attach_student_error, render_traceback
 class CheckFailure(AssertionError):
     """A check failed; the message names the task and what is wrong."""
 
+    diagnosis = None  # "<assignment>.<task>.<slug>" when the message names a catalogued mistake (see Diagnosis)
+
     def _render_traceback_(self):  # IPython shows these lines: the student's line and the message, none of ours
         return render_traceback(self)
 
 
 class NotImplementedYet(CheckFailure):
     """The student's code still raises NotImplementedError."""
+
+
+class Diagnosis(str):
+    """A named mistake's sentence with its stable slug ("mask-transposed"); `format` keeps the slug.
+
+    A failure given one records the id "<assignment>.<task>.<slug>" as its `diagnosis`: the grader's probe reads it
+    from the notebook's own check, and the class report counts it (docs/instructors.md). The student sees the sentence.
+    """
+
+    def __new__(cls, slug, sentence):
+        diagnosis = super().__new__(cls, sentence)
+        diagnosis.slug = slug
+        _CATALOGUE.setdefault(str(sentence), slug)
+        return diagnosis
+
+    def format(self, *args, **kwargs):
+        return Diagnosis(self.slug, str.format(self, *args, **kwargs))
+
+
+_CATALOGUE = {}  # sentence -> slug of every Diagnosis defined so far (a fixture keys a mistake by its sentence)
+
+
+def slug_of(sentence):
+    """The slug of a named mistake's sentence (a Diagnosis, or the plain text of one, as fixtures store it), or None."""
+    return getattr(sentence, "slug", None) or _CATALOGUE.get(str(sentence))
 
 
 def _with_cause(failure, handled):
@@ -45,10 +72,19 @@ class Task:
         self.number = number
         self.package = package  # the assignment's checkers package, whose pinned signatures build uses
 
-    def fail(self, message):
-        """Raise the one-sentence failure; raised while handling the student's exception, it shows that one's frames."""
+    def fail(self, message, diagnosis=None):
+        """Raise the one-sentence failure; raised while handling the student's exception, it shows that one's frames.
+
+        Args:
+            message: the sentence; a Diagnosis names its mistake by itself.
+            diagnosis: the slug of the named mistake when the message only quotes one (see Diagnosis).
+        """
         __tracebackhide__ = True  # IPython and pytest then show the message, not the checker's internals
-        raise _with_cause(CheckFailure(f"Task {self.number}: {message}"), sys.exc_info()[1])
+        failure = CheckFailure(f"Task {self.number}: {message}")
+        slug = diagnosis or slug_of(message)
+        if slug and self.package:
+            failure.diagnosis = f"{self.package.split('.')[1]}.{self.number}.{slug}"
+        raise _with_cause(failure, sys.exc_info()[1])
 
     def call(self, what, fn, *args, **kwargs):
         """Call student code; turn any exception it raises into a one-sentence failure that shows their frames."""

@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 
 from ._compare import expect_close, expect_tensor
-from ._core import CheckFailure, NotImplementedYet, default_dtype
+from ._core import Diagnosis, CheckFailure, NotImplementedYet, default_dtype
 from ._weights import MissingPart
 
 REQUIRED = object()  # a pinned parameter without a default
@@ -80,9 +80,11 @@ def _show(value):
 
 
 # Said of a tensor whose dtype does not follow the default dtype (an assignment's known mistakes quote it).
-FIXED_DTYPE = ("a tensor created with a fixed dtype (NumPy's float64, or dtype=torch.float64) keeps it when the rest "
-               "of the model follows the default dtype: build it with torch functions in the default dtype, or "
-               "convert it with .to(torch.get_default_dtype()).")
+FIXED_DTYPE = Diagnosis(
+    "fixed-dtype",
+    "a tensor created with a fixed dtype (NumPy's float64, or dtype=torch.float64) keeps it when the rest "
+    "of the model follows the default dtype: build it with torch functions in the default dtype, or "
+    "convert it with .to(torch.get_default_dtype()).")
 
 
 def _tensor_attributes(module):

@@ -8,9 +8,11 @@ import io
 import torch
 import torch.nn as nn
 
-from ._core import CheckFailure, one_line
+from ._core import Diagnosis, CheckFailure, one_line
 
-NOT_THE_CLASS_TASK = "the model's class does not pass check_task_{number}: fix Task {number} first, then train again"
+NOT_THE_CLASS_TASK = Diagnosis(
+    "not-the-class-task",
+    "the model's class does not pass check_task_{number}: fix Task {number} first, then train again")
 
 
 def expect_trained_model(task, model, kind):

@@ -74,7 +74,7 @@ def add_mistakes(builder, task, fixture, source, assignment, output_keys):
             wrong = build_fixture(builder, task, load_reference(planted))
         except Exception:  # noqa: BLE001 -- a mistake that crashes here has no output to recognise
             continue
-        graft_mistake(fixture, wrong, mutant.diagnosis, output_keys)
+        graft_mistake(fixture, wrong, str(mutant.diagnosis), output_keys)  # plain text: fixtures load weights_only
     return fixture
 
 

@@ -2,10 +2,12 @@
 import torch
 import torch.nn as nn
 
-from .._core import NotImplementedYet
+from .._core import Diagnosis, NotImplementedYet
 
-CACHE_BRANCH_UNWRITTEN = ("its attention raises NotImplementedError when given a cache: the cache branch of your "
-                          "CausalSelfAttention (in the Task 2 cell) is Task 3; do Task 3 first.")
+CACHE_BRANCH_UNWRITTEN = Diagnosis(
+    "cache-branch-unwritten",
+    "its attention raises NotImplementedError when given a cache: the cache branch of your "
+    "CausalSelfAttention (in the Task 2 cell) is Task 3; do Task 3 first.")
 
 
 def call_with_cache(task, what, module, attention, cache, attention_cache, *args):

@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import check_function, expect_module_class, load_fixture
+from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._dependencies import explain_parts, part_class
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_unchanged, load
 from .._probes import normalised_axis, temperature
@@ -14,39 +14,69 @@ from .._weights import attention_slots
 ATOL, RTOL = 1e-6, 1e-6
 NAME = "CausalSelfAttention"
 # Sentences the known mistakes' diagnoses quote (course/gpt/mistakes.py).
-VALUES_ROTATED = ("RoPE is applied to the values too: rotate only the queries and the keys, whose dot products "
-                  "should depend on the distance; the values carry what is read and stay as v_proj made them.")
-ONLY_QUERIES = ("RoPE is applied to the queries only: rotate the keys too, by their own positions, so that each "
-                "score depends on the distance m - n.")
-ONLY_KEYS = ("RoPE is applied to the keys only: rotate the queries too, by their own positions, so that each score "
-             "depends on the distance m - n.")
-BEFORE_SPLIT = ("RoPE is applied over the whole embedding before the heads are split (a RotaryEmbedding of embed_dim "
-                "features): build RotaryEmbedding(head_dim, max_len) and rotate each head's queries and keys, "
-                "(B, H, L, head_dim), after the split.")
-NOT_SCALED = "the scores are not scaled: divide query @ key.transpose(-2, -1) by √head_dim."
-HALF_HEAD_DIM = ("`head_dim**1/2` is (head_dim**1) / 2, since ** binds before / (and `scores / head_dim**1/2` "
-                 "divides by head_dim, then by 2): divide by math.sqrt(head_dim) or head_dim ** 0.5.")
-NOT_CAUSAL = ("the attention is not causal: a query attends keys after it; fill the scores where key j > query i "
-              "with -inf before the softmax (allowed = torch.ones(L, L, dtype=torch.bool).tril()).")
-MASK_AFTER_SOFTMAX = ("the weights of every query but the last (which sees every key) sum to less than 1 over the "
-                      "keys: the future is removed after the softmax; fill the scores where key j > query i with -inf "
-                      "before it, so that each row's softmax runs over the allowed keys only.")
-DIAGONAL_HIDDEN = ("the mask hides the diagonal too: query i must see key i, itself (query 0 sees nothing else); keep "
-                   "the diagonal, allowed = torch.ones(L, L, dtype=torch.bool).tril() (diagonal=0).")
-SPLIT_LAYOUT = ("the heads are split without the transpose: view(B, H, L, head_dim) of (B, L, D) mixes positions "
-                "with heads, so a head's row i is no longer position i; split with view(B, L, H, head_dim)"
-                ".transpose(1, 2).")
-MERGE_LAYOUT = ("the heads are merged without the transpose: reshaping the heads' outputs (B, H, L, head_dim) "
-                "straight to (B, L, D) mixes heads with positions; transpose(1, 2) first, then reshape(B, L, D).")
-ROPE_NO_EFFECT = ("the rotation changes no score: the attention equals that of rope=False, as when RoPE gets "
-                  "(B, L, H, head_dim) before the transpose and reads the positions off the head axis (a query and a "
-                  "key of one head then turn by the same angle); rotate (B, H, L, head_dim), after transpose(1, 2).")
-ROPE_IGNORED = ("rope=False still rotates: with rope=False set self.rotary = None and skip the rotation, so the layer "
-                "knows nothing of positions.")
-NEW_ONLY = ("the new cache holds only the new positions: return the cached keys and values concatenated with the "
-            "new ones along the position axis (dim=2), all L_past + L positions.")
-CACHE_BEFORE_ROPE = ("the keys returned for the cache are not rotated (a cache built before RoPE): return the keys "
-                     "after RoPE, so that a cached key is never rotated again and new queries meet it at its position.")
+VALUES_ROTATED = Diagnosis(
+    "values-rotated",
+    "RoPE is applied to the values too: rotate only the queries and the keys, whose dot products "
+    "should depend on the distance; the values carry what is read and stay as v_proj made them.")
+ONLY_QUERIES = Diagnosis(
+    "only-queries",
+    "RoPE is applied to the queries only: rotate the keys too, by their own positions, so that each "
+    "score depends on the distance m - n.")
+ONLY_KEYS = Diagnosis(
+    "only-keys",
+    "RoPE is applied to the keys only: rotate the queries too, by their own positions, so that each score "
+    "depends on the distance m - n.")
+BEFORE_SPLIT = Diagnosis(
+    "before-split",
+    "RoPE is applied over the whole embedding before the heads are split (a RotaryEmbedding of embed_dim "
+    "features): build RotaryEmbedding(head_dim, max_len) and rotate each head's queries and keys, "
+    "(B, H, L, head_dim), after the split.")
+NOT_SCALED = Diagnosis(
+    "not-scaled",
+    "the scores are not scaled: divide query @ key.transpose(-2, -1) by √head_dim.")
+HALF_HEAD_DIM = Diagnosis(
+    "half-head-dim",
+    "`head_dim**1/2` is (head_dim**1) / 2, since ** binds before / (and `scores / head_dim**1/2` "
+    "divides by head_dim, then by 2): divide by math.sqrt(head_dim) or head_dim ** 0.5.")
+NOT_CAUSAL = Diagnosis(
+    "not-causal",
+    "the attention is not causal: a query attends keys after it; fill the scores where key j > query i "
+    "with -inf before the softmax (allowed = torch.ones(L, L, dtype=torch.bool).tril()).")
+MASK_AFTER_SOFTMAX = Diagnosis(
+    "mask-after-softmax",
+    "the weights of every query but the last (which sees every key) sum to less than 1 over the "
+    "keys: the future is removed after the softmax; fill the scores where key j > query i with -inf "
+    "before it, so that each row's softmax runs over the allowed keys only.")
+DIAGONAL_HIDDEN = Diagnosis(
+    "diagonal-hidden",
+    "the mask hides the diagonal too: query i must see key i, itself (query 0 sees nothing else); keep "
+    "the diagonal, allowed = torch.ones(L, L, dtype=torch.bool).tril() (diagonal=0).")
+SPLIT_LAYOUT = Diagnosis(
+    "split-layout",
+    "the heads are split without the transpose: view(B, H, L, head_dim) of (B, L, D) mixes positions "
+    "with heads, so a head's row i is no longer position i; split with view(B, L, H, head_dim)"
+    ".transpose(1, 2).")
+MERGE_LAYOUT = Diagnosis(
+    "merge-layout",
+    "the heads are merged without the transpose: reshaping the heads' outputs (B, H, L, head_dim) "
+    "straight to (B, L, D) mixes heads with positions; transpose(1, 2) first, then reshape(B, L, D).")
+ROPE_NO_EFFECT = Diagnosis(
+    "rope-no-effect",
+    "the rotation changes no score: the attention equals that of rope=False, as when RoPE gets "
+    "(B, L, H, head_dim) before the transpose and reads the positions off the head axis (a query and a "
+    "key of one head then turn by the same angle); rotate (B, H, L, head_dim), after transpose(1, 2).")
+ROPE_IGNORED = Diagnosis(
+    "rope-ignored",
+    "rope=False still rotates: with rope=False set self.rotary = None and skip the rotation, so the layer "
+    "knows nothing of positions.")
+NEW_ONLY = Diagnosis(
+    "new-only",
+    "the new cache holds only the new positions: return the cached keys and values concatenated with the "
+    "new ones along the position axis (dim=2), all L_past + L positions.")
+CACHE_BEFORE_ROPE = Diagnosis(
+    "cache-before-rope",
+    "the keys returned for the cache are not rotated (a cache built before RoPE): return the keys "
+    "after RoPE, so that a cached key is never rotated again and new queries meet it at its position.")
 
 
 def _split(projection, x, num_heads):

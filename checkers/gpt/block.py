@@ -4,7 +4,7 @@ import torch.nn as nn
 
 from .._block_probes import _output, _set, explain_activation
 from .._compare import diagnose, expect_close, expect_finite, expect_pair, expect_tensor, matches, signatures
-from .._core import check_function, expect_module_class, load_fixture
+from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._dependencies import explain_parts, part_class
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_unchanged, load
 from .._weights import MissingPart
@@ -13,8 +13,12 @@ from ._roles import block_slots, same_cache
 
 ATOL, RTOL = 1e-6, 1e-6
 NAME = "GPTBlock"
-ATTENTION_FORMULA = "x = x + dropout(attention(norm1(x)))"
-FEEDFORWARD_FORMULA = "x = x + dropout(feedforward(norm2(x)))"
+ATTENTION_FORMULA = Diagnosis(
+    "attention-formula",
+    "x = x + dropout(attention(norm1(x)))")
+FEEDFORWARD_FORMULA = Diagnosis(
+    "feedforward-formula",
+    "x = x + dropout(feedforward(norm2(x)))")
 # Sentences the known mistakes' diagnoses quote (course/gpt/mistakes.py).
 POST_NORM = ("the block is post-norm (each LayerNorm after its residual sum); a GPT block is pre-norm, the residual "
              f"stream untouched by any norm: {ATTENTION_FORMULA}, then {FEEDFORWARD_FORMULA}.")
@@ -22,21 +26,31 @@ POST_NORM_ATTENTION = ("the attention sub-layer is post-norm (norm1 applied afte
                        f"{ATTENTION_FORMULA}.")
 POST_NORM_FEEDFORWARD = ("the feed-forward sub-layer is post-norm (norm2 applied after the residual sum); it is "
                          f"pre-norm: {FEEDFORWARD_FORMULA}.")
-NO_RESIDUAL = "the residual connection around {name} is missing: add the sub-layer's output to x, {formula}."
+NO_RESIDUAL = Diagnosis(
+    "no-residual",
+    "the residual connection around {name} is missing: add the sub-layer's output to x, {formula}.")
 NORMS_SWAPPED = ("norm1 and norm2 are swapped: norm1 normalises the attention's input, norm2 the feed-forward "
                  f"network's ({ATTENTION_FORMULA}; {FEEDFORWARD_FORMULA}).")
-CACHE_NOT_PASSED = ("the block does not pass its `cache` argument on to the attention: call "
-                    "self.attention(self.norm1(x), cache=cache) and return the cache it gives back.")
-CACHE_NOT_RETURNED = ("the block does not return the attention's new cache: return (x, new_cache) with new_cache the "
-                      "second output of self.attention(...).")
-DROPOUT_IN_EVAL = ("dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
-                   "under .eval().")
+CACHE_NOT_PASSED = Diagnosis(
+    "cache-not-passed",
+    "the block does not pass its `cache` argument on to the attention: call "
+    "self.attention(self.norm1(x), cache=cache) and return the cache it gives back.")
+CACHE_NOT_RETURNED = Diagnosis(
+    "cache-not-returned",
+    "the block does not return the attention's new cache: return (x, new_cache) with new_cache the "
+    "second output of self.attention(...).")
+DROPOUT_IN_EVAL = Diagnosis(
+    "dropout-in-eval",
+    "dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
+    "under .eval().")
 DROPOUT_ON_RESIDUAL = ("dropout acts on the residual stream too: with both sub-layers' outputs zero, dropout in train "
                        "mode still changes the output; apply it to each sub-layer's output only, "
                        f"{ATTENTION_FORMULA}.")
-NO_SUBLAYER_DROPOUT = ("the output of {name} gets no dropout: with dropout=0.5 in train mode and the other sub-layer's "
-                       "output set to zero, two forward passes give the same output; apply self.dropout to it before "
-                       "the residual sum, {formula}.")
+NO_SUBLAYER_DROPOUT = Diagnosis(
+    "no-sublayer-dropout",
+    "the output of {name} gets no dropout: with dropout=0.5 in train mode and the other sub-layer's "
+    "output set to zero, two forward passes give the same output; apply self.dropout to it before "
+    "the residual sum, {formula}.")
 STREAM_NORMALISED = ("with both sub-layers' outputs set to zero the block should return x unchanged (pre-norm leaves "
                      "the residual stream alone), but it does not: a LayerNorm acts on the residual stream; normalise "
                      f"only each sub-layer's input, {ATTENTION_FORMULA}, then {FEEDFORWARD_FORMULA}.")

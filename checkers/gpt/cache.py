@@ -2,27 +2,37 @@
 import torch
 
 from .._compare import diagnose, expect_close, expect_finite, matches, signatures
-from .._core import check_function, expect_module_class, load_fixture
+from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._dependencies import explain_parts
 from .attention import CACHE_BEFORE_ROPE, NAME, NEW_ONLY, _split, attend, loaded  # noqa: F401 -- NEW_ONLY quoted
 
 ATOL, RTOL = 1e-6, 1e-6
 # Sentences the known mistakes' diagnoses quote (course/gpt/mistakes.py); CACHE_BEFORE_ROPE and NEW_ONLY are Task 2's.
-KEYS_AT_ZERO = ("the new keys are rotated as if they sat at positions 0, 1, ... instead of their own: with a cache "
-                "of L_past positions, rotate the new queries and keys with offset=L_past.")
-MASK_IGNORES_PREFIX = ("the causal mask ignores the cached prefix: new query i sits at position L_past + i and may "
-                       "attend keys 0 .. L_past + i, the whole cache and the new keys up to itself; build the mask "
-                       "of shape (L, L_past + L) with tril(diagonal=L_past) (F.scaled_dot_product_attention's "
-                       "is_causal=True aligns its mask to the top-left corner, wrong whenever there is a cache).")
-FUTURE_WITH_CACHE = ("with a cache, a new query attends new keys after it: new query i may attend keys "
-                     "0 .. L_past + i only, a mask of shape (L, L_past + L) from tril(diagonal=L_past).")
-ROTATED_TWICE = ("the cached keys are rotated again: the returned keys at the cached positions 0 .. L_past - 1 are "
-                 "turned twice by their angle; the cache holds keys already rotated, so rotate only the new keys "
-                 "(offset=L_past) and concatenate them after the cached ones.")
+KEYS_AT_ZERO = Diagnosis(
+    "keys-at-zero",
+    "the new keys are rotated as if they sat at positions 0, 1, ... instead of their own: with a cache "
+    "of L_past positions, rotate the new queries and keys with offset=L_past.")
+MASK_IGNORES_PREFIX = Diagnosis(
+    "mask-ignores-prefix",
+    "the causal mask ignores the cached prefix: new query i sits at position L_past + i and may "
+    "attend keys 0 .. L_past + i, the whole cache and the new keys up to itself; build the mask "
+    "of shape (L, L_past + L) with tril(diagonal=L_past) (F.scaled_dot_product_attention's "
+    "is_causal=True aligns its mask to the top-left corner, wrong whenever there is a cache).")
+FUTURE_WITH_CACHE = Diagnosis(
+    "future-with-cache",
+    "with a cache, a new query attends new keys after it: new query i may attend keys "
+    "0 .. L_past + i only, a mask of shape (L, L_past + L) from tril(diagonal=L_past).")
+ROTATED_TWICE = Diagnosis(
+    "rotated-twice",
+    "the cached keys are rotated again: the returned keys at the cached positions 0 .. L_past - 1 are "
+    "turned twice by their angle; the cache holds keys already rotated, so rotate only the new keys "
+    "(offset=L_past) and concatenate them after the cached ones.")
 KEY_TENSOR, VALUE_TENSOR = "the key tensor of the new cache", "the value tensor of the new cache"
 PLAIN = "with return_attention=False"
-CACHE_ORDER = ("the new keys and values come before the cached ones: concatenate [cached, new] along the position "
-               "axis (dim=2), so that key j sits at position j.")
+CACHE_ORDER = Diagnosis(
+    "cache-order",
+    "the new keys and values come before the cached ones: concatenate [cached, new] along the position "
+    "axis (dim=2), so that key j sits at position j.")
 
 
 def _continue(task, layer, x, run, num_heads, return_attention=True):

@@ -7,46 +7,78 @@ import torch
 import torch.nn as nn
 
 from .._compare import expect_tensor
-from .._core import CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture
+from .._core import Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture
 from .._dependencies import explain_parts
 from ._scripted import FixedLogitsModel
 
 NAME = "generate"
 # Sentences the known mistakes' diagnoses quote (course/gpt/mistakes.py).
-CACHE_NEVER_USED = ("with use_cache=True every step feeds the whole sequence and no cache: feed the prompt once, then "
-                    "only the newest token with the cache the previous step returned, model(next_token, cache=cache).")
-WHOLE_WITH_CACHE = ("with use_cache=True a step feeds the whole sequence together with the cache, so the cached "
-                    "positions are counted twice: with a cache, feed only the tokens it does not hold yet (the newest "
-                    "one).")
-CACHE_NOT_KEPT = ("with use_cache=True the model received caches holding {past} positions: pass back the new cache "
-                  "each step returns, logits, cache = model(next_token, cache=cache).")
-UNCACHED_FEEDS = ("with use_cache=False each step should feed the whole sequence so far, model(tokens), without a "
-                  "cache; the steps fed {fed} positions.")
-TRAIN_MODE = ("the model ran in train mode, so dropout stays active while generating: call model.eval() first (and "
-              "restore the caller's mode before returning).")
-MODE_NOT_RESTORED = ("the model is left in {after} mode though the caller had it in {before} mode: note model.training "
-                     "before model.eval(), and give it back with model.train(...) at the end.")
-MODE_AFTER_ERROR = ("when the model raises an error mid-generation, the caller's train mode is not restored: switch "
-                    "back in a `finally:` block (try: ... finally: model.train(mode_before)).")
-BUILDS_GRAPH = ("the model ran with gradients enabled, so every step builds an autograd graph: decorate generate with "
-                "@torch.no_grad() (or wrap its loop in `with torch.no_grad():`).")
-NO_MAX_LEN_ERROR = ("a prompt of {prompt} tokens plus max_new_tokens={new} exceeds the model's max_len {max_len}, but "
-                    "no ValueError was raised: check prompt.size(1) + max_new_tokens > model.max_len first.")
-MAX_LEN_OFF = ("it raised for prompt {prompt} + max_new_tokens {new} = max_len {max_len}, which fits: raise only when "
-               "prompt.size(1) + max_new_tokens > model.max_len.")
-GLOBAL_RNG = ("it draws from torch's global random generator although a `generator` was given: pass `generator` on "
-              "to sample_next_token at every step.")
-DRAWS_DIFFER = ("with a seeded generator the tokens differ from the pinned draws (each step: the last position's "
-                "logits, sample_next_token(logits[:, -1], temperature, top_k, generator)).")
-TEMPERATURE_DROPPED = ("the temperature argument does not reach sample_next_token: pass it on, "
-                       "sample_next_token(logits[:, -1], temperature, top_k, generator).")
-TOP_K_DROPPED = ("the top_k argument does not reach sample_next_token: pass it on, "
-                 "sample_next_token(logits[:, -1], temperature, top_k, generator).")
-FIRST_POSITION = ("each step samples from the logits of the first position; the next token follows the last one: "
-                  "logits[:, -1].")
-CACHE_CHANGES_TOKENS = ("your model gives different tokens with use_cache=True and use_cache=False from generators in "
-                        "the same state: the cached path must compute the same logits (feed each new token with the "
-                        "cache the previous step returned; Tasks 3 and 5 must pass).")
+CACHE_NEVER_USED = Diagnosis(
+    "cache-never-used",
+    "with use_cache=True every step feeds the whole sequence and no cache: feed the prompt once, then "
+    "only the newest token with the cache the previous step returned, model(next_token, cache=cache).")
+WHOLE_WITH_CACHE = Diagnosis(
+    "whole-with-cache",
+    "with use_cache=True a step feeds the whole sequence together with the cache, so the cached "
+    "positions are counted twice: with a cache, feed only the tokens it does not hold yet (the newest "
+    "one).")
+CACHE_NOT_KEPT = Diagnosis(
+    "cache-not-kept",
+    "with use_cache=True the model received caches holding {past} positions: pass back the new cache "
+    "each step returns, logits, cache = model(next_token, cache=cache).")
+UNCACHED_FEEDS = Diagnosis(
+    "uncached-feeds",
+    "with use_cache=False each step should feed the whole sequence so far, model(tokens), without a "
+    "cache; the steps fed {fed} positions.")
+TRAIN_MODE = Diagnosis(
+    "train-mode",
+    "the model ran in train mode, so dropout stays active while generating: call model.eval() first (and "
+    "restore the caller's mode before returning).")
+MODE_NOT_RESTORED = Diagnosis(
+    "mode-not-restored",
+    "the model is left in {after} mode though the caller had it in {before} mode: note model.training "
+    "before model.eval(), and give it back with model.train(...) at the end.")
+MODE_AFTER_ERROR = Diagnosis(
+    "mode-after-error",
+    "when the model raises an error mid-generation, the caller's train mode is not restored: switch "
+    "back in a `finally:` block (try: ... finally: model.train(mode_before)).")
+BUILDS_GRAPH = Diagnosis(
+    "builds-graph",
+    "the model ran with gradients enabled, so every step builds an autograd graph: decorate generate with "
+    "@torch.no_grad() (or wrap its loop in `with torch.no_grad():`).")
+NO_MAX_LEN_ERROR = Diagnosis(
+    "no-max-len-error",
+    "a prompt of {prompt} tokens plus max_new_tokens={new} exceeds the model's max_len {max_len}, but "
+    "no ValueError was raised: check prompt.size(1) + max_new_tokens > model.max_len first.")
+MAX_LEN_OFF = Diagnosis(
+    "max-len-off",
+    "it raised for prompt {prompt} + max_new_tokens {new} = max_len {max_len}, which fits: raise only when "
+    "prompt.size(1) + max_new_tokens > model.max_len.")
+GLOBAL_RNG = Diagnosis(
+    "global-rng",
+    "it draws from torch's global random generator although a `generator` was given: pass `generator` on "
+    "to sample_next_token at every step.")
+DRAWS_DIFFER = Diagnosis(
+    "draws-differ",
+    "with a seeded generator the tokens differ from the pinned draws (each step: the last position's "
+    "logits, sample_next_token(logits[:, -1], temperature, top_k, generator)).")
+TEMPERATURE_DROPPED = Diagnosis(
+    "temperature-dropped",
+    "the temperature argument does not reach sample_next_token: pass it on, "
+    "sample_next_token(logits[:, -1], temperature, top_k, generator).")
+TOP_K_DROPPED = Diagnosis(
+    "top-k-dropped",
+    "the top_k argument does not reach sample_next_token: pass it on, "
+    "sample_next_token(logits[:, -1], temperature, top_k, generator).")
+FIRST_POSITION = Diagnosis(
+    "first-position",
+    "each step samples from the logits of the first position; the next token follows the last one: "
+    "logits[:, -1].")
+CACHE_CHANGES_TOKENS = Diagnosis(
+    "cache-changes-tokens",
+    "your model gives different tokens with use_cache=True and use_cache=False from generators in "
+    "the same state: the cached path must compute the same logits (feed each new token with the "
+    "cache the previous step returned; Tasks 3 and 5 must pass).")
 
 
 def _call(task, generate, model, prompt, new_tokens, **options):

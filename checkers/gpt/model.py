@@ -3,7 +3,7 @@ import torch
 import torch.nn as nn
 
 from .._compare import diagnose, expect_close, expect_finite, expect_pair, expect_tensor, matches, signatures
-from .._core import check_function, expect_module_class, load_fixture
+from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._dependencies import explain_parts
 from .._modules import build, load
 from .._weights import MissingPart
@@ -13,24 +13,40 @@ from ._roles import gpt_blocks, gpt_slots, same_cache
 ATOL, RTOL = 1e-6, 1e-6
 NAME = "GPT"
 # Sentences the known mistakes' diagnoses quote (course/gpt/mistakes.py).
-NO_FINAL_NORM = ("the logits do not go through final_norm: apply it to the last block's output before the head, "
-                 "lm_head(final_norm(x)).")
-SCALED = ("the token embeddings are multiplied by √embed_dim; a GPT with a tied head uses them unscaled, "
-          "x = token_embedding(tokens).")
-UNTIED_COPY = ("lm_head.weight is a separate Parameter (a copy of the embedding, or its own random values): tie them "
-               "with `self.lm_head.weight = self.token_embedding.weight`, one Parameter used twice.")
-UNTIED_DATA = ("lm_head.weight shares the embedding's storage (.data) but is a second Parameter with its own "
-               "gradient, so the optimiser updates the two apart: tie them with "
-               "`self.lm_head.weight = self.token_embedding.weight`.")
-POSITION_TABLE = ("`{name}` of shape {shape} looks like an absolute position table; RoPE inside the attention carries "
-                  "the positions, so the model adds no position embedding: remove it.")
-MAX_LEN = "GPT.max_len should store the max_len argument ({max_len} here), found {found}; generate reads it."
-BLOCK_CACHE = ("block {index} is not given its own entry of the cache: pass cache[{index}] to blocks[{index}] "
-               "(None when cache is None) and collect each block's new cache into the returned list.")
+NO_FINAL_NORM = Diagnosis(
+    "no-final-norm",
+    "the logits do not go through final_norm: apply it to the last block's output before the head, "
+    "lm_head(final_norm(x)).")
+SCALED = Diagnosis(
+    "scaled",
+    "the token embeddings are multiplied by √embed_dim; a GPT with a tied head uses them unscaled, "
+    "x = token_embedding(tokens).")
+UNTIED_COPY = Diagnosis(
+    "untied-copy",
+    "lm_head.weight is a separate Parameter (a copy of the embedding, or its own random values): tie them "
+    "with `self.lm_head.weight = self.token_embedding.weight`, one Parameter used twice.")
+UNTIED_DATA = Diagnosis(
+    "untied-data",
+    "lm_head.weight shares the embedding's storage (.data) but is a second Parameter with its own "
+    "gradient, so the optimiser updates the two apart: tie them with "
+    "`self.lm_head.weight = self.token_embedding.weight`.")
+POSITION_TABLE = Diagnosis(
+    "position-table",
+    "`{name}` of shape {shape} looks like an absolute position table; RoPE inside the attention carries "
+    "the positions, so the model adds no position embedding: remove it.")
+MAX_LEN = Diagnosis(
+    "max-len",
+    "GPT.max_len should store the max_len argument ({max_len} here), found {found}; generate reads it.")
+BLOCK_CACHE = Diagnosis(
+    "block-cache",
+    "block {index} is not given its own entry of the cache: pass cache[{index}] to blocks[{index}] "
+    "(None when cache is None) and collect each block's new cache into the returned list.")
 
 
-RETURNS_GIVEN_CACHE = ("with a cache it returns the cache it was given: return the list of the new caches the blocks "
-                      "give back, each holding all L_past + L positions.")
+RETURNS_GIVEN_CACHE = Diagnosis(
+    "returns-given-cache",
+    "with a cache it returns the cache it was given: return the list of the new caches the blocks "
+    "give back, each holding all L_past + L positions.")
 
 
 def _structure(task, model, config):

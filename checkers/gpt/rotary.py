@@ -3,7 +3,7 @@ import torch
 import torch.nn as nn
 
 from .._compare import diagnose, expect_close, expect_finite, matches, signatures
-from .._core import NotImplementedYet, check_function, expect_module_class, load_fixture, one_line
+from .._core import Diagnosis, NotImplementedYet, check_function, expect_module_class, load_fixture, one_line
 from .._modules import (FIXED_DTYPE, _tensor_attributes, build, constructor_call, expect_gradients_everywhere,
                         expect_native_output, expect_output, expect_unchanged)
 
@@ -12,31 +12,57 @@ ATOL, RTOL = 1e-6, 1e-6
 # tables) is off by up to half the float32 spacing near 2048, 1.2e-4 rad; measured 9e-5 on inputs of size ~3.
 FAR, FAR_ATOL, FAR_RTOL = "positions 2040 to 2043", 5e-4, 1e-4
 # Sentences the known mistakes' diagnoses quote (course/gpt/mistakes.py).
-HALVES = ("feature j is paired with feature j + head_dim / 2 (the \"rotate half\" layout of some libraries): here "
-          "the pairs are interleaved, x[..., 2i] with x[..., 2i + 1] (even, odd = x[..., 0::2], x[..., 1::2]).")
-EXPONENT_HALVED = ("the frequencies use i where 2i belongs (theta_i = base ** (-i / head_dim)): pair i turns at "
-                   "theta_i = base ** (-2i / head_dim), e.g. base ** (-torch.arange(0, head_dim, 2) / head_dim).")
-EXPONENT_DOUBLED = ("the frequencies' exponent is twice too large (theta_i = base ** (-4i / head_dim), e.g. 2i "
-                    "divided by head_dim // 2): pair i turns at theta_i = base ** (-2i / head_dim).")
-FROM_ONE = ("the positions start at 1: the token at index j sits at position offset + j, so the first token of a "
-            "call with offset 0 is not rotated (row 0 of the tables is cos 0 = 1, sin 0 = 0).")
-CLOCKWISE = ("each pair turns clockwise, by -p·theta_i: turn it counter-clockwise, y[2i] = x[2i]·cos - x[2i+1]·sin "
-             "and y[2i+1] = x[2i]·sin + x[2i+1]·cos.")
-ADDITIVE = ("sines and cosines are added to x, which is no rotation: y - x does not depend on x and the norms "
-            "change; multiply each pair by the rotation matrix of its angle instead.")
-MULTIPLIED = ("each feature is multiplied by a sine or a cosine of its position, which is no rotation: the lengths "
-              "change and scores keep depending on absolute positions; "
-              "turn each interleaved pair (x[..., 2i], x[..., 2i + 1]) by its angle p·theta_i instead.")
-ONE_ANGLE = ("every token is turned by the angle of position offset, as if each stood first: the token at index j "
-             "sits at position offset + j, so it turns by (offset + j)·theta_i; use rows offset .. offset + L - 1 of "
-             "the tables, one per token.")
-OFFSET_IGNORED = ("the `offset` argument is ignored: the token at index j sits at position offset + j, so use rows "
-                  "offset .. offset + L - 1 of the tables.")
-PERSISTENT = ("the tables cos and sin are saved in the state_dict: register them with "
-              "register_buffer(name, table, persistent=False), since they are recomputed from head_dim and max_len.")
-NO_VALUE_ERROR = "raise a ValueError when offset + L > max_len, before reading the tables"
-BOUNDARY = "positions up to max_len - 1 fit: raise the ValueError only when offset + L > max_len (not >=)."
-BASE_IGNORED = "the `base` argument is ignored (another base gives the angles of base=10000): store it and use it."
+HALVES = Diagnosis(
+    "halves",
+    "feature j is paired with feature j + head_dim / 2 (the \"rotate half\" layout of some libraries): here "
+    "the pairs are interleaved, x[..., 2i] with x[..., 2i + 1] (even, odd = x[..., 0::2], x[..., 1::2]).")
+EXPONENT_HALVED = Diagnosis(
+    "exponent-halved",
+    "the frequencies use i where 2i belongs (theta_i = base ** (-i / head_dim)): pair i turns at "
+    "theta_i = base ** (-2i / head_dim), e.g. base ** (-torch.arange(0, head_dim, 2) / head_dim).")
+EXPONENT_DOUBLED = Diagnosis(
+    "exponent-doubled",
+    "the frequencies' exponent is twice too large (theta_i = base ** (-4i / head_dim), e.g. 2i "
+    "divided by head_dim // 2): pair i turns at theta_i = base ** (-2i / head_dim).")
+FROM_ONE = Diagnosis(
+    "from-one",
+    "the positions start at 1: the token at index j sits at position offset + j, so the first token of a "
+    "call with offset 0 is not rotated (row 0 of the tables is cos 0 = 1, sin 0 = 0).")
+CLOCKWISE = Diagnosis(
+    "clockwise",
+    "each pair turns clockwise, by -p·theta_i: turn it counter-clockwise, y[2i] = x[2i]·cos - x[2i+1]·sin "
+    "and y[2i+1] = x[2i]·sin + x[2i+1]·cos.")
+ADDITIVE = Diagnosis(
+    "additive",
+    "sines and cosines are added to x, which is no rotation: y - x does not depend on x and the norms "
+    "change; multiply each pair by the rotation matrix of its angle instead.")
+MULTIPLIED = Diagnosis(
+    "multiplied",
+    "each feature is multiplied by a sine or a cosine of its position, which is no rotation: the lengths "
+    "change and scores keep depending on absolute positions; "
+    "turn each interleaved pair (x[..., 2i], x[..., 2i + 1]) by its angle p·theta_i instead.")
+ONE_ANGLE = Diagnosis(
+    "one-angle",
+    "every token is turned by the angle of position offset, as if each stood first: the token at index j "
+    "sits at position offset + j, so it turns by (offset + j)·theta_i; use rows offset .. offset + L - 1 of "
+    "the tables, one per token.")
+OFFSET_IGNORED = Diagnosis(
+    "offset-ignored",
+    "the `offset` argument is ignored: the token at index j sits at position offset + j, so use rows "
+    "offset .. offset + L - 1 of the tables.")
+PERSISTENT = Diagnosis(
+    "persistent",
+    "the tables cos and sin are saved in the state_dict: register them with "
+    "register_buffer(name, table, persistent=False), since they are recomputed from head_dim and max_len.")
+NO_VALUE_ERROR = Diagnosis(
+    "no-value-error",
+    "raise a ValueError when offset + L > max_len, before reading the tables")
+BOUNDARY = Diagnosis(
+    "boundary",
+    "positions up to max_len - 1 fit: raise the ValueError only when offset + L > max_len (not >=).")
+BASE_IGNORED = Diagnosis(
+    "base-ignored",
+    "the `base` argument is ignored (another base gives the angles of base=10000): store it and use it.")
 
 
 def _rotate(task, rotary, x, offset, what):

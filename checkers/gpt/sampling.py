@@ -4,46 +4,76 @@ import math
 import torch
 
 from .._compare import expect_tensor
-from .._core import check_function, expect_callable, load_fixture, one_line
+from .._core import Diagnosis, check_function, expect_callable, load_fixture, one_line
 
 NAME = "sample_next_token"
 SIGMAS = 5.0  # a frequency may stray this many binomial standard deviations from its probability
 PINNED = "torch.multinomial(torch.softmax(logits / temperature, dim=-1), 1, generator=generator)"
 # Sentences the known mistakes' diagnoses quote (course/gpt/mistakes.py).
-SHAPE_B = ("it returns shape (B,) where (B, 1) is pinned (generate concatenates it to the tokens): keep the sample "
-           "axis, torch.multinomial(probabilities, 1) already gives (B, 1).")
+SHAPE_B = Diagnosis(
+    "shape-b",
+    "it returns shape (B,) where (B, 1) is pinned (generate concatenates it to the tokens): keep the sample "
+    "axis, torch.multinomial(probabilities, 1) already gives (B, 1).")
 GLOBAL_RNG = ("it draws from torch's global random generator although a `generator` was given: pass it on, "
               f"{PINNED}, so that a seeded generator makes the draws repeatable.")
-GREEDY_DRAWS = ("with temperature 0 it draws from the generator; temperature 0 means greedy: return "
-                "logits.argmax(dim=-1, keepdim=True) without sampling.")
-GREEDY_MISSING = ("temperature 0 means greedy: return logits.argmax(dim=-1, keepdim=True) before any division by "
-                  "the temperature.")
-NOT_GREEDY = "with temperature 0 it should return the argmax of each row, logits.argmax(dim=-1, keepdim=True)."
-TEMPERATURE_AFTER_SOFTMAX = ("the temperature changes nothing in any setting (the draws follow softmax(logits)): "
-                             "divide the logits before the softmax, softmax(logits / T); a division of the "
-                             "probabilities after it is undone by multinomial's normalisation.")
-TEMPERATURE_ONLY_WITHOUT_TOP_K = ("the temperature works without top_k but changes nothing when top_k is given (the "
-                                  "draws follow softmax(logits) over the k largest): divide the logits by the "
-                                  "temperature in every case, before top-k and the softmax.")
-TEMPERATURE_MULTIPLIED = ("a higher temperature sharpens the distribution instead of flattening it: divide the logits "
-                          "by the temperature, softmax(logits / T), rather than multiply.")
-TOP_K_SMALLEST = ("top-k keeps the k smallest logits: keep the k largest, those >= the k-th largest "
-                  "(logits.topk(k).values[:, -1:]), and set the others to -inf.")
-TOP_K_MINUS_ONE = ("top-k keeps only k - 1 tokens: keep every logit >= the k-th largest (a strict > drops the k-th "
-                   "itself).")
-TOP_K_PLUS_ONE = ("top-k keeps k + 1 tokens: the k-th largest logit is logits.topk(k).values[:, -1:] (index k - 1 "
-                  "of the logits sorted in descending order, not k); keep the logits >= it.")
-TOP_K_ZERO = ("top-k sets the logits outside the k largest to 0, which leaves them a probability: set them to -inf, "
-              "logits.masked_fill(logits < kth, float(\"-inf\")), so that they are never drawn.")
-TOP_K_IGNORED = "top_k is ignored: with top_k = k only the k largest logits may be drawn; set the others to -inf."
-TOP_K_ABOVE_VOCAB = ("top_k above the vocabulary size keeps every token, as None does: take the k-th largest only when "
-                     "top_k < logits.size(-1) (torch.topk fails for k > V).")
-TIES_DROPPED = ("top-k keeps exactly k tokens where others tie with the k-th largest logit (torch.topk and scatter "
-                "pick one of the tied): ties with the k-th largest logit must be kept; keep the logits >= the k-th "
-                "largest, logits.masked_fill(logits < kth, -inf) with kth = logits.topk(k).values[:, -1:].")
+GREEDY_DRAWS = Diagnosis(
+    "greedy-draws",
+    "with temperature 0 it draws from the generator; temperature 0 means greedy: return "
+    "logits.argmax(dim=-1, keepdim=True) without sampling.")
+GREEDY_MISSING = Diagnosis(
+    "greedy-missing",
+    "temperature 0 means greedy: return logits.argmax(dim=-1, keepdim=True) before any division by "
+    "the temperature.")
+NOT_GREEDY = Diagnosis(
+    "not-greedy",
+    "with temperature 0 it should return the argmax of each row, logits.argmax(dim=-1, keepdim=True).")
+TEMPERATURE_AFTER_SOFTMAX = Diagnosis(
+    "temperature-after-softmax",
+    "the temperature changes nothing in any setting (the draws follow softmax(logits)): "
+    "divide the logits before the softmax, softmax(logits / T); a division of the "
+    "probabilities after it is undone by multinomial's normalisation.")
+TEMPERATURE_ONLY_WITHOUT_TOP_K = Diagnosis(
+    "temperature-only-without-top-k",
+    "the temperature works without top_k but changes nothing when top_k is given (the "
+    "draws follow softmax(logits) over the k largest): divide the logits by the "
+    "temperature in every case, before top-k and the softmax.")
+TEMPERATURE_MULTIPLIED = Diagnosis(
+    "temperature-multiplied",
+    "a higher temperature sharpens the distribution instead of flattening it: divide the logits "
+    "by the temperature, softmax(logits / T), rather than multiply.")
+TOP_K_SMALLEST = Diagnosis(
+    "top-k-smallest",
+    "top-k keeps the k smallest logits: keep the k largest, those >= the k-th largest "
+    "(logits.topk(k).values[:, -1:]), and set the others to -inf.")
+TOP_K_MINUS_ONE = Diagnosis(
+    "top-k-minus-one",
+    "top-k keeps only k - 1 tokens: keep every logit >= the k-th largest (a strict > drops the k-th "
+    "itself).")
+TOP_K_PLUS_ONE = Diagnosis(
+    "top-k-plus-one",
+    "top-k keeps k + 1 tokens: the k-th largest logit is logits.topk(k).values[:, -1:] (index k - 1 "
+    "of the logits sorted in descending order, not k); keep the logits >= it.")
+TOP_K_ZERO = Diagnosis(
+    "top-k-zero",
+    "top-k sets the logits outside the k largest to 0, which leaves them a probability: set them to -inf, "
+    "logits.masked_fill(logits < kth, float(\"-inf\")), so that they are never drawn.")
+TOP_K_IGNORED = Diagnosis(
+    "top-k-ignored",
+    "top_k is ignored: with top_k = k only the k largest logits may be drawn; set the others to -inf.")
+TOP_K_ABOVE_VOCAB = Diagnosis(
+    "top-k-above-vocab",
+    "top_k above the vocabulary size keeps every token, as None does: take the k-th largest only when "
+    "top_k < logits.size(-1) (torch.topk fails for k > V).")
+TIES_DROPPED = Diagnosis(
+    "ties-dropped",
+    "top-k keeps exactly k tokens where others tie with the k-th largest logit (torch.topk and scatter "
+    "pick one of the tied): ties with the k-th largest logit must be kept; keep the logits >= the k-th "
+    "largest, logits.masked_fill(logits < kth, -inf) with kth = logits.topk(k).values[:, -1:].")
 TIED = (2.0, 1.0, 1.0, 1.0, 0.5, -1.0)  # the 2nd largest logit shared by three tokens: top_k=2 keeps four
 TIED_TOP_K, TIE_DRAWS = 2, 1000  # a tied token has probability 1 / (e + 3) per draw: never drawn means dropped
-MODIFIES_LOGITS = "it modified `logits` in place (e.g. `logits /= temperature`); build a new tensor instead."
+MODIFIES_LOGITS = Diagnosis(
+    "modifies-logits",
+    "it modified `logits` in place (e.g. `logits /= temperature`); build a new tensor instead.")
 
 
 def _draw(task, sample_next_token, logits, setting, generator, what=None):

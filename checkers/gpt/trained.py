@@ -13,7 +13,7 @@ import torch
 
 from course_lib.gpt import SEQ_LEN, VOCAB_SIZE, addition_sequences, answer_accuracy
 
-from .._core import check_function
+from .._core import Diagnosis, check_function
 from .._trained import expect_class_passes, expect_trained_model, model_device, redrawn
 from .._compare import expect_finite, expect_tensor
 from ._roles import MissingPart, tied_gpt_slots
@@ -26,12 +26,16 @@ RESET_SIZE = 500
 RESET_CEILING = 0.05  # re-drawn weights answer about 1 problem in 10,000; a lookup keeps its answers
 NAME = "model"
 
-READS_FUTURE = ("the logits at position {position} change when only later tokens change, so the model reads the "
-                "future and its teacher-forced accuracy says nothing about generation: mask every key after the "
-                "query in CausalSelfAttention (check Task 2).")
-NOT_FROM_WEIGHTS = ("with every weight re-drawn the model still answers {accuracy:.0%} of {size} fresh problems "
-                    "exactly, so its answers do not come from what it learned: forward must compute the logits "
-                    "from the tokens with the model's layers.")
+READS_FUTURE = Diagnosis(
+    "reads-future",
+    "the logits at position {position} change when only later tokens change, so the model reads the "
+    "future and its teacher-forced accuracy says nothing about generation: mask every key after the "
+    "query in CausalSelfAttention (check Task 2).")
+NOT_FROM_WEIGHTS = Diagnosis(
+    "not-from-weights",
+    "with every weight re-drawn the model still answers {accuracy:.0%} of {size} fresh problems "
+    "exactly, so its answers do not come from what it learned: forward must compute the logits "
+    "from the tokens with the model's layers.")
 
 
 def _logits(task, model, tokens):

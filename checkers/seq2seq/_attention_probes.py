@@ -6,16 +6,24 @@ measured identifies the cause; otherwise it returns and the comparison that foll
 import torch
 
 from .._compare import matches
-from .._core import one_line
+from .._core import Diagnosis, one_line
 
-KEYS_FROM_X = ("the keys come from x instead of the context (the attention weights do not change when only the "
-               "context changes): key = k_proj(context).")
-VALUES_FROM_X = ("the values come from x instead of the context (with every query zero, the output changes with x "
-                 "and not with the context): value = v_proj(context).")
-O_PROJ_UNUSED = ("the output does not change when o_proj's weight changes: apply the output projection to the "
-                 "merged heads, outputs = self.o_proj(merged).")
-MASK_AS_GIVEN = ("every mask the API names, (L_q, L_k), (B, 1, 1, L_k) or (B, 1, L_q, L_k), already broadcasts to "
-                 "the scores (B, H, L_q, L_k): pass it on as it is, without adding or removing axes.")
+KEYS_FROM_X = Diagnosis(
+    "keys-from-x",
+    "the keys come from x instead of the context (the attention weights do not change when only the "
+    "context changes): key = k_proj(context).")
+VALUES_FROM_X = Diagnosis(
+    "values-from-x",
+    "the values come from x instead of the context (with every query zero, the output changes with x "
+    "and not with the context): value = v_proj(context).")
+O_PROJ_UNUSED = Diagnosis(
+    "o-proj-unused",
+    "the output does not change when o_proj's weight changes: apply the output projection to the "
+    "merged heads, outputs = self.o_proj(merged).")
+MASK_AS_GIVEN = Diagnosis(
+    "mask-as-given",
+    "every mask the API names, (L_q, L_k), (B, 1, 1, L_k) or (B, 1, L_q, L_k), already broadcasts to "
+    "the scores (B, H, L_q, L_k): pass it on as it is, without adding or removing axes.")
 
 
 def _quiet(layer, x, context=None, mask=None):

@@ -7,20 +7,33 @@ from .._modules import build, expect_gradients_everywhere, expect_native_output,
 from .._probes import explain_heads, explain_mask
 from ._attention_probes import explain_head_axis, explain_mask_error, explain_output_projection, explain_sources
 from ._weights import attention_slots
+from .._core import Diagnosis
 
 ATOL, RTOL = 1e-6, 1e-6
-SAME_LENGTH = "cross-attention, context as long as x"
+SAME_LENGTH = Diagnosis(
+    "same-length",
+    "cross-attention, context as long as x")
 # Sentences the known mistakes' diagnoses quote (course/seq2seq/mistakes.py).
-KV_FROM_X = ("the keys and values come from x instead of the context: key = k_proj(context), "
-             "value = v_proj(context); only the queries come from x.")
-Q_FROM_CONTEXT = "the queries come from the context instead of x: query = q_proj(x); keys and values use the context."
-MERGE_KEY_LEN = ("it works when the context is as long as x but not otherwise: something uses the context's length "
-                 "L_k where x's length L_q belongs; the output has one row per query, "
-                 "merge the heads with reshape(B, L_q, D).")
-SWAPPED = ("the queries come from the context and the keys and values from x, the other way round: query = "
-           "q_proj(x); key = k_proj(context), value = v_proj(context).")
-MASK_HEADS = ("the mask is not broadcast over the heads: a mask of shape (B, 1, 1, L_k) or (B, 1, L_q, L_k) must "
-              "keep its head axis of size 1, so that it lines up with the scores (B, H, L_q, L_k).")
+KV_FROM_X = Diagnosis(
+    "kv-from-x",
+    "the keys and values come from x instead of the context: key = k_proj(context), "
+    "value = v_proj(context); only the queries come from x.")
+Q_FROM_CONTEXT = Diagnosis(
+    "q-from-context",
+    "the queries come from the context instead of x: query = q_proj(x); keys and values use the context.")
+MERGE_KEY_LEN = Diagnosis(
+    "merge-key-len",
+    "it works when the context is as long as x but not otherwise: something uses the context's length "
+    "L_k where x's length L_q belongs; the output has one row per query, "
+    "merge the heads with reshape(B, L_q, D).")
+SWAPPED = Diagnosis(
+    "swapped",
+    "the queries come from the context and the keys and values from x, the other way round: query = "
+    "q_proj(x); key = k_proj(context), value = v_proj(context).")
+MASK_HEADS = Diagnosis(
+    "mask-heads",
+    "the mask is not broadcast over the heads: a mask of shape (B, 1, 1, L_k) or (B, 1, L_q, L_k) must "
+    "keep its head axis of size 1, so that it lines up with the scores (B, H, L_q, L_k).")
 
 
 def _call(task, layer, run, return_attention=True):

@@ -4,7 +4,7 @@ import torch.nn as nn
 
 from .._block_probes import explain_activation
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
+from .._core import Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
 from .._dependencies import explain_parts, part_class
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, load
 from ._weights import decoder_block_slots
@@ -12,47 +12,79 @@ from ._weights import decoder_block_slots
 ATOL, RTOL = 1e-6, 1e-6
 WHAT = "DecoderBlock"
 # Sentences the known mistakes' diagnoses quote (course/seq2seq/mistakes.py).
-PRE_NORM = ("the block normalises before each sub-layer (pre-norm); this block is post-norm: "
-            "x = norm1(x + dropout(self_attention(x))), then norm2 around cross-attention, norm3 around the "
-            "feed-forward network.")
-CROSS_FIRST = ("cross-attention runs before self-attention: the order is self-attention (norm1), then "
-               "cross-attention to the memory (norm2), then the feed-forward network (norm3).")
-MEMORY_MASK_IGNORED = ("memory_mask is not used: pass it to cross-attention, cross_attention(x, context=memory, "
-                       "mask=memory_mask), so that no query attends the memory's padding.")
-SELF_MASK_IGNORED = ("self_mask is not used: pass it to self-attention, self_attention(x, mask=self_mask), so that "
-                     "no position reads a later one.")
-ONE_NORM = ("one LayerNorm is used for several sub-layers: norm1 after self-attention, norm2 after cross-attention "
-            "and norm3 after the feed-forward network, each with its own weights.")
-RESIDUAL_MISSING = "the residual connection around {name} is missing (x + dropout(sub-layer output))."
+PRE_NORM = Diagnosis(
+    "pre-norm",
+    "the block normalises before each sub-layer (pre-norm); this block is post-norm: "
+    "x = norm1(x + dropout(self_attention(x))), then norm2 around cross-attention, norm3 around the "
+    "feed-forward network.")
+CROSS_FIRST = Diagnosis(
+    "cross-first",
+    "cross-attention runs before self-attention: the order is self-attention (norm1), then "
+    "cross-attention to the memory (norm2), then the feed-forward network (norm3).")
+MEMORY_MASK_IGNORED = Diagnosis(
+    "memory-mask-ignored",
+    "memory_mask is not used: pass it to cross-attention, cross_attention(x, context=memory, "
+    "mask=memory_mask), so that no query attends the memory's padding.")
+SELF_MASK_IGNORED = Diagnosis(
+    "self-mask-ignored",
+    "self_mask is not used: pass it to self-attention, self_attention(x, mask=self_mask), so that "
+    "no position reads a later one.")
+ONE_NORM = Diagnosis(
+    "one-norm",
+    "one LayerNorm is used for several sub-layers: norm1 after self-attention, norm2 after cross-attention "
+    "and norm3 after the feed-forward network, each with its own weights.")
+RESIDUAL_MISSING = Diagnosis(
+    "residual-missing",
+    "the residual connection around {name} is missing (x + dropout(sub-layer output)).")
 SHARED = "is the same module as"  # said by checkers.seq2seq._weights for one module in two roles
-DROPOUT_IN_EVAL = ("dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
-                   "under .eval().")
-DROPOUT_ON_RESIDUAL = ("dropout acts on the residual path too: with every sub-layer's output zero, dropout in train "
-                       "mode still changes the output; apply it to each sub-layer's output only, "
-                       "norm1(x + dropout(attended)).")
-NO_SUBLAYER_DROPOUT = ("the output of {name} gets no dropout: with dropout=0.5 in train mode and the other sub-layers' "
-                       "outputs set to zero, two forward passes give the same output; apply self.dropout to it before "
-                       "the residual sum, {formula}.")
+DROPOUT_IN_EVAL = Diagnosis(
+    "dropout-in-eval",
+    "dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
+    "under .eval().")
+DROPOUT_ON_RESIDUAL = Diagnosis(
+    "dropout-on-residual",
+    "dropout acts on the residual path too: with every sub-layer's output zero, dropout in train "
+    "mode still changes the output; apply it to each sub-layer's output only, "
+    "norm1(x + dropout(attended)).")
+NO_SUBLAYER_DROPOUT = Diagnosis(
+    "no-sublayer-dropout",
+    "the output of {name} gets no dropout: with dropout=0.5 in train mode and the other sub-layers' "
+    "outputs set to zero, two forward passes give the same output; apply self.dropout to it before "
+    "the residual sum, {formula}.")
 SUBLAYER_FORMULAS = {"self_attention": "x = norm1(x + dropout(self_attention(x, mask=self_mask)))",
                      "cross_attention": "x = norm2(x + dropout(cross_attention(x, context=memory, mask=memory_mask)))",
                      "feedforward": "x = norm3(x + dropout(feedforward(x)))"}
 # Sub-layers given the wrong inputs (found by a probe whose memory is as long as x, where nothing crashes).
-CROSS_QUERIES_FROM_MEMORY = ("cross_attention gets the memory as its queries: cross-attention takes its queries from x "
-                             "and its keys and values from the memory, cross_attention(x, context=memory, "
-                             "mask=memory_mask).")
-CROSS_QUERIES_FROM_INPUT = ("cross_attention gets the block's input x as its queries, not the output of the "
-                            "self-attention sub-layer: first x = norm1(x + dropout(attended)), then "
-                            "cross_attention(x, context=memory, mask=memory_mask) on that x.")
-WEIGHTS_SWAPPED = ("with return_attention=True it returns the cross-attention weights second and the self-attention "
-                   "weights third: return (x, self-attention weights, cross-attention weights).")
-CROSS_NO_CONTEXT = ("cross_attention gets no context, so it attends over x itself: pass the memory as its context, "
-                    "cross_attention(x, context=memory, mask=memory_mask).")
-CROSS_CONTEXT_NOT_MEMORY = ("cross_attention's context is not the memory: its keys and values come from the memory, "
-                            "cross_attention(x, context=memory, mask=memory_mask).")
-CROSS_GETS_SELF_MASK = ("cross_attention gets self_mask: the cross-attention's mask is memory_mask (the real source "
-                        "positions), cross_attention(x, context=memory, mask=memory_mask).")
-SELF_GETS_MEMORY_MASK = ("self_attention gets memory_mask: the self-attention's mask is self_mask (the causal mask "
-                         "over the target), self_attention(x, mask=self_mask).")
+CROSS_QUERIES_FROM_MEMORY = Diagnosis(
+    "cross-queries-from-memory",
+    "cross_attention gets the memory as its queries: cross-attention takes its queries from x "
+    "and its keys and values from the memory, cross_attention(x, context=memory, "
+    "mask=memory_mask).")
+CROSS_QUERIES_FROM_INPUT = Diagnosis(
+    "cross-queries-from-input",
+    "cross_attention gets the block's input x as its queries, not the output of the "
+    "self-attention sub-layer: first x = norm1(x + dropout(attended)), then "
+    "cross_attention(x, context=memory, mask=memory_mask) on that x.")
+WEIGHTS_SWAPPED = Diagnosis(
+    "weights-swapped",
+    "with return_attention=True it returns the cross-attention weights second and the self-attention "
+    "weights third: return (x, self-attention weights, cross-attention weights).")
+CROSS_NO_CONTEXT = Diagnosis(
+    "cross-no-context",
+    "cross_attention gets no context, so it attends over x itself: pass the memory as its context, "
+    "cross_attention(x, context=memory, mask=memory_mask).")
+CROSS_CONTEXT_NOT_MEMORY = Diagnosis(
+    "cross-context-not-memory",
+    "cross_attention's context is not the memory: its keys and values come from the memory, "
+    "cross_attention(x, context=memory, mask=memory_mask).")
+CROSS_GETS_SELF_MASK = Diagnosis(
+    "cross-gets-self-mask",
+    "cross_attention gets self_mask: the cross-attention's mask is memory_mask (the real source "
+    "positions), cross_attention(x, context=memory, mask=memory_mask).")
+SELF_GETS_MEMORY_MASK = Diagnosis(
+    "self-gets-memory-mask",
+    "self_attention gets memory_mask: the self-attention's mask is self_mask (the causal mask "
+    "over the target), self_attention(x, mask=self_mask).")
 SUBLAYER_OUTPUTS = ("self_attention.o_proj.weight", "self_attention.o_proj.bias", "cross_attention.o_proj.weight",
                     "cross_attention.o_proj.bias", "feedforward.out.weight", "feedforward.out.bias")
 

@@ -4,56 +4,100 @@ import torch.nn.functional as F
 
 from course_lib.seq2seq import BOS_ID, EOS_ID
 from .._compare import diagnose, signatures
-from .._core import check_function, expect_callable, load_fixture
+from .._core import Diagnosis, check_function, expect_callable, load_fixture
 from ._scripted import (FILLER, LOGIT, RUNNER_UP, RUNNER_UP_LOGIT, WRONG, ScriptedModel, idle_calls,
                         random_state_kept)
 
 NAME = "greedy_decode"
-TRAIN_MODE = ("the model ran in train mode, so dropout stays active while decoding: call model.eval() first "
-              "(and restore the caller's mode before returning).")
-MODE_NOT_RESTORED = ("the model is left in {after} mode though the caller had it in {before} mode: note "
-                     "model.training before switching to eval mode, and give it back with model.train(...) at the end.")
-BUILDS_GRAPH = ("decode ran with gradients enabled, so every step builds an autograd graph: wrap the loop in "
-                "`with torch.no_grad():`.")
-NEVER_STOPS = ("it keeps calling decode after every sequence has produced EOS (it ran all max_len steps): stop "
-               "the loop once every sequence is finished.")
-FIRST_STOPS = ("it stops as soon as the first sequence produces EOS; stop only when every sequence has (keep a "
-               "`finished` mask over the batch).")
-KEEPS_BOS = "the output starts with BOS: return the generated tokens without it (tokens[:, 1:])."
-DROPS_EOS = "each sequence's EOS is missing from the output: keep the EOS token, and pad only the positions after it."
-PADS_WITH_EOS = ("the positions after a sequence's EOS hold EOS again; fill them with model.pad_id "
-                 "(e.g. next_token.masked_fill(finished, model.pad_id)).")
-NOT_PADDED = ("the positions after a sequence's EOS hold whatever the model predicts there; replace them with "
-              "model.pad_id once the sequence is finished.")
-HARD_CODED_PAD = ("the positions after EOS hold {found}, but this model's pad_id is {pad_id}: use model.pad_id, "
-                  "not a fixed PAD id.")
-PREFIX_NOT_FED = ("the model was not given BOS followed by the tokens chosen so far: each step must decode the "
-                  "whole prefix (BOS, then every chosen token) and take the logits of its last position.")
-SAMPLES = ("it samples the next token: the call drew from the global random generator, and sequence {row} got "
-           "token {token}, the runner-up, at output position {step} where the most likely token is {best}; greedy "
-           "decoding takes the argmax, logits[:, -1].argmax(dim=-1), and draws nothing.")
-DRAWS = ("the call changed the global random state (it drew from torch's default generator, or seeded it), though "
-         "greedy decoding draws nothing: take the argmax of the logits, with no random call in greedy_decode.")
-NOT_DETERMINISTIC = ("two calls on the same model and source gave different tokens ({first} and then {second} in "
-                     "sequence {row}): greedy decoding is deterministic, it takes the argmax and draws nothing.")
-RUNNER_UP_CHOSEN = ("sequence {row} got token {token} at output position {step}, the runner-up (logit "
-                    "{runner_up:g}), where the most likely token is {best} (logit {logit:g}): take the token of the "
-                    "largest logit, logits[:, -1].argmax(dim=-1).")
-FIRST_TOKEN = ("the first token it gives the model is {first}{which}, not bos_id = {bos_id}: start every sequence "
-               "from a (B, 1) column of bos_id.")
-FIRST_POSITION = ("every step repeats the first token of its sequence (sequence {row}: {tokens}): the next token is "
-                  "read from the first position's logits; take the last position's, logits[:, -1].argmax(dim=-1).")
-POSITIONS = ("the tokens it generated are 0, 1, 2, …, the positions of the prefix (sequence {row}: {tokens}): the "
-             "argmax is taken over the positions axis; take it over the vocabulary (the last axis) of the last "
-             "position, logits[:, -1].argmax(dim=-1).")
-EOS_CONSTANT = ("it stops at token {course}, the course's EOS_ID, though this call's eos_id is {eos_id} (with "
-                "eos_id={course} it is right): use the eos_id argument, not a constant.")
-BOS_CONSTANT = ("the first token it gives the model is {course}, the course's BOS_ID, though this call's bos_id is "
-                "{bos_id} (with bos_id={course} it is right): use the bos_id argument, not a constant.")
-IDS_CONSTANT = ("it starts with the course's BOS_ID ({bos}) and stops at its EOS_ID ({eos}), though this call's bos_id "
-                "is {bos_id} and eos_id is {eos_id}: use the bos_id / eos_id arguments, not constants.")
-MAX_LEN_OFF = ("it generated {width} tokens with max_len = {max_len}: generate at most max_len tokens "
-               "(EOS included, BOS not counted).")
+TRAIN_MODE = Diagnosis(
+    "train-mode",
+    "the model ran in train mode, so dropout stays active while decoding: call model.eval() first "
+    "(and restore the caller's mode before returning).")
+MODE_NOT_RESTORED = Diagnosis(
+    "mode-not-restored",
+    "the model is left in {after} mode though the caller had it in {before} mode: note "
+    "model.training before switching to eval mode, and give it back with model.train(...) at the end.")
+BUILDS_GRAPH = Diagnosis(
+    "builds-graph",
+    "decode ran with gradients enabled, so every step builds an autograd graph: wrap the loop in "
+    "`with torch.no_grad():`.")
+NEVER_STOPS = Diagnosis(
+    "never-stops",
+    "it keeps calling decode after every sequence has produced EOS (it ran all max_len steps): stop "
+    "the loop once every sequence is finished.")
+FIRST_STOPS = Diagnosis(
+    "first-stops",
+    "it stops as soon as the first sequence produces EOS; stop only when every sequence has (keep a "
+    "`finished` mask over the batch).")
+KEEPS_BOS = Diagnosis(
+    "keeps-bos",
+    "the output starts with BOS: return the generated tokens without it (tokens[:, 1:]).")
+DROPS_EOS = Diagnosis(
+    "drops-eos",
+    "each sequence's EOS is missing from the output: keep the EOS token, and pad only the positions after it.")
+PADS_WITH_EOS = Diagnosis(
+    "pads-with-eos",
+    "the positions after a sequence's EOS hold EOS again; fill them with model.pad_id "
+    "(e.g. next_token.masked_fill(finished, model.pad_id)).")
+NOT_PADDED = Diagnosis(
+    "not-padded",
+    "the positions after a sequence's EOS hold whatever the model predicts there; replace them with "
+    "model.pad_id once the sequence is finished.")
+HARD_CODED_PAD = Diagnosis(
+    "hard-coded-pad",
+    "the positions after EOS hold {found}, but this model's pad_id is {pad_id}: use model.pad_id, "
+    "not a fixed PAD id.")
+PREFIX_NOT_FED = Diagnosis(
+    "prefix-not-fed",
+    "the model was not given BOS followed by the tokens chosen so far: each step must decode the "
+    "whole prefix (BOS, then every chosen token) and take the logits of its last position.")
+SAMPLES = Diagnosis(
+    "samples",
+    "it samples the next token: the call drew from the global random generator, and sequence {row} got "
+    "token {token}, the runner-up, at output position {step} where the most likely token is {best}; greedy "
+    "decoding takes the argmax, logits[:, -1].argmax(dim=-1), and draws nothing.")
+DRAWS = Diagnosis(
+    "draws",
+    "the call changed the global random state (it drew from torch's default generator, or seeded it), though "
+    "greedy decoding draws nothing: take the argmax of the logits, with no random call in greedy_decode.")
+NOT_DETERMINISTIC = Diagnosis(
+    "not-deterministic",
+    "two calls on the same model and source gave different tokens ({first} and then {second} in "
+    "sequence {row}): greedy decoding is deterministic, it takes the argmax and draws nothing.")
+RUNNER_UP_CHOSEN = Diagnosis(
+    "runner-up-chosen",
+    "sequence {row} got token {token} at output position {step}, the runner-up (logit "
+    "{runner_up:g}), where the most likely token is {best} (logit {logit:g}): take the token of the "
+    "largest logit, logits[:, -1].argmax(dim=-1).")
+FIRST_TOKEN = Diagnosis(
+    "first-token",
+    "the first token it gives the model is {first}{which}, not bos_id = {bos_id}: start every sequence "
+    "from a (B, 1) column of bos_id.")
+FIRST_POSITION = Diagnosis(
+    "first-position",
+    "every step repeats the first token of its sequence (sequence {row}: {tokens}): the next token is "
+    "read from the first position's logits; take the last position's, logits[:, -1].argmax(dim=-1).")
+POSITIONS = Diagnosis(
+    "positions",
+    "the tokens it generated are 0, 1, 2, …, the positions of the prefix (sequence {row}: {tokens}): the "
+    "argmax is taken over the positions axis; take it over the vocabulary (the last axis) of the last "
+    "position, logits[:, -1].argmax(dim=-1).")
+EOS_CONSTANT = Diagnosis(
+    "eos-constant",
+    "it stops at token {course}, the course's EOS_ID, though this call's eos_id is {eos_id} (with "
+    "eos_id={course} it is right): use the eos_id argument, not a constant.")
+BOS_CONSTANT = Diagnosis(
+    "bos-constant",
+    "the first token it gives the model is {course}, the course's BOS_ID, though this call's bos_id is "
+    "{bos_id} (with bos_id={course} it is right): use the bos_id argument, not a constant.")
+IDS_CONSTANT = Diagnosis(
+    "ids-constant",
+    "it starts with the course's BOS_ID ({bos}) and stops at its EOS_ID ({eos}), though this call's bos_id "
+    "is {bos_id} and eos_id is {eos_id}: use the bos_id / eos_id arguments, not constants.")
+MAX_LEN_OFF = Diagnosis(
+    "max-len-off",
+    "it generated {width} tokens with max_len = {max_len}: generate at most max_len tokens "
+    "(EOS included, BOS not counted).")
 
 
 def _run(task, greedy_decode, case):

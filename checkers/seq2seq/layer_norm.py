@@ -6,34 +6,52 @@ import torch.nn.functional as F
 
 from .._calls import fail_method, recorded_calls
 from .._compare import diagnose, expect_close, expect_finite, matches, signatures
-from .._core import check_function, expect_module_class, load_fixture, one_line
+from .._core import Diagnosis, check_function, expect_module_class, load_fixture, one_line
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from ._weights import layer_norm_slots
 
 ATOL, RTOL = 1e-6, 1e-6
 # Sentences the known mistakes' diagnoses quote (course/seq2seq/mistakes.py).
-UNBIASED = ("the variance is the unbiased one (divided by D - 1): LayerNorm uses the biased variance, the mean "
-            "of the squared deviations (divided by D).")
-EPS_OUTSIDE = ("eps is added outside the square root: divide by torch.sqrt(var + eps), not by torch.sqrt(var) + eps "
-               "(it matters for tokens whose variance is close to eps).")
-AFFINE_NOT_APPLIED = ("the output is normalised but weight and bias are not applied: return "
-                      "normalised * self.weight + self.bias.")
-WRONG_AXIS = ("the mean and variance are taken over the wrong axis: LayerNorm standardises each token over its own "
-              "D features, the last axis (dim=-1), whatever the number of leading axes.")
-AXES_BUT_BATCH = ("the mean and variance are taken over every axis but the first together (a whole sequence at "
-                  "once): LayerNorm standardises each token over its own D features, the last axis (dim=-1) only.")
-EPS_IGNORED = ("the `eps` argument is ignored (eps=0.1 gives the output of eps=1e-5): store it, self.eps = eps, "
-               "and use it instead of a fixed number.")
-MEAN_DETACHED = ("the mean is cut off from the autograd graph (.detach(), .data or torch.no_grad()): the outputs are "
-                 "right but the input's gradient is not torch.nn.functional.layer_norm's; keep the mean in the graph.")
-VARIANCE_DETACHED = ("the variance (or standard deviation) is cut off from the autograd graph (.detach(), .data or "
-                     "torch.no_grad()): the outputs are right but the input's gradient is not "
-                     "torch.nn.functional.layer_norm's; keep the variance in the graph.")
+UNBIASED = Diagnosis(
+    "unbiased",
+    "the variance is the unbiased one (divided by D - 1): LayerNorm uses the biased variance, the mean "
+    "of the squared deviations (divided by D).")
+EPS_OUTSIDE = Diagnosis(
+    "eps-outside",
+    "eps is added outside the square root: divide by torch.sqrt(var + eps), not by torch.sqrt(var) + eps "
+    "(it matters for tokens whose variance is close to eps).")
+AFFINE_NOT_APPLIED = Diagnosis(
+    "affine-not-applied",
+    "the output is normalised but weight and bias are not applied: return "
+    "normalised * self.weight + self.bias.")
+WRONG_AXIS = Diagnosis(
+    "wrong-axis",
+    "the mean and variance are taken over the wrong axis: LayerNorm standardises each token over its own "
+    "D features, the last axis (dim=-1), whatever the number of leading axes.")
+AXES_BUT_BATCH = Diagnosis(
+    "axes-but-batch",
+    "the mean and variance are taken over every axis but the first together (a whole sequence at "
+    "once): LayerNorm standardises each token over its own D features, the last axis (dim=-1) only.")
+EPS_IGNORED = Diagnosis(
+    "eps-ignored",
+    "the `eps` argument is ignored (eps=0.1 gives the output of eps=1e-5): store it, self.eps = eps, "
+    "and use it instead of a fixed number.")
+MEAN_DETACHED = Diagnosis(
+    "mean-detached",
+    "the mean is cut off from the autograd graph (.detach(), .data or torch.no_grad()): the outputs are "
+    "right but the input's gradient is not torch.nn.functional.layer_norm's; keep the mean in the graph.")
+VARIANCE_DETACHED = Diagnosis(
+    "variance-detached",
+    "the variance (or standard deviation) is cut off from the autograd graph (.detach(), .data or "
+    "torch.no_grad()): the outputs are right but the input's gradient is not "
+    "torch.nn.functional.layer_norm's; keep the variance in the graph.")
 # torch's own normalisations, each a layer norm in one call (rms_norm of the centred input is one): the task is to
 # write it, so a forward that calls one of them (directly, or through nn.LayerNorm and its kin) fails
 TORCH_NORMS = ("layer_norm", "group_norm", "instance_norm", "batch_norm", "rms_norm")
-BY_HAND = ("the task is to compute layer normalisation by hand, from the mean and the biased variance over the last "
-           "axis, not with torch's own (F.layer_norm, nn.LayerNorm and the other normalisation layers).")
+BY_HAND = Diagnosis(
+    "by-hand",
+    "the task is to compute layer normalisation by hand, from the mean and the biased variance over the last "
+    "axis, not with torch's own (F.layer_norm, nn.LayerNorm and the other normalisation layers).")
 NOT_PARAMETER = "(so it is learned and saved)"  # said by checkers.seq2seq._weights for a weight that is no Parameter
 
 

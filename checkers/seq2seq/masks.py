@@ -3,26 +3,44 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .._compare import expect_tensor
-from .._core import check_function, expect_callable, load_fixture
+from .._core import Diagnosis, check_function, expect_callable, load_fixture
 
 # Sentences the known mistakes' diagnoses quote (course/seq2seq/mistakes.py).
-CAUSAL_INVERTED = ("the causal mask is inverted: it is True where key j is in the future (j > i); True must mean "
-                   "'may attend', for j <= i.")
-CAUSAL_TRANSPOSED = ("the causal mask is transposed: query i may attend keys j >= i, the future; keep the lower "
-                     "triangle (j <= i), not the upper one.")
-CAUSAL_NO_DIAGONAL = ("the causal mask excludes the diagonal: each position must be able to attend to itself "
-                      "(j <= i, not j < i).")
-CAUSAL_SEES_NEXT = ("the causal mask lets query i attend key i + 1, one step into the future: allow j <= i only "
-                    "(the diagonal and below).")
-PADDING_INVERTED = "the padding mask is inverted: True must mark the real tokens, not the padding."
-PADDING_ON_QUERIES = ("the padding mask has its length axis where the queries are, so it masks padded queries instead "
-                      "of padded keys: the padded positions are keys no query may attend, so the length goes last, "
-                      "shape (B, 1, 1, L).")
-PADDING_NO_AXES = ("the padding mask lacks its broadcast axes: it should have shape (B, 1, 1, L), which lines up "
-                   "with the scores (B, H, L_q, L_k) and broadcasts over the heads and the queries.")
-DEVICE_IGNORED = ("causal_mask ignores its device argument: the mask must be created on that device (pass "
-                  "device=device to the function that builds it), or masking a model on a GPU fails.")
-PAD_ID_IGNORED = "the padding mask ignores the `pad_id` argument (it treats 0 as padding): compare with pad_id."
+CAUSAL_INVERTED = Diagnosis(
+    "causal-inverted",
+    "the causal mask is inverted: it is True where key j is in the future (j > i); True must mean "
+    "'may attend', for j <= i.")
+CAUSAL_TRANSPOSED = Diagnosis(
+    "causal-transposed",
+    "the causal mask is transposed: query i may attend keys j >= i, the future; keep the lower "
+    "triangle (j <= i), not the upper one.")
+CAUSAL_NO_DIAGONAL = Diagnosis(
+    "causal-no-diagonal",
+    "the causal mask excludes the diagonal: each position must be able to attend to itself "
+    "(j <= i, not j < i).")
+CAUSAL_SEES_NEXT = Diagnosis(
+    "causal-sees-next",
+    "the causal mask lets query i attend key i + 1, one step into the future: allow j <= i only "
+    "(the diagonal and below).")
+PADDING_INVERTED = Diagnosis(
+    "padding-inverted",
+    "the padding mask is inverted: True must mark the real tokens, not the padding.")
+PADDING_ON_QUERIES = Diagnosis(
+    "padding-on-queries",
+    "the padding mask has its length axis where the queries are, so it masks padded queries instead "
+    "of padded keys: the padded positions are keys no query may attend, so the length goes last, "
+    "shape (B, 1, 1, L).")
+PADDING_NO_AXES = Diagnosis(
+    "padding-no-axes",
+    "the padding mask lacks its broadcast axes: it should have shape (B, 1, 1, L), which lines up "
+    "with the scores (B, H, L_q, L_k) and broadcasts over the heads and the queries.")
+DEVICE_IGNORED = Diagnosis(
+    "device-ignored",
+    "causal_mask ignores its device argument: the mask must be created on that device (pass "
+    "device=device to the function that builds it), or masking a model on a GPU fails.")
+PAD_ID_IGNORED = Diagnosis(
+    "pad-id-ignored",
+    "the padding mask ignores the `pad_id` argument (it treats 0 as padding): compare with pad_id.")
 
 
 def _call(task, what, fn, *args, **kwargs):

@@ -3,7 +3,7 @@ import torch
 import torch.nn as nn
 
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
+from .._core import Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
 from .._dependencies import attention_function, explain_parts, part_class
 from .._modules import build, expect_native_output, load
 from ._weights import MissingPart, seq2seq_slots
@@ -11,32 +11,58 @@ from ._weights import MissingPart, seq2seq_slots
 NAME = "Seq2SeqTransformer"
 ATOL, RTOL = 1e-5, 1e-5  # a float32 `pe` table, converted to float64, costs up to ~1e-6 here
 ATTENTION_KEYS = ("encoder", "decoder_self", "decoder_cross")
-SEPARATE_EMBEDDINGS = ("the model holds {count} nn.Embedding layers; source and target share one vocabulary, so "
-                       "use the single self.embedding for both (in encode and in decode).")
-READS_FUTURE = ("the logits at position {position} change when only a later token of target_input changes: the "
-                "decoder reads the future; pass causal_mask(T) as the self-attention mask in decode.")
-ENCODER_PADDING = ("the memory of the real source tokens changes when PAD tokens are appended to the source: the "
-                   "encoder attends to padding; pass padding_mask(source, self.pad_id) to every encoder block.")
-MEMORY_PADDING = ("the logits change when PAD tokens are appended to the source: the cross-attention attends to "
-                  "padded source positions; pass padding_mask(source, self.pad_id) as the decoder's memory_mask.")
-NOT_COMPOSED = ("forward(source, target_input) differs from decode(target_input, encode(source), source): forward "
-                "should be exactly that composition.")
-NO_OUTPUT_LAYER = ("decode returns {shape}, one embed_dim-wide vector per target position: apply self.output to "
-                   "the decoder's last hidden states to get vocab_size logits.")
-OUTPUT_ON_MEMORY = ("decode returns {shape}, one row per source position: apply self.output to the decoder's "
-                    "hidden states (one per target position), not to the memory.")
+SEPARATE_EMBEDDINGS = Diagnosis(
+    "separate-embeddings",
+    "the model holds {count} nn.Embedding layers; source and target share one vocabulary, so "
+    "use the single self.embedding for both (in encode and in decode).")
+READS_FUTURE = Diagnosis(
+    "reads-future",
+    "the logits at position {position} change when only a later token of target_input changes: the "
+    "decoder reads the future; pass causal_mask(T) as the self-attention mask in decode.")
+ENCODER_PADDING = Diagnosis(
+    "encoder-padding",
+    "the memory of the real source tokens changes when PAD tokens are appended to the source: the "
+    "encoder attends to padding; pass padding_mask(source, self.pad_id) to every encoder block.")
+MEMORY_PADDING = Diagnosis(
+    "memory-padding",
+    "the logits change when PAD tokens are appended to the source: the cross-attention attends to "
+    "padded source positions; pass padding_mask(source, self.pad_id) as the decoder's memory_mask.")
+NOT_COMPOSED = Diagnosis(
+    "not-composed",
+    "forward(source, target_input) differs from decode(target_input, encode(source), source): forward "
+    "should be exactly that composition.")
+NO_OUTPUT_LAYER = Diagnosis(
+    "no-output-layer",
+    "decode returns {shape}, one embed_dim-wide vector per target position: apply self.output to "
+    "the decoder's last hidden states to get vocab_size logits.")
+OUTPUT_ON_MEMORY = Diagnosis(
+    "output-on-memory",
+    "decode returns {shape}, one row per source position: apply self.output to the decoder's "
+    "hidden states (one per target position), not to the memory.")
 
-PAD_ID_NOT_STORED = "Seq2SeqTransformer.pad_id should store the pad_id argument ({pad_id} here), found {found}."
-PAD_ID_HARD_CODED = ("the masks are built with pad id {found} hard-coded although the model's pad_id is {pad_id}: "
-                     "use the stored one, padding_mask(source, self.pad_id).")
-MEMORY_MASK_FROM_TARGET = ("the decoder's memory_mask is built from target_input: it marks the real source positions "
-                           "the cross-attention may read, memory_mask = padding_mask(source, self.pad_id).")
-BLOCK_MEMORY_IS_X = ("the decoder blocks get their own input x as the memory: pass the encoder's output, "
-                     "block(x, memory, self_mask, memory_mask), so that cross-attention reads the source.")
-BLOCK_MEMORY_NOT_GIVEN = ("the decoder blocks are not given decode's memory argument as their memory: call "
-                          "block(x, memory, self_mask, memory_mask) with the memory passed to decode.")
-DROPOUT_MISSING = ("{method} of Seq2SeqTransformer(dropout=0.5) in train mode gave the same output twice, though "
-                   "forward's logits vary: pass `dropout` on to every {stack} block too.")
+PAD_ID_NOT_STORED = Diagnosis(
+    "pad-id-not-stored",
+    "Seq2SeqTransformer.pad_id should store the pad_id argument ({pad_id} here), found {found}.")
+PAD_ID_HARD_CODED = Diagnosis(
+    "pad-id-hard-coded",
+    "the masks are built with pad id {found} hard-coded although the model's pad_id is {pad_id}: "
+    "use the stored one, padding_mask(source, self.pad_id).")
+MEMORY_MASK_FROM_TARGET = Diagnosis(
+    "memory-mask-from-target",
+    "the decoder's memory_mask is built from target_input: it marks the real source positions "
+    "the cross-attention may read, memory_mask = padding_mask(source, self.pad_id).")
+BLOCK_MEMORY_IS_X = Diagnosis(
+    "block-memory-is-x",
+    "the decoder blocks get their own input x as the memory: pass the encoder's output, "
+    "block(x, memory, self_mask, memory_mask), so that cross-attention reads the source.")
+BLOCK_MEMORY_NOT_GIVEN = Diagnosis(
+    "block-memory-not-given",
+    "the decoder blocks are not given decode's memory argument as their memory: call "
+    "block(x, memory, self_mask, memory_mask) with the memory passed to decode.")
+DROPOUT_MISSING = Diagnosis(
+    "dropout-missing",
+    "{method} of Seq2SeqTransformer(dropout=0.5) in train mode gave the same output twice, though "
+    "forward's logits vary: pass `dropout` on to every {stack} block too.")
 
 
 def _expect_structure(task, model, config):

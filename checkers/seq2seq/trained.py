@@ -15,7 +15,7 @@ from course_lib.seq2seq import (BOS_ID, decoding_accuracy, init_embedding, rando
                                 teacher_forcing_input)
 
 from .._compare import expect_finite, expect_tensor
-from .._core import check_function
+from .._core import Diagnosis, check_function
 from .._trained import expect_class_passes, expect_trained_model, model_device, redrawn
 from .._weights import MissingPart
 from ._weights import seq2seq_slots
@@ -28,13 +28,17 @@ RESET_SIZE = 200
 RESET_CEILING = 0.5  # a model whose answers come from its weights falls far below this when they are re-drawn
 NAME = "model"
 
-READS_FUTURE = ("the logits at position {position} change when only later decoder-input tokens change, so the "
-                "decoder reads the future and its teacher-forced accuracy says nothing about generation: pass "
-                "causal_mask(T) as the self-attention mask in decode (check Task 5).")
-NOT_FROM_WEIGHTS = ("with every weight re-initialised the model still reverses {accuracy:.0%} of {size} fresh "
-                    "sequences, so its answers do not come from what it learned: decode must compute the logits "
-                    "from the decoder input and the memory with the model's layers (source serves only for the "
-                    "padding mask).")
+READS_FUTURE = Diagnosis(
+    "reads-future",
+    "the logits at position {position} change when only later decoder-input tokens change, so the "
+    "decoder reads the future and its teacher-forced accuracy says nothing about generation: pass "
+    "causal_mask(T) as the self-attention mask in decode (check Task 5).")
+NOT_FROM_WEIGHTS = Diagnosis(
+    "not-from-weights",
+    "with every weight re-initialised the model still reverses {accuracy:.0%} of {size} fresh "
+    "sequences, so its answers do not come from what it learned: decode must compute the logits "
+    "from the decoder input and the memory with the model's layers (source serves only for the "
+    "padding mask).")
 
 
 def _expect_layout(task, model, sources, targets):

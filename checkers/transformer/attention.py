@@ -2,20 +2,30 @@
 import torch
 
 from .._compare import diagnose, expect_close, expect_finite, expect_pair, expect_tensor, matches, signatures
-from .._core import CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture
+from .._core import Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture
 from .._probes import matrix_only_ops, normalised_axis, temperature
 
 ATOL, RTOL = 1e-6, 1e-6  # float64 inputs: any correct formulation lands within ~1e-12
 # What the property checks below say; course/transformer/mistakes.py quotes them as its planted mistakes' diagnoses.
-RES_FROM_KEY = "res takes its last axis from `key` instead of `value`: compute res = attention @ value."
-BATCHED = ("`.T` reverses all axes of a batched tensor: transpose only the last two, key.transpose(-2, -1), and "
-           "multiply with @ or torch.matmul, which broadcast over the leading axes.")
-MASK_INVERTED = ("the mask looks inverted: mask is nonzero / True where a query MAY attend, so fill the scores with "
-                 "-inf where mask == 0.")
-HARD_CODED_AXIS = ("an axis is probably hard-coded: count axes from the end, as in torch.softmax(scores, dim=-1), "
-                   "query.size(-1) and key.transpose(-2, -1), so that leading batch axes do not shift them.")
-OVERFLOW = ("the softmax overflows for large scores: subtract each row's maximum before exp(), or use "
-            "torch.softmax(scores, dim=-1).")
+RES_FROM_KEY = Diagnosis(
+    "res-from-key",
+    "res takes its last axis from `key` instead of `value`: compute res = attention @ value.")
+BATCHED = Diagnosis(
+    "batched",
+    "`.T` reverses all axes of a batched tensor: transpose only the last two, key.transpose(-2, -1), and "
+    "multiply with @ or torch.matmul, which broadcast over the leading axes.")
+MASK_INVERTED = Diagnosis(
+    "mask-inverted",
+    "the mask looks inverted: mask is nonzero / True where a query MAY attend, so fill the scores with "
+    "-inf where mask == 0.")
+HARD_CODED_AXIS = Diagnosis(
+    "hard-coded-axis",
+    "an axis is probably hard-coded: count axes from the end, as in torch.softmax(scores, dim=-1), "
+    "query.size(-1) and key.transpose(-2, -1), so that leading batch axes do not shift them.")
+OVERFLOW = Diagnosis(
+    "overflow",
+    "the softmax overflows for large scores: subtract each row's maximum before exp(), or use "
+    "torch.softmax(scores, dim=-1).")
 
 
 def _run(task, attention_fn, case, dtype=torch.float64, mask=None):

@@ -5,14 +5,16 @@ import torch.nn as nn
 from ._classifier_probes import explain_activation, explain_classifier
 from .._dependencies import explain_parts, part_class
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import check_function, expect_module_class, load_fixture
+from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from .._weights import MissingPart, encoder_blocks
 from ._roles import classifier_slots
 
 ATOL, RTOL = 1e-5, 1e-5  # a float32 `pe` table, converted to float64, costs up to ~1e-6 here
-CLS_NOT_PREPENDED = ("[CLS] is not prepended: the encoder sees L positions instead of L + 1; put cls_token in front "
-                     "of the embedded tokens with torch.cat([cls, tokens], dim=1), do not add it to them.")
+CLS_NOT_PREPENDED = Diagnosis(
+    "cls-not-prepended",
+    "[CLS] is not prepended: the encoder sees L positions instead of L + 1; put cls_token in front "
+    "of the embedded tokens with torch.cat([cls, tokens], dim=1), do not add it to them.")
 
 
 def expect_structure(task, model, config, name):

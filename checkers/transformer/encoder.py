@@ -5,16 +5,20 @@ import torch.nn as nn
 from .._block_probes import explain_activation, explain_block
 from .._dependencies import explain_parts, part_class
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import check_function, expect_module_class, load_fixture
+from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from .._weights import block_slots
 
 ATOL, RTOL = 1e-6, 1e-6
-DROPOUT_IN_EVAL = ("dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
-                   "under .eval().")
-DROPOUT_ON_RESIDUAL = ("dropout acts on the residual path too: with both sub-layers' outputs zero, dropout in train "
-                       "mode still changes the output; apply it to each sub-layer's output only, "
-                       "norm1(x + dropout(attention(x))).")
+DROPOUT_IN_EVAL = Diagnosis(
+    "dropout-in-eval",
+    "dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
+    "under .eval().")
+DROPOUT_ON_RESIDUAL = Diagnosis(
+    "dropout-on-residual",
+    "dropout acts on the residual path too: with both sub-layers' outputs zero, dropout in train "
+    "mode still changes the output; apply it to each sub-layer's output only, "
+    "norm1(x + dropout(attention(x))).")
 # The weights that make each sub-layer output zero: the attention's output projection, the feed-forward's last layer.
 SUBLAYER_OUTPUTS = ("attention.o_proj.weight", "attention.o_proj.bias",
                     "feedforward.out.weight", "feedforward.out.bias")

@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
+from .._core import Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from .._block_probes import explain_block
 from .._probes import explain_heads
@@ -14,12 +14,18 @@ from ._roles import linformer_attention_slots, linformer_block_slots, linformer_
 from .classifier import build_loaded, expect_classifier
 
 ATOL, RTOL = 1e-6, 1e-6
-QUERIES_PROJECTED = ("the queries are compressed along the sequence too: apply e_proj to the keys and f_proj to the "
-                     "values only; the queries keep all L rows, so the output has one row per position.")
-SEQUENCE_AXIS = ("e_proj and f_proj compress the sequence axis: give them the keys and values as (B, H, head_dim, L), "
-                 "key.transpose(-2, -1), and transpose their output back to (B, H, proj_dim, head_dim).")
-NOT_LINFORMER = ("LinformerBlock.attention is not a LinformerAttention: after super().__init__(...), replace it with "
-                 "LinformerAttention(embed_dim, num_heads, sequence_length, proj_dim).")
+QUERIES_PROJECTED = Diagnosis(
+    "queries-projected",
+    "the queries are compressed along the sequence too: apply e_proj to the keys and f_proj to the "
+    "values only; the queries keep all L rows, so the output has one row per position.")
+SEQUENCE_AXIS = Diagnosis(
+    "sequence-axis",
+    "e_proj and f_proj compress the sequence axis: give them the keys and values as (B, H, head_dim, L), "
+    "key.transpose(-2, -1), and transpose their output back to (B, H, proj_dim, head_dim).")
+NOT_LINFORMER = Diagnosis(
+    "not-linformer",
+    "LinformerBlock.attention is not a LinformerAttention: after super().__init__(...), replace it with "
+    "LinformerAttention(embed_dim, num_heads, sequence_length, proj_dim).")
 
 
 def _forward(task, module, x, what, **kwargs):

@@ -4,17 +4,21 @@ import copy
 import torch
 
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import check_function, expect_module_class, load_fixture
+from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from .._dependencies import attention_function, explain_parts
 from .._probes import explain_heads, explain_mask
 from .._weights import attention_slots
 
 ATOL, RTOL = 1e-6, 1e-6
-QUERY_KEY_SWAPPED = ("q_proj and k_proj are used the other way round (the result is right once their weights are "
-                     "exchanged): the queries are q_proj(x) and the keys k_proj(x).")
-HEAD_AXIS_MISSING = ("a (B, L, L) mask must get a head axis, mask.unsqueeze(1) -> (B, 1, L, L), or it broadcasts "
-                     "against the wrong dimension.")
+QUERY_KEY_SWAPPED = Diagnosis(
+    "query-key-swapped",
+    "q_proj and k_proj are used the other way round (the result is right once their weights are "
+    "exchanged): the queries are q_proj(x) and the keys k_proj(x).")
+HEAD_AXIS_MISSING = Diagnosis(
+    "head-axis-missing",
+    "a (B, L, L) mask must get a head axis, mask.unsqueeze(1) -> (B, 1, L, L), or it broadcasts "
+    "against the wrong dimension.")
 
 
 def _forward(task, layer, x, mask=None, return_attention=True, what="MultiheadAttention.forward"):

@@ -3,14 +3,16 @@ import torch
 import torch.nn as nn
 
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import check_function, expect_module_class, load_fixture
+from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._modules import build, expect_native_output, expect_output, expect_unchanged
 
 # A float32 table is accurate to about 1e-7 relative in the angle pos / 10000^(2i/D), i.e. an
 # absolute error growing with the position: allow 1e-6 per position on top of 1e-5.
 ATOL, ATOL_PER_POSITION = 1e-5, 1e-6
-NOT_A_BUFFER = ("`pe` is a plain attribute, not a buffer: use self.register_buffer('pe', ...) so that .to(device) "
-                "moves it with the model.")
+NOT_A_BUFFER = Diagnosis(
+    "not-a-buffer",
+    "`pe` is a plain attribute, not a buffer: use self.register_buffer('pe', ...) so that .to(device) "
+    "moves it with the model.")
 
 
 def _table(task, module, embed_dim, max_len):

@@ -7,12 +7,17 @@ import torch.nn as nn
 
 from .._weights import MissingPart, feedforward_linears
 from ._roles import vit_blocks
+from .._core import Diagnosis
 
-SWAPPED = ("num_heads and feedforward_dim reach PreNormBlock swapped: built with feedforward_dim={feedforward_dim} "
-           "instead, its blocks' feed-forward layer has {width} hidden units, the num_heads given; call "
-           "PreNormBlock(embed_dim, num_heads, feedforward_dim, dropout=dropout).")
-EMBEDDING_SIZES = ("patch_embedding is built for other images than the model's: {found}; pass the model's own "
-                   "image_size, patch_size and in_channels on to PatchEmbedding.")
+SWAPPED = Diagnosis(
+    "swapped",
+    "num_heads and feedforward_dim reach PreNormBlock swapped: built with feedforward_dim={feedforward_dim} "
+    "instead, its blocks' feed-forward layer has {width} hidden units, the num_heads given; call "
+    "PreNormBlock(embed_dim, num_heads, feedforward_dim, dropout=dropout).")
+EMBEDDING_SIZES = Diagnosis(
+    "embedding-sizes",
+    "patch_embedding is built for other images than the model's: {found}; pass the model's own "
+    "image_size, patch_size and in_channels on to PatchEmbedding.")
 
 
 def _feedforward_width(model):

@@ -7,31 +7,54 @@ head, so it names what the model classifies whatever its blocks compute.
 import torch
 
 from .._compare import matches
+from .._core import Diagnosis
 
 ATOL, RTOL = 1e-6, 1e-6
 # Sentences the known mistakes' diagnoses quote (course/vit/mistakes.py).
-MEAN_PATCHES = ("it classifies the mean of the patch tokens; the head reads the [CLS] token only, "
-                "head(final_norm(x[:, 0])).")
-MEAN_TOKENS = "it classifies the mean of all tokens; the head reads the [CLS] token only, head(final_norm(x[:, 0]))."
-LAST_TOKEN = ("it classifies the last token; the [CLS] token is the first one, position 0: "
-              "head(final_norm(x[:, 0])).")
-NO_FINAL_NORM = ("the [CLS] state does not go through final_norm: apply it after the last block, "
-                 "head(final_norm(x[:, 0])).")
-FINAL_NORM_FIRST = ("final_norm is applied to the embedded tokens before the blocks; it belongs after the last "
-                    "block, head(final_norm(x[:, 0])).")
-POST_NORM = ("that is a post-norm block (its output rows have mean 0 and variance 1 when norm2 has weight 1 and "
-             "bias 0): use the provided PreNormBlock unchanged, x + attention(norm1(x)) then "
-             "x + feedforward(norm2(x)).")
-PROBABILITIES = ("it returns probabilities, softmax(logits): return the logits themselves, head(final_norm(x[:, 0])); "
-                 "cross_entropy applies the softmax itself.")
-LOG_PROBABILITIES = ("it returns log-probabilities, log_softmax(logits): return the logits themselves, "
-                     "head(final_norm(x[:, 0])).")
-RESIDUAL_TWICE = ("blocks[{index}] receives x + blocks[{previous}](x), the residual added a second time: the block "
-                  "adds its own residual connections, so write x = block(x).")
-NOT_CHAINED = ("blocks[{index}] receives the same input as blocks[{previous}], not its output: pass each block's "
-               "output on to the next, x = block(x).")
-NOT_PRE_NORM = ("blocks[{index}] does not compute the provided PreNormBlock: build every block with "
-                "PreNormBlock(embed_dim, num_heads, feedforward_dim, dropout=dropout), unchanged.")
+MEAN_PATCHES = Diagnosis(
+    "mean-patches",
+    "it classifies the mean of the patch tokens; the head reads the [CLS] token only, "
+    "head(final_norm(x[:, 0])).")
+MEAN_TOKENS = Diagnosis(
+    "mean-tokens",
+    "it classifies the mean of all tokens; the head reads the [CLS] token only, head(final_norm(x[:, 0])).")
+LAST_TOKEN = Diagnosis(
+    "last-token",
+    "it classifies the last token; the [CLS] token is the first one, position 0: "
+    "head(final_norm(x[:, 0])).")
+NO_FINAL_NORM = Diagnosis(
+    "no-final-norm",
+    "the [CLS] state does not go through final_norm: apply it after the last block, "
+    "head(final_norm(x[:, 0])).")
+FINAL_NORM_FIRST = Diagnosis(
+    "final-norm-first",
+    "final_norm is applied to the embedded tokens before the blocks; it belongs after the last "
+    "block, head(final_norm(x[:, 0])).")
+POST_NORM = Diagnosis(
+    "post-norm",
+    "that is a post-norm block (its output rows have mean 0 and variance 1 when norm2 has weight 1 and "
+    "bias 0): use the provided PreNormBlock unchanged, x + attention(norm1(x)) then "
+    "x + feedforward(norm2(x)).")
+PROBABILITIES = Diagnosis(
+    "probabilities",
+    "it returns probabilities, softmax(logits): return the logits themselves, head(final_norm(x[:, 0])); "
+    "cross_entropy applies the softmax itself.")
+LOG_PROBABILITIES = Diagnosis(
+    "log-probabilities",
+    "it returns log-probabilities, log_softmax(logits): return the logits themselves, "
+    "head(final_norm(x[:, 0])).")
+RESIDUAL_TWICE = Diagnosis(
+    "residual-twice",
+    "blocks[{index}] receives x + blocks[{previous}](x), the residual added a second time: the block "
+    "adds its own residual connections, so write x = block(x).")
+NOT_CHAINED = Diagnosis(
+    "not-chained",
+    "blocks[{index}] receives the same input as blocks[{previous}], not its output: pass each block's "
+    "output on to the next, x = block(x).")
+NOT_PRE_NORM = Diagnosis(
+    "not-pre-norm",
+    "blocks[{index}] does not compute the provided PreNormBlock: build every block with "
+    "PreNormBlock(embed_dim, num_heads, feedforward_dim, dropout=dropout), unchanged.")
 
 
 def _first(value):

@@ -3,25 +3,42 @@
 Each known mistake of patch order is recognised by what it does to the pixels' places, never by a stored output.
 """
 import torch
+from .._core import Diagnosis
 
-STRAIGHT = ("the images are reshaped straight from (B, C, H, W) to (B, N, C·p·p), so one 'patch' holds consecutive "
-            "pixels of an image row, mixing rows of different patches: split H into (H / p, p) and W into (W / p, p), "
-            "permute the patch grid (H / p, W / p) in front of (C, p, p), then flatten.")
-COLUMN_MAJOR = ("the patches are numbered in column-major order (down the first column of patches first): number "
-                "them row by row, patch n at grid row n // (W / p) and grid column n % (W / p).")
-CHANNEL_LAST = ("each patch is flattened channel last, in the order (p1, p2, C): flatten it channel first, "
-                "(C, p1, p2), so that entry k of a patch is channel k // p², row (k // p) % p, column k % p.")
-TRANSPOSED = ("each patch is flattened column by column, a transposed patch (p2 before p1): flatten its pixels row "
-              "by row, in the order (C, p1, p2) with p1 the row inside the patch.")
-STRIDED = ("each patch takes pixels H / p rows and W / p columns apart instead of a p × p block: split H into "
-           "(H / p, p), the grid row first, not (p, H / p); the same for W.")
-BATCH_MIXED = ("the patches of one image hold pixels of other images: keep the batch axis first and whole, "
-               "(B, C, H, W) -> (B, N, C·p·p).")
-MIXED = ("holds pixels of several p × p blocks of the image: split H and W into (H / p, p) and (W / p, p), "
-         "permute the patch grid (H / p, W / p) in front of the channel and the pixels of a patch, (C, p, p), "
-         "and only then flatten.")
-INNER_ORDER = ("the pixels inside each patch are flattened in another order: entry k of a patch should be channel "
-               "k // p², row (k // p) % p, column k % p of the patch, the order (C, p1, p2).")
+STRAIGHT = Diagnosis(
+    "straight",
+    "the images are reshaped straight from (B, C, H, W) to (B, N, C·p·p), so one 'patch' holds consecutive "
+    "pixels of an image row, mixing rows of different patches: split H into (H / p, p) and W into (W / p, p), "
+    "permute the patch grid (H / p, W / p) in front of (C, p, p), then flatten.")
+COLUMN_MAJOR = Diagnosis(
+    "column-major",
+    "the patches are numbered in column-major order (down the first column of patches first): number "
+    "them row by row, patch n at grid row n // (W / p) and grid column n % (W / p).")
+CHANNEL_LAST = Diagnosis(
+    "channel-last",
+    "each patch is flattened channel last, in the order (p1, p2, C): flatten it channel first, "
+    "(C, p1, p2), so that entry k of a patch is channel k // p², row (k // p) % p, column k % p.")
+TRANSPOSED = Diagnosis(
+    "transposed",
+    "each patch is flattened column by column, a transposed patch (p2 before p1): flatten its pixels row "
+    "by row, in the order (C, p1, p2) with p1 the row inside the patch.")
+STRIDED = Diagnosis(
+    "strided",
+    "each patch takes pixels H / p rows and W / p columns apart instead of a p × p block: split H into "
+    "(H / p, p), the grid row first, not (p, H / p); the same for W.")
+BATCH_MIXED = Diagnosis(
+    "batch-mixed",
+    "the patches of one image hold pixels of other images: keep the batch axis first and whole, "
+    "(B, C, H, W) -> (B, N, C·p·p).")
+MIXED = Diagnosis(
+    "mixed",
+    "holds pixels of several p × p blocks of the image: split H and W into (H / p, p) and (W / p, p), "
+    "permute the patch grid (H / p, W / p) in front of the channel and the pixels of a patch, (C, p, p), "
+    "and only then flatten.")
+INNER_ORDER = Diagnosis(
+    "inner-order",
+    "the pixels inside each patch are flattened in another order: entry k of a patch should be channel "
+    "k // p², row (k // p) % p, column k % p of the patch, the order (C, p1, p2).")
 
 
 def probe(patchify, shape, patch_size):

@@ -6,34 +6,61 @@ import math
 import torch
 
 from .._compare import matches
+from .._core import Diagnosis
 
 ATOL, RTOL = 1e-9, 1e-9
-CLS_LAST = ("the [CLS] token comes after the patches: put it first, torch.cat([cls, patches], dim=1), so that the "
-            "classifier finds it at position 0.")
-CLS_NOT_SHARED = ("the token at position 0 differs between images: it should be the [CLS] token, one learned vector "
-                  "shared by every image (expand or repeat it over the batch), plus row 0 of position_embedding.")
-CLS_NO_POSITION = ("the [CLS] token gets no position embedding: add all N + 1 rows of position_embedding to the "
-                   "concatenated tokens, row 0 to [CLS] and rows 1 .. N to the patches.")
-NO_POSITIONS = ("the patch tokens get no position embedding: add position_embedding (1, N + 1, embed_dim) to the "
-                "tokens, rows 1 .. N to the patches; without it the model cannot tell where a patch was.")
-SHIFTED = ("the patches get rows 0 .. N - 1 of position_embedding: row 0 belongs to the [CLS] token at position 0, "
-           "so patch n (token n + 1) gets row n + 1.")
-PATCH_TOKENS = ("tokens 1 .. N minus rows 1 .. N of position_embedding should be projection(patchify(images, "
-                "patch_size)), each patch's C·p·p pixels mapped to embed_dim, in patchify's order.")
-SINUSOIDAL = ("the tokens get a fixed sinusoidal table added, not position_embedding: ViT learns its positions, so add "
-              "the learned nn.Parameter position_embedding (1, N + 1, embed_dim) to the tokens.")
-OTHER_TABLE = ("the tokens get a table added that is not position_embedding (the same for every image): add the "
-               "learned position_embedding (1, N + 1, embed_dim), row 0 to [CLS] and rows 1 .. N to the patches.")
-NORMALISED = ("every token is normalised (mean 0 and variance 1 over embed_dim), as by a LayerNorm: PatchEmbedding "
-              "returns torch.cat([cls, patches], dim=1) + position_embedding as it is; the blocks normalise.")
-SCALED = ("the projected patches are multiplied by {scale:.4g}: tokens 1 .. N should be projection(patchify(images, "
-          "patch_size)) plus rows 1 .. N of position_embedding, unscaled.")
-CLS_UNUSED = ("the patch tokens are right, but token 0 is row 0 of position_embedding alone: the learned cls_token is "
-              "not used; put cls_token (expanded over the batch) at position 0 before adding the positions.")
-CLS_WRONG = ("the patch tokens are right, but token 0 is not cls_token plus row 0 of position_embedding: put the "
-             "learned cls_token (expanded over the batch) at position 0, then add position_embedding.")
-BOTH_WRONG = ("both token 0 and the patch tokens differ from torch.cat([cls_token, projection(patchify(images, "
-              "patch_size))], dim=1) + position_embedding, with cls_token expanded over the batch.")
+CLS_LAST = Diagnosis(
+    "cls-last",
+    "the [CLS] token comes after the patches: put it first, torch.cat([cls, patches], dim=1), so that the "
+    "classifier finds it at position 0.")
+CLS_NOT_SHARED = Diagnosis(
+    "cls-not-shared",
+    "the token at position 0 differs between images: it should be the [CLS] token, one learned vector "
+    "shared by every image (expand or repeat it over the batch), plus row 0 of position_embedding.")
+CLS_NO_POSITION = Diagnosis(
+    "cls-no-position",
+    "the [CLS] token gets no position embedding: add all N + 1 rows of position_embedding to the "
+    "concatenated tokens, row 0 to [CLS] and rows 1 .. N to the patches.")
+NO_POSITIONS = Diagnosis(
+    "no-positions",
+    "the patch tokens get no position embedding: add position_embedding (1, N + 1, embed_dim) to the "
+    "tokens, rows 1 .. N to the patches; without it the model cannot tell where a patch was.")
+SHIFTED = Diagnosis(
+    "shifted",
+    "the patches get rows 0 .. N - 1 of position_embedding: row 0 belongs to the [CLS] token at position 0, "
+    "so patch n (token n + 1) gets row n + 1.")
+PATCH_TOKENS = Diagnosis(
+    "patch-tokens",
+    "tokens 1 .. N minus rows 1 .. N of position_embedding should be projection(patchify(images, "
+    "patch_size)), each patch's C·p·p pixels mapped to embed_dim, in patchify's order.")
+SINUSOIDAL = Diagnosis(
+    "sinusoidal",
+    "the tokens get a fixed sinusoidal table added, not position_embedding: ViT learns its positions, so add "
+    "the learned nn.Parameter position_embedding (1, N + 1, embed_dim) to the tokens.")
+OTHER_TABLE = Diagnosis(
+    "other-table",
+    "the tokens get a table added that is not position_embedding (the same for every image): add the "
+    "learned position_embedding (1, N + 1, embed_dim), row 0 to [CLS] and rows 1 .. N to the patches.")
+NORMALISED = Diagnosis(
+    "normalised",
+    "every token is normalised (mean 0 and variance 1 over embed_dim), as by a LayerNorm: PatchEmbedding "
+    "returns torch.cat([cls, patches], dim=1) + position_embedding as it is; the blocks normalise.")
+SCALED = Diagnosis(
+    "scaled",
+    "the projected patches are multiplied by {scale:.4g}: tokens 1 .. N should be projection(patchify(images, "
+    "patch_size)) plus rows 1 .. N of position_embedding, unscaled.")
+CLS_UNUSED = Diagnosis(
+    "cls-unused",
+    "the patch tokens are right, but token 0 is row 0 of position_embedding alone: the learned cls_token is "
+    "not used; put cls_token (expanded over the batch) at position 0 before adding the positions.")
+CLS_WRONG = Diagnosis(
+    "cls-wrong",
+    "the patch tokens are right, but token 0 is not cls_token plus row 0 of position_embedding: put the "
+    "learned cls_token (expanded over the batch) at position 0, then add position_embedding.")
+BOTH_WRONG = Diagnosis(
+    "both-wrong",
+    "both token 0 and the patch tokens differ from torch.cat([cls_token, projection(patchify(images, "
+    "patch_size))], dim=1) + position_embedding, with cls_token expanded over the batch.")
 
 
 def _same_for_every_image(tokens):

@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 
 from .._compare import expect_close, expect_finite, expect_tensor, matches
-from .._core import CheckFailure, check_function, expect_module_class, load_fixture
+from .._core import Diagnosis, CheckFailure, check_function, expect_module_class, load_fixture
 from .._dependencies import attention_function, explain_parts
 from .._modules import build, expect_gradients_everywhere, expect_native_output, load
 from ._roles import patch_embedding_slots
@@ -12,28 +12,48 @@ from ._tokens import ATOL, RTOL, explain_tokens
 
 NAME = "PatchEmbedding"
 # Sentences the known mistakes' diagnoses quote (course/vit/mistakes.py).
-N_ROWS = ("position_embedding has N rows, one per patch and none for the [CLS] token: make it (1, N + 1, embed_dim) "
-          "and add it after putting the [CLS] token first.")
-FIXED_TABLE = ("a fixed table where ViT learns its positions: make position_embedding "
-               "nn.Parameter(torch.zeros(1, N + 1, embed_dim)) (any initial values), trained with the rest.")
-CLS_FIXED = ("not learned: make cls_token nn.Parameter(torch.zeros(embed_dim)) (any initial values), trained with "
-             "the rest.")
-PATCH_AXIS = ("projection maps the patch axis, nn.Linear(num_patches, ...): it should map each patch's C·p·p pixels "
-              "to embed_dim, nn.Linear(in_channels * patch_size**2, embed_dim), on the last axis of patchify's output.")
-ONE_SIDE = ("position_embedding has {rows} = {side} + 1 rows, {side} = image_size // patch_size being the patches "
-            "along one side: the grid has N = (image_size // patch_size) ** 2 = {num_patches} patches, so make it "
-            "(1, N + 1, embed_dim) = (1, {wanted}, {embed_dim}).")
-ONE_CHANNEL = ("projection takes patch_size ** 2 = {area} values, one channel's: a patch holds "
-               "in_channels * patch_size ** 2 = {size} values, so make it nn.Linear(in_channels * patch_size ** 2, "
-               "embed_dim).")
-BATCH_OF_ONE = ("it runs on one image but raises on a batch of {batch_size}: something in forward is built for a "
-                "batch of one, such as a [CLS] token concatenated without being expanded over the batch, "
-                "cls_token.expand(B, 1, embed_dim).")
-OTHER_PATCH_SIZE = ("projection receives patches of {got} values = in_channels * {other} ** 2 where patch_size = "
-                    "{patch_size} gives {size}: patchify is called with patch size {other}; pass self.patch_size.")
-PROJECTION_INPUT = ("projection receives an input of shape {shape}, whose last axis should hold a patch's "
-                    "in_channels * patch_size ** 2 = {size} values.")
-IN_PLACE = "PatchEmbedding.forward modified its input `images` in place; build new tensors instead."
+N_ROWS = Diagnosis(
+    "n-rows",
+    "position_embedding has N rows, one per patch and none for the [CLS] token: make it (1, N + 1, embed_dim) "
+    "and add it after putting the [CLS] token first.")
+FIXED_TABLE = Diagnosis(
+    "fixed-table",
+    "a fixed table where ViT learns its positions: make position_embedding "
+    "nn.Parameter(torch.zeros(1, N + 1, embed_dim)) (any initial values), trained with the rest.")
+CLS_FIXED = Diagnosis(
+    "cls-fixed",
+    "not learned: make cls_token nn.Parameter(torch.zeros(embed_dim)) (any initial values), trained with "
+    "the rest.")
+PATCH_AXIS = Diagnosis(
+    "patch-axis",
+    "projection maps the patch axis, nn.Linear(num_patches, ...): it should map each patch's C·p·p pixels "
+    "to embed_dim, nn.Linear(in_channels * patch_size**2, embed_dim), on the last axis of patchify's output.")
+ONE_SIDE = Diagnosis(
+    "one-side",
+    "position_embedding has {rows} = {side} + 1 rows, {side} = image_size // patch_size being the patches "
+    "along one side: the grid has N = (image_size // patch_size) ** 2 = {num_patches} patches, so make it "
+    "(1, N + 1, embed_dim) = (1, {wanted}, {embed_dim}).")
+ONE_CHANNEL = Diagnosis(
+    "one-channel",
+    "projection takes patch_size ** 2 = {area} values, one channel's: a patch holds "
+    "in_channels * patch_size ** 2 = {size} values, so make it nn.Linear(in_channels * patch_size ** 2, "
+    "embed_dim).")
+BATCH_OF_ONE = Diagnosis(
+    "batch-of-one",
+    "it runs on one image but raises on a batch of {batch_size}: something in forward is built for a "
+    "batch of one, such as a [CLS] token concatenated without being expanded over the batch, "
+    "cls_token.expand(B, 1, embed_dim).")
+OTHER_PATCH_SIZE = Diagnosis(
+    "other-patch-size",
+    "projection receives patches of {got} values = in_channels * {other} ** 2 where patch_size = "
+    "{patch_size} gives {size}: patchify is called with patch size {other}; pass self.patch_size.")
+PROJECTION_INPUT = Diagnosis(
+    "projection-input",
+    "projection receives an input of shape {shape}, whose last axis should hold a patch's "
+    "in_channels * patch_size ** 2 = {size} values.")
+IN_PLACE = Diagnosis(
+    "in-place",
+    "PatchEmbedding.forward modified its input `images` in place; build new tensors instead.")
 
 
 def describe(config):

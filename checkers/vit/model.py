@@ -3,7 +3,7 @@ import torch
 import torch.nn as nn
 
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
+from .._core import Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
 from .._dependencies import attention_function, explain_parts, part_class
 from .._modules import build, expect_gradients_everywhere, load
 from .._weights import MissingPart
@@ -14,21 +14,37 @@ from ._model_probes import explain_block, explain_flow, explain_readout, recorde
 ATOL, RTOL = 1e-6, 1e-6
 NAME = "VisionTransformer"
 # Sentences the known mistakes' diagnoses quote (course/vit/mistakes.py).
-SHARED_BLOCKS = ("every layer shares one block's weights: create a new PreNormBlock for every layer (in a loop or "
-                 "a list comprehension) rather than repeating one block, [block] * num_layers.")
-HEAD_EVERY_TOKEN = ("it returns logits for every token: apply the head to the [CLS] token only, "
-                    "head(final_norm(x[:, 0])) -> (B, num_classes).")
-REVERSED = "forward_attention returns the maps last block first: append each block's map as it runs, first block first."
-ONLY_LAST = ("forward_attention returns only the last block's map: return a list with one (B, H, N + 1, N + 1) map "
-             "per block, first block first.")
-HEADS_AVERAGED = ("forward_attention averages the heads, (B, N + 1, N + 1): return each block's weights as the block "
-                  "gives them, (B, H, N + 1, N + 1); attention_rollout averages the heads itself.")
-DISAGREES = ("forward_attention does not run what forward runs: embed the images with patch_embedding, then pass "
-             "each block's output on to the next block, block(x, return_attention=True), collecting the maps.")
-DROPOUT_AT_EVAL = ("in eval mode with dropout=0.5 two calls give different logits: dropout is applied at eval; use "
-                   "nn.Dropout modules (or F.dropout(x, p, training=self.training)), which eval() switches off.")
-DROPOUT_NOT_PASSED = ("VisionTransformer(dropout=0.5) in train mode gave the same logits twice: pass `dropout` on to "
-                      "every PreNormBlock.")
+SHARED_BLOCKS = Diagnosis(
+    "shared-blocks",
+    "every layer shares one block's weights: create a new PreNormBlock for every layer (in a loop or "
+    "a list comprehension) rather than repeating one block, [block] * num_layers.")
+HEAD_EVERY_TOKEN = Diagnosis(
+    "head-every-token",
+    "it returns logits for every token: apply the head to the [CLS] token only, "
+    "head(final_norm(x[:, 0])) -> (B, num_classes).")
+REVERSED = Diagnosis(
+    "reversed",
+    "forward_attention returns the maps last block first: append each block's map as it runs, first block first.")
+ONLY_LAST = Diagnosis(
+    "only-last",
+    "forward_attention returns only the last block's map: return a list with one (B, H, N + 1, N + 1) map "
+    "per block, first block first.")
+HEADS_AVERAGED = Diagnosis(
+    "heads-averaged",
+    "forward_attention averages the heads, (B, N + 1, N + 1): return each block's weights as the block "
+    "gives them, (B, H, N + 1, N + 1); attention_rollout averages the heads itself.")
+DISAGREES = Diagnosis(
+    "disagrees",
+    "forward_attention does not run what forward runs: embed the images with patch_embedding, then pass "
+    "each block's output on to the next block, block(x, return_attention=True), collecting the maps.")
+DROPOUT_AT_EVAL = Diagnosis(
+    "dropout-at-eval",
+    "in eval mode with dropout=0.5 two calls give different logits: dropout is applied at eval; use "
+    "nn.Dropout modules (or F.dropout(x, p, training=self.training)), which eval() switches off.")
+DROPOUT_NOT_PASSED = Diagnosis(
+    "dropout-not-passed",
+    "VisionTransformer(dropout=0.5) in train mode gave the same logits twice: pass `dropout` on to "
+    "every PreNormBlock.")
 
 
 def _structure(task, model, config):

@@ -6,36 +6,60 @@ import torch
 
 from .._calls import fail_method, recorded_calls
 from .._compare import expect_close, expect_finite, expect_tensor, matches
-from .._core import CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture, one_line
+from .._core import Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture, one_line
 from ._order import explain_order, is_patchify, probe
 
 # patchify moves numbers and computes none: float64 values must come out as they went in (1e-12 leaves room for an
 # answer that multiplies by one)
 ATOL, RTOL = 1e-12, 0.0
-NO_VALUE_ERROR = ("raise a ValueError naming the sizes when H or W is not a multiple of patch_size: test H % "
-                  "patch_size and W % patch_size before reshaping.")
-SIZES_UNNAMED = ("the ValueError's message should name the sizes: the image's height and width and the patch size, "
-                 "e.g. f\"{height} x {width} images do not split into {patch_size} x {patch_size} patches\".")
-SQUARE = ("the images need not be square: read the height and the width separately from images.shape, H / p "
-          "patch rows and W / p patch columns.")
-FIXED_SIZE = ("the same call runs on {size} images but raises on {double} ones too, so the patch grid is fixed to one "
-              "image size: compute it from images.shape, H / p patch rows and W / p patch columns.")
-FIXED_CHANNELS = ("the same images run with {channels} channel(s) but raise with {double} too, so the number of "
-                  "channels is fixed: read C from images.shape and flatten each patch as (C, p, p).")
-FIXED_BATCH = ("the same call runs on a batch of {batch_size} but raises on {double} too, so the batch size is fixed: "
-               "read B from images.shape and keep the batch axis whole.")
-AXES_SWAPPED = ("the patch axis and the pixel axis are swapped, (B, C·p·p, N), the layout F.unfold returns: "
-                "transpose(1, 2) to (B, N, C·p·p).")
-PER_SIDE = ("each patch is H / patch_size × W / patch_size pixels, so patch_size is read as the number of patches "
-            "per side: it is the side of a patch in pixels, giving H / p patch rows and W / p patch columns.")
-IN_PLACE = "patchify modified its input `images` in place; build a new tensor instead (reshape, permute, unfold)."
-NOT_CONTIGUOUS = ("`view` needs memory laid out in the tensor's own order, which a permuted, transposed or sliced "
-                  "tensor lacks: use reshape (or call .contiguous() first).")
-NO_GRADIENT = ("no gradient reaches the images: build the patches with torch operations on `images` (no .detach(), "
-               ".numpy() or torch.tensor(...)), so that the patch embedding can be trained through them.")
+NO_VALUE_ERROR = Diagnosis(
+    "no-value-error",
+    "raise a ValueError naming the sizes when H or W is not a multiple of patch_size: test H % "
+    "patch_size and W % patch_size before reshaping.")
+SIZES_UNNAMED = Diagnosis(
+    "sizes-unnamed",
+    "the ValueError's message should name the sizes: the image's height and width and the patch size, "
+    "e.g. f\"{height} x {width} images do not split into {patch_size} x {patch_size} patches\".")
+SQUARE = Diagnosis(
+    "square",
+    "the images need not be square: read the height and the width separately from images.shape, H / p "
+    "patch rows and W / p patch columns.")
+FIXED_SIZE = Diagnosis(
+    "fixed-size",
+    "the same call runs on {size} images but raises on {double} ones too, so the patch grid is fixed to one "
+    "image size: compute it from images.shape, H / p patch rows and W / p patch columns.")
+FIXED_CHANNELS = Diagnosis(
+    "fixed-channels",
+    "the same images run with {channels} channel(s) but raise with {double} too, so the number of "
+    "channels is fixed: read C from images.shape and flatten each patch as (C, p, p).")
+FIXED_BATCH = Diagnosis(
+    "fixed-batch",
+    "the same call runs on a batch of {batch_size} but raises on {double} too, so the batch size is fixed: "
+    "read B from images.shape and keep the batch axis whole.")
+AXES_SWAPPED = Diagnosis(
+    "axes-swapped",
+    "the patch axis and the pixel axis are swapped, (B, C·p·p, N), the layout F.unfold returns: "
+    "transpose(1, 2) to (B, N, C·p·p).")
+PER_SIDE = Diagnosis(
+    "per-side",
+    "each patch is H / patch_size × W / patch_size pixels, so patch_size is read as the number of patches "
+    "per side: it is the side of a patch in pixels, giving H / p patch rows and W / p patch columns.")
+IN_PLACE = Diagnosis(
+    "in-place",
+    "patchify modified its input `images` in place; build a new tensor instead (reshape, permute, unfold).")
+NOT_CONTIGUOUS = Diagnosis(
+    "not-contiguous",
+    "`view` needs memory laid out in the tensor's own order, which a permuted, transposed or sliced "
+    "tensor lacks: use reshape (or call .contiguous() first).")
+NO_GRADIENT = Diagnosis(
+    "no-gradient",
+    "no gradient reaches the images: build the patches with torch operations on `images` (no .detach(), "
+    ".numpy() or torch.tensor(...)), so that the patch embedding can be trained through them.")
 
-LOOPS = ("it loops in Python over the patches; use reshape/permute (or einops) so the work does not grow with the "
-         "number of patches.")
+LOOPS = Diagnosis(
+    "loops",
+    "it loops in Python over the patches; use reshape/permute (or einops) so the work does not grow with the "
+    "number of patches.")
 # Images of one patch size with 2 x 3 and 4 x 6 patches: a loop over the patches, their rows or their columns makes
 # more torch calls on the second; a loop over the batch, the channels or the pixels of a patch does not.
 COUNTED_SHAPES, COUNTED_PATCH = ((2, 3, 4, 6), (2, 3, 8, 12)), 2

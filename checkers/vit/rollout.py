@@ -2,41 +2,71 @@
 import torch
 
 from .._compare import expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import CheckFailure, check_function, expect_callable, load_fixture
+from .._core import Diagnosis, CheckFailure, check_function, expect_callable, load_fixture
 
 NAME = "attention_rollout"
 ATOL, RTOL = 1e-9, 1e-7
 # Sentences the known mistakes' diagnoses quote (course/vit/mistakes.py).
-NO_IDENTITY = ("the identity for the residual path is missing: a token also keeps its own input, so each layer's "
-               "head-averaged map becomes A + I (rows renormalised) before it is multiplied in.")
-NOT_RENORMALISED = ("the rows of A + I sum to 2, not 1: divide each layer's A + I by its row sums "
-                    "(or write 0.5 * A + 0.5 * I) before multiplying.")
-COLUMNS = ("the columns are renormalised instead of the rows: divide A + I by its row sums, "
-           "(A + I).sum(dim=-1, keepdim=True).")
-WRONG_ORDER = ("the layers are multiplied in the wrong order: the later layer goes on the left, R_l = A_l @ R_(l-1) "
-               "(a token of layer l reads the tokens of layer l - 1).")
-MAX_HEADS = "the heads are combined with their maximum: average them, attention.mean(dim=1)."
-SUM_HEADS = ("the heads are summed, so the identity weighs 1 / (H + 1) instead of 1 / 2: average them, "
-             "attention.mean(dim=1).")
-ELEMENTWISE = ("the layers are combined element by element, A_2 * A_1: multiply them as matrices, R_l = A_l @ R_(l-1) "
-               "(torch.matmul or @), the later layer on the left.")
+NO_IDENTITY = Diagnosis(
+    "no-identity",
+    "the identity for the residual path is missing: a token also keeps its own input, so each layer's "
+    "head-averaged map becomes A + I (rows renormalised) before it is multiplied in.")
+NOT_RENORMALISED = Diagnosis(
+    "not-renormalised",
+    "the rows of A + I sum to 2, not 1: divide each layer's A + I by its row sums "
+    "(or write 0.5 * A + 0.5 * I) before multiplying.")
+COLUMNS = Diagnosis(
+    "columns",
+    "the columns are renormalised instead of the rows: divide A + I by its row sums, "
+    "(A + I).sum(dim=-1, keepdim=True).")
+WRONG_ORDER = Diagnosis(
+    "wrong-order",
+    "the layers are multiplied in the wrong order: the later layer goes on the left, R_l = A_l @ R_(l-1) "
+    "(a token of layer l reads the tokens of layer l - 1).")
+MAX_HEADS = Diagnosis(
+    "max-heads",
+    "the heads are combined with their maximum: average them, attention.mean(dim=1).")
+SUM_HEADS = Diagnosis(
+    "sum-heads",
+    "the heads are summed, so the identity weighs 1 / (H + 1) instead of 1 / 2: average them, "
+    "attention.mean(dim=1).")
+ELEMENTWISE = Diagnosis(
+    "elementwise",
+    "the layers are combined element by element, A_2 * A_1: multiply them as matrices, R_l = A_l @ R_(l-1) "
+    "(torch.matmul or @), the later layer on the left.")
 RIGHT = "the layers' rollouts multiplied, later layer on the left"  # a combination that names no mistake
-LAST_LAYER = "only the last layer counts: multiply every layer in, R_l = A_l @ R_(l-1) from R_1 = A_1."
-FIRST_LAYER = "only the first layer counts: multiply every layer in, R_l = A_l @ R_(l-1) from R_1 = A_1."
-CLS_ROW = ("it returns only the [CLS] row (B, T); return the whole rollout (B, T, T) and let the caller take "
-           "rollout[:, 0].")
-FIXED_DTYPE = ("it runs on float32 maps but raises on these float64 ones: a tensor made inside in the default dtype "
-               "(torch.eye(T), say) meets the maps; create it with dtype=attention.dtype, device=attention.device.")
-HEADS_FOR_BATCH = ("has shape {shape} = (H, T, T), the heads' axis where the batch's belongs: the maps are "
-                   "(B, H, T, T), so average the heads, dim=1, and keep the batch.")
-SOFTMAX_ROWS = ("each layer's rows are normalised with a softmax, which exponentiates them: divide A + I by its row "
-                "sums instead, (A + I) / (A + I).sum(dim=-1, keepdim=True).")
-DIFFERENTIABLE = ("attention_rollout must stay differentiable: no torch.no_grad() or .detach() inside (the notebook's "
-                  "cls_rollout turns gradients off around it)")
+LAST_LAYER = Diagnosis(
+    "last-layer",
+    "only the last layer counts: multiply every layer in, R_l = A_l @ R_(l-1) from R_1 = A_1.")
+FIRST_LAYER = Diagnosis(
+    "first-layer",
+    "only the first layer counts: multiply every layer in, R_l = A_l @ R_(l-1) from R_1 = A_1.")
+CLS_ROW = Diagnosis(
+    "cls-row",
+    "it returns only the [CLS] row (B, T); return the whole rollout (B, T, T) and let the caller take "
+    "rollout[:, 0].")
+FIXED_DTYPE = Diagnosis(
+    "fixed-dtype",
+    "it runs on float32 maps but raises on these float64 ones: a tensor made inside in the default dtype "
+    "(torch.eye(T), say) meets the maps; create it with dtype=attention.dtype, device=attention.device.")
+HEADS_FOR_BATCH = Diagnosis(
+    "heads-for-batch",
+    "has shape {shape} = (H, T, T), the heads' axis where the batch's belongs: the maps are "
+    "(B, H, T, T), so average the heads, dim=1, and keep the batch.")
+SOFTMAX_ROWS = Diagnosis(
+    "softmax-rows",
+    "each layer's rows are normalised with a softmax, which exponentiates them: divide A + I by its row "
+    "sums instead, (A + I) / (A + I).sum(dim=-1, keepdim=True).")
+DIFFERENTIABLE = Diagnosis(
+    "differentiable",
+    "attention_rollout must stay differentiable: no torch.no_grad() or .detach() inside (the notebook's "
+    "cls_rollout turns gradients off around it)")
 DETACHED = (f"{DIFFERENTIABLE}; its rollout of maps that require grad does not require grad. Compute with torch "
             "operations on the maps themselves, no NumPy.")
-MODIFIES_INPUT = ("it modified an attention map in place (e.g. `attention += eye`); build new tensors instead, "
-                  "attention.mean(dim=1) + eye.")
+MODIFIES_INPUT = Diagnosis(
+    "modifies-input",
+    "it modified an attention map in place (e.g. `attention += eye`); build new tensors instead, "
+    "attention.mean(dim=1) + eye.")
 
 
 def _roll(task, attention_rollout, maps, what):

@@ -50,7 +50,7 @@ from course_lib.vit import NUM_CLASSES, digit_splits, shifted_copies
 from course_lib.vit import TARGET_ACCURACY  # one bar for the notebook, the check and the grade
 
 from .._compare import expect_finite, expect_tensor
-from .._core import check_function
+from .._core import Diagnosis, check_function
 from .._trained import expect_class_passes, expect_trained_model, model_device, redrawn
 from ._roles import MissingPart, vit_slots
 from .model import check_task_3
@@ -63,15 +63,21 @@ RESET_CEILING = 0.50  # re-drawn weights score about 1 image in 10
 CHECK_SEED = 4848
 NAME = "model"
 
-NOT_FROM_WEIGHTS = ("with every weight re-drawn the model still classifies {accuracy:.0%} of the test digits, so its "
-                    "answers do not come from what it learned: forward must compute the logits from the images with "
-                    "the model's layers.")
-NOT_FROM_TRAINING = ("the model classifies {clean:.0%} of the test digits but only {fit:.0%} of the training digits "
-                     "(a ViT trained on them classifies at least {floor:.0%}): it looks fitted to the test images "
-                     "rather than learned from the training split. Train it on digit_datasets()'s training split.")
-MEMORISED = ("the model classifies {clean:.0%} of the test digits but only {moved:.0%} once they move by one pixel "
-             "(a ViT trained on the training digits keeps at least {floor:.0%}): it looks fitted to the test images "
-             "themselves. Train it on the training split only (digit_datasets()).")
+NOT_FROM_WEIGHTS = Diagnosis(
+    "not-from-weights",
+    "with every weight re-drawn the model still classifies {accuracy:.0%} of the test digits, so its "
+    "answers do not come from what it learned: forward must compute the logits from the images with "
+    "the model's layers.")
+NOT_FROM_TRAINING = Diagnosis(
+    "not-from-training",
+    "the model classifies {clean:.0%} of the test digits but only {fit:.0%} of the training digits "
+    "(a ViT trained on them classifies at least {floor:.0%}): it looks fitted to the test images "
+    "rather than learned from the training split. Train it on digit_datasets()'s training split.")
+MEMORISED = Diagnosis(
+    "memorised",
+    "the model classifies {clean:.0%} of the test digits but only {moved:.0%} once they move by one pixel "
+    "(a ViT trained on the training digits keeps at least {floor:.0%}): it looks fitted to the test images "
+    "themselves. Train it on the training split only (digit_datasets()).")
 
 
 def _logits(task, model, images):
