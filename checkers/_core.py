@@ -46,6 +46,21 @@ class Diagnosis(str):
 _CATALOGUE = {}  # sentence -> slug of every Diagnosis defined so far (a fixture keys a mistake by its sentence)
 
 
+def catalogue(package):
+    """{slug: sentence} of every named mistake an assignment's checks can give (the shared checkers' included).
+
+    Args:
+        package: the assignment's checkers package, "checkers.<assignment>".
+    """
+    import importlib
+    import pkgutil
+    modules = [importlib.import_module(f"{package}.{info.name}")
+               for info in pkgutil.iter_modules(importlib.import_module(package).__path__)]
+    modules += [module for name, module in sys.modules.items() if name.startswith(f"{__package__}._")]
+    return {value.slug: str(value) for module in modules for value in vars(module).values()
+            if isinstance(value, Diagnosis)}
+
+
 def slug_of(sentence):
     """The slug of a named mistake's sentence (a Diagnosis, or the plain text of one, as fixtures store it), or None."""
     return getattr(sentence, "slug", None) or _CATALOGUE.get(str(sentence))

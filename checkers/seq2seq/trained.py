@@ -29,7 +29,7 @@ RESET_CEILING = 0.5  # a model whose answers come from its weights falls far bel
 NAME = "model"
 
 READS_FUTURE = Diagnosis(
-    "reads-future",
+    "trained-reads-future",
     "the logits at position {position} change when only later decoder-input tokens change, so the "
     "decoder reads the future and its teacher-forced accuracy says nothing about generation: pass "
     "causal_mask(T) as the self-attention mask in decode (check Task 5).")

@@ -45,7 +45,7 @@ PER_SIDE = Diagnosis(
     "each patch is H / patch_size × W / patch_size pixels, so patch_size is read as the number of patches "
     "per side: it is the side of a patch in pixels, giving H / p patch rows and W / p patch columns.")
 IN_PLACE = Diagnosis(
-    "in-place",
+    "patches-in-place",
     "patchify modified its input `images` in place; build a new tensor instead (reshape, permute, unfold).")
 NOT_CONTIGUOUS = Diagnosis(
     "not-contiguous",

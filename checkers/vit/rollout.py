@@ -46,7 +46,7 @@ CLS_ROW = Diagnosis(
     "it returns only the [CLS] row (B, T); return the whole rollout (B, T, T) and let the caller take "
     "rollout[:, 0].")
 FIXED_DTYPE = Diagnosis(
-    "fixed-dtype",
+    "rollout-fixed-dtype",
     "it runs on float32 maps but raises on these float64 ones: a tensor made inside in the default dtype "
     "(torch.eye(T), say) meets the maps; create it with dtype=attention.dtype, device=attention.device.")
 HEADS_FOR_BATCH = Diagnosis(
