@@ -85,6 +85,15 @@ FIXED_DTYPE = Diagnosis(
     "a tensor created with a fixed dtype (NumPy's float64, or dtype=torch.float64) keeps it when the rest "
     "of the model follows the default dtype: build it with torch functions in the default dtype, or "
     "convert it with .to(torch.get_default_dtype()).")
+# Said of a module without a parameter its role needs (course/vit/mistakes.py quotes it: a projection without a bias).
+NO_PARAMETER = Diagnosis(
+    "projection-without-a-bias",
+    "expected a parameter for `{role}` but found none (created with bias=False, or an nn.LayerNorm with "
+    "elementwise_affine=False?).")
+# Said of a forward that changes its input (course/transformer/mistakes.py quotes it with name "x").
+ADDED_IN_PLACE = Diagnosis(
+    "added-in-place",
+    "forward modified its input `{name}` in place (e.g. `x += ...`); build a new tensor instead.")
 
 
 def _tensor_attributes(module):
@@ -163,11 +172,11 @@ def expect_native_output(task, module, name, what, run, expected, atol=1e-4, rto
         result = run()
     except CheckFailure:
         if blame:
-            task.fail(blame)
+            task.fail(blame, FIXED_DTYPE.slug)
         raise
     first = result[0] if isinstance(result, (tuple, list)) and result else result
     if blame and isinstance(first, torch.Tensor) and first.dtype != torch.float32:
-        task.fail(blame)
+        task.fail(blame, FIXED_DTYPE.slug)
     outputs = expect_output(task, what, result, expected.shape, torch.float32, **options)
     outputs = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
     expect_close(task, f"{what} (float32, compared with float64 values)", outputs, expected, atol, rtol)
@@ -182,8 +191,7 @@ def load(task, module, slots_of, weights, name):
         task.fail(f"{name}: {missing}.")
     for role, value in weights.items():
         if role not in slots:
-            task.fail(f"{name}: expected a parameter for `{role}` but found none (created with bias=False, or "
-                      "an nn.LayerNorm with elementwise_affine=False?).")
+            task.fail(f"{name}: {NO_PARAMETER.format(role=role)}", NO_PARAMETER.slug)
         slot = slots[role]
         # the same numbers in the same order, e.g. a cls_token of shape (1, 1, D) for (D,), load as they are
         if tuple(slot.squeeze().shape) != tuple(value.squeeze().shape):
@@ -207,7 +215,7 @@ def expect_gradients_everywhere(task, module, loss, inputs, name):
 
 def expect_unchanged(task, before, after, name="x"):
     if not torch.equal(before, after):
-        task.fail(f"forward modified its input `{name}` in place (e.g. `x += ...`); build a new tensor instead.")
+        task.fail(ADDED_IN_PLACE.format(name=name))
 
 
 def expect_output(task, what, result, shape, dtype, with_attention=False, attention_api=True):

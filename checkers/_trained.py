@@ -72,4 +72,5 @@ def expect_class_passes(task, number, check, *classes):
             check(*classes)
     except CheckFailure as failure:
         inner = one_line(str(failure).split(": ", 1)[-1], 160)
-        task.fail(f"{NOT_THE_CLASS_TASK.format(number=number)} (check_task_{number}: {inner}).")
+        task.fail(f"{NOT_THE_CLASS_TASK.format(number=number)} (check_task_{number}: {inner}).",
+                  NOT_THE_CLASS_TASK.slug)

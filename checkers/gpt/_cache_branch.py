@@ -18,7 +18,7 @@ def call_with_cache(task, what, module, attention, cache, attention_cache, *args
         return task.call(what, module, *args, cache=cache)
     except NotImplementedYet:
         if _cache_branch_unwritten(attention, attention_cache):
-            task.fail(f"{what}: {CACHE_BRANCH_UNWRITTEN}")
+            task.fail(f"{what}: {CACHE_BRANCH_UNWRITTEN}", CACHE_BRANCH_UNWRITTEN.slug)
         raise
 
 

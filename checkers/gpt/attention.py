@@ -117,7 +117,7 @@ def _expect_cache_shapes(task, cache, x, num_heads, past):
     for name, value in zip(("key", "value"), cache):
         what = f"the {name} tensor of the new cache"
         if past and isinstance(value, torch.Tensor) and value.dim() == 4 and value.size(2) == seq_len:
-            task.fail(f"{what} holds {seq_len} positions, not {past} + {seq_len}: {NEW_ONLY}")
+            task.fail(f"{what} holds {seq_len} positions, not {past} + {seq_len}: {NEW_ONLY}", NEW_ONLY.slug)
         expect_tensor(task, what, value, (batch_size, num_heads, past + seq_len, head_dim), x.dtype)
 
 
@@ -140,7 +140,7 @@ def _expect_rotary(task, layer, fixture, num_heads):
     if shape != (max_len, head_dim // 2):
         explain_parts(task, NAME, [("its rotary module", 1, part_class(layer, "rotary"))], __package__)
         if shape[-1:] == (embed_dim // 2,):
-            task.fail(f"{NAME}(embed_dim={embed_dim}, num_heads={num_heads}): {BEFORE_SPLIT}")
+            task.fail(f"{NAME}(embed_dim={embed_dim}, num_heads={num_heads}): {BEFORE_SPLIT}", BEFORE_SPLIT.slug)
         task.fail(f"{NAME}(embed_dim={embed_dim}, num_heads={num_heads}).rotary.cos has shape {shape}: build "
                   f"RotaryEmbedding(head_dim, max_len), whose tables are (max_len, head_dim // 2) = "
                   f"{(max_len, head_dim // 2)}.")
@@ -151,11 +151,11 @@ def _expect_causal(task, layer, x, num_heads, attention, what):
     seq_len = x.size(1)
     future = torch.ones(seq_len, seq_len, dtype=torch.bool).triu(1)  # (L, L): key j > query i
     if attention.detach()[..., future].abs().max() > 0:
-        task.fail(f"{what}: {NOT_CAUSAL}")
+        task.fail(f"{what}: {NOT_CAUSAL}", NOT_CAUSAL.slug)
     axis = normalised_axis(attention)
     sums = attention.detach().sum(dim=-1)  # (B, H, L)
     if axis is None and (sums[..., -1] - 1).abs().max() < 1e-6 and (sums[..., :-1] < 1 - 1e-6).all():
-        task.fail(f"{what}: {MASK_AFTER_SOFTMAX}")
+        task.fail(f"{what}: {MASK_AFTER_SOFTMAX}", MASK_AFTER_SOFTMAX.slug)
     if axis != attention.dim() - 1:
         task.fail(f"{what}: the attention weights do not sum to 1 over the keys (the last axis): take the softmax "
                   "over dim=-1, after the mask.")
@@ -166,7 +166,7 @@ def _expect_causal(task, layer, x, num_heads, attention, what):
     if not torch.allclose(out[:, :seq_len // 2], mine[:, :seq_len // 2], atol=1e-9):
         _explain_layout(task, layer, x, num_heads, what)
         task.fail(f"{what}: changing the tokens from position {seq_len // 2} on changes the outputs at earlier "
-                  f"positions: {NOT_CAUSAL}")
+                  f"positions: {NOT_CAUSAL}", NOT_CAUSAL.slug)
 
 
 def _explain_layout(task, layer, x, num_heads, what):
@@ -181,9 +181,9 @@ def _explain_layout(task, layer, x, num_heads, what):
     except Exception:  # noqa: BLE001 -- only a probe
         return
     if matches(values, straight(layer.v_proj(x)), ATOL, RTOL) or matches(keys, rotated, ATOL, RTOL):
-        task.fail(f"{what}: {SPLIT_LAYOUT}")
+        task.fail(f"{what}: {SPLIT_LAYOUT}", SPLIT_LAYOUT.slug)
     if matches(out, merged, ATOL, RTOL):
-        task.fail(f"{what}: {MERGE_LAYOUT}")
+        task.fail(f"{what}: {MERGE_LAYOUT}", MERGE_LAYOUT.slug)
 
 
 def _expect_diagonal(task, attention, what):
@@ -191,7 +191,7 @@ def _expect_diagonal(task, attention, what):
     later = attention.detach()[..., 1:, :]  # (B, H, L - 1, L): queries 1 .. L - 1, which have a key before them
     diagonal = later.diagonal(offset=1, dim1=-2, dim2=-1)  # (B, H, L - 1): query i >= 1 and key i
     if diagonal.numel() and later.isfinite().all() and diagonal.abs().max() == 0:
-        task.fail(f"{what}: {DIAGONAL_HIDDEN}")
+        task.fail(f"{what}: {DIAGONAL_HIDDEN}", DIAGONAL_HIDDEN.slug)
 
 
 def _explain_scale(task, attention, expected, head_dim, what):
@@ -201,10 +201,11 @@ def _explain_scale(task, attention, expected, head_dim, what):
         return
     divisor = math.sqrt(head_dim) / ratio
     if abs(divisor - 1) < 1e-3:
-        task.fail(f"{what} is wrong: {NOT_SCALED}")
+        task.fail(f"{what} is wrong: {NOT_SCALED}", NOT_SCALED.slug)
     for size, name in ((head_dim / 2, "head_dim / 2"), (2 * head_dim, "2·head_dim")):
         if abs(divisor - size) < 1e-3 * head_dim:
-            task.fail(f"{what}: the scores are divided by {name} = {size:g} instead of √head_dim: {HALF_HEAD_DIM}")
+            task.fail(f"{what}: the scores are divided by {name} = {size:g} instead of √head_dim: {HALF_HEAD_DIM}",
+                      HALF_HEAD_DIM.slug)
     named = " = √embed_dim" if abs(divisor - math.sqrt(head_dim * attention.size(1))) < 1e-3 * divisor else ""
     task.fail(f"{what}: the scores are divided by {divisor:.4g}{named} instead of √head_dim = √{head_dim}.")
 
@@ -220,7 +221,7 @@ def _expect_values(task, layer, x, case, num_heads):
         explain_parts(task, what, [("its rotary module", 1, part_class(layer, "rotary"))], __package__)
         _explain_scale(task, attention, case["attention"], x.size(-1) // num_heads, what)
         if matches(attention, case["rope_false"]["attention"], ATOL, RTOL):
-            task.fail(f"{what}: {ROPE_NO_EFFECT}")
+            task.fail(f"{what}: {ROPE_NO_EFFECT}", ROPE_NO_EFFECT.slug)
         diagnose(task, f"{what}: attention", attention, signatures(case, "attention"), ATOL, RTOL)
         diagnose(task, f"{what}: out", out, signatures(case, "outputs"), ATOL, RTOL)  # where RoPE is applied
     expect_close(task, f"{what}: attention", attention, case["attention"], ATOL, RTOL)
@@ -229,7 +230,7 @@ def _expect_values(task, layer, x, case, num_heads):
     expect_close(task, f"{what}: out with return_attention=False", plain, case["outputs"], ATOL, RTOL)
     if not matches(keys, case["new_keys"], ATOL, RTOL):
         if matches(keys, _split(layer.k_proj, x, num_heads), ATOL, RTOL):
-            task.fail(f"{what}: {CACHE_BEFORE_ROPE}")
+            task.fail(f"{what}: {CACHE_BEFORE_ROPE}", CACHE_BEFORE_ROPE.slug)
         explain_parts(task, what, [("its rotary module", 1, part_class(layer, "rotary"))], __package__)
         diagnose(task, f"{what}: the key tensor of the new cache", keys, signatures(case, "new_keys"), ATOL, RTOL)
     expect_close(task, f"{what}: the key tensor of the new cache (after RoPE)", keys, case["new_keys"], ATOL, RTOL)
@@ -248,7 +249,7 @@ def _expect_rope_false(task, cls, fixture, x, num_heads):
     if not matches(out, case["rope_false"]["outputs"], ATOL, RTOL):
         expect_finite(task, what, out)
         if matches(out, case["outputs"], ATOL, RTOL):
-            task.fail(f"{what} is wrong: {ROPE_IGNORED}")
+            task.fail(f"{what} is wrong: {ROPE_IGNORED}", ROPE_IGNORED.slug)
         shuffled = torch.cat([x[:, :-1].flip(1), x[:, -1:]], dim=1)  # the earlier tokens reversed, the last kept
         last = attend(task, layer, shuffled, num_heads)[0][:, -1]
         if not matches(last, out[:, -1], ATOL, RTOL):

@@ -164,7 +164,7 @@ def _expect_outputs(task, cls, block, fixture, activation):
     expect_close(task, f"{what}: output", outputs, case["outputs"], ATOL, RTOL)
     given = returned[-1][1] if returned and isinstance(returned[-1], (tuple, list)) and len(returned[-1]) > 1 else None
     if given is not None and not same_cache(new_cache, given):  # a missing cache is Task 2-3's to name
-        task.fail(f"{what}: {CACHE_NOT_RETURNED}")
+        task.fail(f"{what}: {CACHE_NOT_RETURNED}", CACHE_NOT_RETURNED.slug)
 
 
 def _expect_cache(task, cls, block, fixture, activation):
@@ -183,7 +183,7 @@ def _expect_cache(task, cls, block, fixture, activation):
     finally:
         hook.remove()
     if not received or not same_cache(received[-1], cache):
-        task.fail(f"{what}: {CACHE_NOT_PASSED}")
+        task.fail(f"{what}: {CACHE_NOT_PASSED}", CACHE_NOT_PASSED.slug)
     if not matches(continued, case["continued"], ATOL, RTOL):
         _explain(task, cls, block, fixture, f"{what}: output", continued, case, "continued", 3)
     expect_close(task, f"{what}: output", continued, case["continued"], ATOL, RTOL)

@@ -51,7 +51,7 @@ def _explain_keys(task, layer, x, run, keys, last_past, what, num_heads):
     """Name a cache of unrotated keys, new keys rotated from position 0, or new keys put before the cached ones."""
     unrotated = _split(layer.k_proj, x, num_heads).detach()  # (B, H, L, head_dim): the student's own k_proj
     if matches(keys[:, :, last_past:], unrotated[:, :, last_past:], ATOL, RTOL):  # positions >= 1: rotated ones
-        task.fail(f"{what}: {CACHE_BEFORE_ROPE}")
+        task.fail(f"{what}: {CACHE_BEFORE_ROPE}", CACHE_BEFORE_ROPE.slug)
     try:
         with torch.no_grad():
             at_zero = layer.rotary(unrotated[:, :, last_past:])  # (B, H, L_new, head_dim) at positions 0, 1, ...
@@ -65,13 +65,13 @@ def _explain_keys(task, layer, x, run, keys, last_past, what, num_heads):
                   f"number of cached positions{heads}; L_past is the length of the cached keys (B, H, L_past, "
                   "head_dim) along dim 2, cache[0].size(2).")
     if last_past > 1 and _turned_twice(layer, unrotated[:, :, :last_past], keys[:, :, :last_past]):
-        task.fail(f"{what}: {ROTATED_TWICE}")
+        task.fail(f"{what}: {ROTATED_TWICE}", ROTATED_TWICE.slug)
     if at_zero is not None and matches(keys[:, :, last_past:], at_zero, ATOL, RTOL) and \
             not matches(at_zero, expected[:, :, last_past:], ATOL, RTOL):
-        task.fail(f"{what}: {KEYS_AT_ZERO}")
+        task.fail(f"{what}: {KEYS_AT_ZERO}", KEYS_AT_ZERO.slug)
     swapped = torch.cat([expected[:, :, last_past:], expected[:, :, :last_past]], dim=2)
     if matches(keys, swapped, ATOL, RTOL):
-        task.fail(f"{what}: {CACHE_ORDER}")
+        task.fail(f"{what}: {CACHE_ORDER}", CACHE_ORDER.slug)
 
 
 def _rotated_from(layer, unrotated, keys):
@@ -115,10 +115,10 @@ def _explain_mask(task, attention, last_past, what):
     new_len, total = attention.shape[-2:]
     query, key = torch.arange(new_len)[:, None], torch.arange(total)[None, :]
     if attention.detach()[..., key > last_past + query].abs().max() > 0:
-        task.fail(f"{what}: {FUTURE_WITH_CACHE}")
+        task.fail(f"{what}: {FUTURE_WITH_CACHE}", FUTURE_WITH_CACHE.slug)
     prefix = (key > query) & (key <= last_past + query)  # (L, L_past + L): allowed, but a top-left mask hides them
     if prefix.any() and attention.detach()[..., prefix].abs().max() <= 1e-12:
-        task.fail(f"{what}: {MASK_IGNORES_PREFIX}")
+        task.fail(f"{what}: {MASK_IGNORES_PREFIX}", MASK_IGNORES_PREFIX.slug)
 
 
 def _explain_plain_mask(task, layer, x, num_heads, what):
@@ -136,10 +136,11 @@ def _explain_plain_mask(task, layer, x, num_heads, what):
     except Exception:  # noqa: BLE001 -- only a probe
         return
     if matches(out, first, ATOL, RTOL):
-        task.fail(f"{what}: one new token after 3 cached ones gets o_proj of value 0 alone: {MASK_IGNORES_PREFIX}")
+        task.fail(f"{what}: one new token after 3 cached ones gets o_proj of value 0 alone: {MASK_IGNORES_PREFIX}",
+                  MASK_IGNORES_PREFIX.slug)
     if moved.abs().max() > 1e-9:
         task.fail(f"{what} ({PLAIN}): changing the last of 3 new tokens changes the first one's output: "
-                  f"{FUTURE_WITH_CACHE}")
+                  f"{FUTURE_WITH_CACHE}", FUTURE_WITH_CACHE.slug)
 
 
 def _expect_run(task, layer, x, name, run, num_heads):
@@ -176,7 +177,7 @@ def check_task_3(task, CausalSelfAttention):
     if not all(matches(got, fixture[key], ATOL, RTOL) for got, key in ((out, "outputs"), (keys, "new_keys"),
                                                                        (values, "new_values"))):
         if matches(keys, _split(layer.k_proj, x, num_heads), ATOL, RTOL):
-            task.fail(f"{NAME} without a cache: {CACHE_BEFORE_ROPE}")
+            task.fail(f"{NAME} without a cache: {CACHE_BEFORE_ROPE}", CACHE_BEFORE_ROPE.slug)
         explain_parts(task, f"{NAME} without a cache", [("it", 2, CausalSelfAttention)], __package__)
         expect_close(task, f"{NAME} without a cache", out, fixture["outputs"], ATOL, RTOL)
     for name, run in fixture["runs"].items():

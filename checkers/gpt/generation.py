@@ -170,7 +170,7 @@ def _expect_draws(task, generate, fixture):
             if not torch.equal(tokens, expected):
                 _explain_draws(task, generate, tokens, case, state)
                 task.fail(f"with temperature={setting['temperature']}, top_k={setting['top_k']}, "
-                          f"use_cache={use_cache}: {DRAWS_DIFFER}")
+                          f"use_cache={use_cache}: {DRAWS_DIFFER}", DRAWS_DIFFER.slug)
 
 
 def _expect_max_len(task, generate, fixture):

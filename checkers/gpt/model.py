@@ -133,7 +133,7 @@ def _explain_final_norm(task, model, tokens, what):
             norm.weight.copy_(saved[0])
             norm.bias.copy_(saved[1])
     if torch.allclose(first, second, atol=1e-12):
-        task.fail(f"{what}: {NO_FINAL_NORM}")
+        task.fail(f"{what}: {NO_FINAL_NORM}", NO_FINAL_NORM.slug)
 
 
 def _expect_logits(task, model, fixture):
@@ -162,7 +162,7 @@ def _expect_cache(task, model, fixture):
             hook.remove()
     for index, entry in enumerate(cache):
         if not same_cache(received.get(index), entry):
-            task.fail(f"{what}: {BLOCK_CACHE.format(index=index)}")
+            task.fail(f"{what}: {BLOCK_CACHE.format(index=index)}", BLOCK_CACHE.slug)
     if not matches(continued, fixture["continued"], ATOL, RTOL):
         _explain(task, model, f"{what}: logits", continued, fixture, "continued")
     expect_close(task, f"{what}: logits", continued, fixture["continued"], ATOL, RTOL)
@@ -176,7 +176,7 @@ def _expect_grown(task, new_cache, cache, total, what):
         if isinstance(keys, torch.Tensor) and keys.dim() == 4 and keys.size(2) == total:
             continue
         if same_cache(entry, given):
-            task.fail(f"{what}: {RETURNS_GIVEN_CACHE}")
+            task.fail(f"{what}: {RETURNS_GIVEN_CACHE}", RETURNS_GIVEN_CACHE.slug)
         held = f"keys of shape {tuple(keys.shape)}" if isinstance(keys, torch.Tensor) else type(entry).__name__
         task.fail(f"{what}: new_cache[{index}] should be block {index}'s new (keys, values), each (B, H, {total}, "
                   f"head_dim) for all L_past + L = {total} positions, got {held}.")

@@ -95,7 +95,7 @@ def _expect_tables(task, RotaryEmbedding, tables):
     for module, dtype in ((rotary, torch.float64), (single, torch.float32)):
         _expect_buffers(task, module, config, dtype, what)
     if {"cos", "sin"} & set(rotary.state_dict()):
-        task.fail(f"{what}: {PERSISTENT}")
+        task.fail(f"{what}: {PERSISTENT}", PERSISTENT.slug)
     return rotary
 
 
@@ -128,7 +128,7 @@ def _expect_buffers(task, rotary, config, dtype, what):
                       "one row per position, one column per pair (other layouts may be kept in other buffers).")
         if found.dtype != dtype:
             task.fail(f"{what}.{name} has dtype {found.dtype} in a module built with the default dtype {dtype}: "
-                      f"{FIXED_DTYPE}")
+                      f"{FIXED_DTYPE}", FIXED_DTYPE.slug)
 
 
 def _expect_table_values(task, rotary, tables):
@@ -177,15 +177,15 @@ def _explain(task, rotary, case, got, what, atol, rtol):
             task.fail(f"{what} is wrong: {sentence}")
     x, offset = case["x"], case["offset"]
     if _each_token_as_first(rotary, x, offset, got, atol, rtol):
-        task.fail(f"{what} is wrong: {ONE_ANGLE}")
+        task.fail(f"{what} is wrong: {ONE_ANGLE}", ONE_ANGLE.slug)
     doubled = _probe(rotary, 2 * x, offset)
     if doubled is not None and not matches(got, x, atol, rtol) and matches(doubled - 2 * x, got - x, atol, rtol):
-        task.fail(f"{what} is wrong: {ADDITIVE}")
+        task.fail(f"{what} is wrong: {ADDITIVE}", ADDITIVE.slug)
     if _scales_each_feature(rotary, x, offset, got, atol, rtol):
-        task.fail(f"{what} is wrong: {MULTIPLIED}")
+        task.fail(f"{what} is wrong: {MULTIPLIED}", MULTIPLIED.slug)
     start = _probe(rotary, x, 0) if offset else None
     if start is not None and matches(got, start, atol, rtol):
-        task.fail(f"{what} gives the output of positions 0 to {x.size(-2) - 1}: {OFFSET_IGNORED}")
+        task.fail(f"{what} gives the output of positions 0 to {x.size(-2) - 1}: {OFFSET_IGNORED}", OFFSET_IGNORED.slug)
     diagnose(task, what, got, signatures(case, "outputs"), atol, rtol)  # the exponent's mistakes, an ignored base
     if not matches(_pair_norms(got), _pair_norms(x), atol, rtol):
         task.fail(f"{what} changes the length of some pair (x[..., 2i], x[..., 2i + 1]): a rotation keeps it; turn "
@@ -220,7 +220,7 @@ def _expect_case(task, RotaryEmbedding, name, case):
         try:
             rotary(x, offset=offset)
         except ValueError as error:
-            task.fail(f"{what} raised ValueError ({one_line(error, 100)}): {BOUNDARY}")
+            task.fail(f"{what} raised ValueError ({one_line(error, 100)}): {BOUNDARY}", BOUNDARY.slug)
         except Exception:  # noqa: BLE001 -- reported by the call that follows
             pass
     got = _rotate(task, rotary, x, offset, what)
@@ -231,7 +231,7 @@ def _expect_case(task, RotaryEmbedding, name, case):
             other = _probe(build(task, RotaryEmbedding, "RotaryEmbedding", config["head_dim"], config["max_len"]),
                            x, offset)
             if other is not None and matches(got, other, atol, rtol):
-                task.fail(f"{what} is wrong: {BASE_IGNORED}")
+                task.fail(f"{what} is wrong: {BASE_IGNORED}", BASE_IGNORED.slug)
     expect_close(task, what, got, case["outputs"], atol, rtol)
 
 
@@ -246,8 +246,9 @@ def _expect_value_error(task, RotaryEmbedding, config):
         except ValueError:
             continue
         except Exception as error:  # noqa: BLE001 -- the student's error, named below
-            task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 100)}): {NO_VALUE_ERROR}.")
-        task.fail(f"{what} returned {type(result).__name__} instead of raising: {NO_VALUE_ERROR}.")
+            task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 100)}): {NO_VALUE_ERROR}.",
+                      NO_VALUE_ERROR.slug)
+        task.fail(f"{what} returned {type(result).__name__} instead of raising: {NO_VALUE_ERROR}.", NO_VALUE_ERROR.slug)
 
 
 @check_function(1)

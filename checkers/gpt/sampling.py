@@ -102,7 +102,8 @@ def _call(task, sample_next_token, logits, setting, generator, what):
         except NotImplementedError:
             pass  # task.call below says "not implemented yet"
         except Exception as error:  # noqa: BLE001 -- any student error becomes a message
-            task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 80)}): {TOP_K_ABOVE_VOCAB}")
+            task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 80)}): {TOP_K_ABOVE_VOCAB}",
+                      TOP_K_ABOVE_VOCAB.slug)
     return task.call(what, sample_next_token, logits, **setting, generator=generator)
 
 
@@ -131,7 +132,7 @@ def _expect_greedy_runs(task, sample_next_token, logits):
         pass  # the call that follows says "not implemented yet"
     except Exception as error:  # noqa: BLE001 -- any student error becomes a message
         task.fail(f"with temperature=0 it raised {type(error).__name__} ({one_line(error, 80)}) where temperature=2.0 "
-                  f"works: {GREEDY_MISSING}")
+                  f"works: {GREEDY_MISSING}", GREEDY_MISSING.slug)
 
 
 def _name_mistake(task, what, got, mistakes, atol):
@@ -207,7 +208,7 @@ def _expect_ties_kept(task, sample_next_token):
     drawn = torch.bincount(tokens.flatten(), minlength=len(TIED))  # (V,)
     kth = sorted(TIED, reverse=True)[TIED_TOP_K - 1]
     if any(drawn[token] == 0 for token, logit in enumerate(TIED) if logit == kth):
-        task.fail(f"{what}: {TIES_DROPPED}")
+        task.fail(f"{what}: {TIES_DROPPED}", TIES_DROPPED.slug)
 
 
 def _expect_exact_draws(task, sample_next_token, fixture):

@@ -97,7 +97,7 @@ def explain_output_projection(task, what, layer, run, slots):
         with torch.no_grad():
             weight.copy_(saved)
     if base is not None and moved is not None and _same(base[0], moved[0]):
-        task.fail(f"{what}: {O_PROJ_UNUSED}")
+        task.fail(f"{what}: {O_PROJ_UNUSED}", O_PROJ_UNUSED.slug)
 
 
 def explain_head_axis(task, what, attention, expected):
@@ -123,4 +123,5 @@ def explain_mask_error(task, layer, x, kwargs):
             layer(x, **kwargs)
     except Exception as error:  # noqa: BLE001 -- the student's error, named below
         task.fail(f"MultiheadAttention.forward with a mask of shape {tuple(mask.shape)} raised "
-                  f"{type(error).__name__} ({one_line(error, 100)}), and runs without a mask: {MASK_AS_GIVEN}")
+                  f"{type(error).__name__} ({one_line(error, 100)}), and runs without a mask: {MASK_AS_GIVEN}",
+                  MASK_AS_GIVEN.slug)

@@ -73,7 +73,7 @@ def _expect_run(task, layer, name, runs, num_heads):
         if name == SAME_LENGTH:
             if _roles_swapped(layer, run):
                 task.fail(f"{what}: MultiheadAttention(context, context=x) gives the expected output of "
-                          f"MultiheadAttention(x, context=context): {SWAPPED}")
+                          f"MultiheadAttention(x, context=context): {SWAPPED}", SWAPPED.slug)
             explain_sources(task, what, layer, run, attention_slots(layer), KV_FROM_X)
             if "cross-attention" in runs:
                 _expect_other_length(task, layer, runs["cross-attention"], what, same_length_right=False)
@@ -111,7 +111,7 @@ def _expect_other_length(task, layer, run, what, same_length_right=True):
         if not same_length_right:
             return
         task.fail(f"{what} (L_q = {query_len}, L_k = {key_len}) raised {type(error).__name__}: {one_line(error, 120)}; "
-                  f"{MERGE_KEY_LEN}")
+                  f"{MERGE_KEY_LEN}", MERGE_KEY_LEN.slug)
     if not isinstance(result, (tuple, list)) or len(result) != 2 or not all(
             isinstance(part, torch.Tensor) for part in result):
         return
@@ -119,14 +119,16 @@ def _expect_other_length(task, layer, run, what, same_length_right=True):
     swapped = outputs.dim() == 3 and outputs.size(1) == key_len and attention.dim() == 4
     if swapped and attention.size(-1) == query_len:
         task.fail(f"{what} (L_q = {query_len}, L_k = {key_len}): the output has {key_len} rows and the attention "
-                  f"{query_len} keys: {SWAPPED}")
+                  f"{query_len} keys: {SWAPPED}", SWAPPED.slug)
     if outputs.dim() == 3 and outputs.size(1) == key_len:
-        task.fail(f"{what}: the output has L_k = {key_len} rows instead of L_q = {query_len}: {Q_FROM_CONTEXT}")
+        task.fail(f"{what}: the output has L_k = {key_len} rows instead of L_q = {query_len}: {Q_FROM_CONTEXT}",
+                  Q_FROM_CONTEXT.slug)
     if attention.dim() == 4 and attention.size(-1) == query_len:
-        task.fail(f"{what}: the attention has {query_len} keys instead of the context's {key_len}: {KV_FROM_X}")
+        task.fail(f"{what}: the attention has {query_len} keys instead of the context's {key_len}: {KV_FROM_X}",
+                  KV_FROM_X.slug)
     if tuple(outputs.shape) != (batch_size, query_len, embed_dim) and same_length_right:
         task.fail(f"{what}: the output has shape {tuple(outputs.shape)}, expected "
-                  f"{(batch_size, query_len, embed_dim)}; {MERGE_KEY_LEN}")
+                  f"{(batch_size, query_len, embed_dim)}; {MERGE_KEY_LEN}", MERGE_KEY_LEN.slug)
 
 
 def _loaded(task, cls, fixture, num_heads, dtype=torch.float64):

@@ -160,7 +160,7 @@ def _explain_weights_order(task, what, result, case):
     same_shapes = maps[0].shape == case["cross_attention"].shape != case["self_attention"].shape and \
         maps[1].shape == case["self_attention"].shape
     if same_values or same_shapes:
-        task.fail(f"{what}: {WEIGHTS_SWAPPED}")
+        task.fail(f"{what}: {WEIGHTS_SWAPPED}", WEIGHTS_SWAPPED.slug)
 
 
 class _Masked(nn.Module):
@@ -231,19 +231,19 @@ def _explain_wiring(task, block, fixture, what):
         for hook in hooks:
             hook.remove()
     if "self_attention" in received and _same(received["self_attention"][2], memory_mask):
-        task.fail(f"{what}: {SELF_GETS_MEMORY_MASK}")
+        task.fail(f"{what}: {SELF_GETS_MEMORY_MASK}", SELF_GETS_MEMORY_MASK.slug)
     if "cross_attention" in received:
         queries, context, mask = received["cross_attention"]
         if _same(queries, memory):
-            task.fail(f"{what}: {CROSS_QUERIES_FROM_MEMORY}")
+            task.fail(f"{what}: {CROSS_QUERIES_FROM_MEMORY}", CROSS_QUERIES_FROM_MEMORY.slug)
         if _same(queries, x):
-            task.fail(f"{what}: {CROSS_QUERIES_FROM_INPUT}")
+            task.fail(f"{what}: {CROSS_QUERIES_FROM_INPUT}", CROSS_QUERIES_FROM_INPUT.slug)
         if context is None:
-            task.fail(f"{what}: {CROSS_NO_CONTEXT}")
+            task.fail(f"{what}: {CROSS_NO_CONTEXT}", CROSS_NO_CONTEXT.slug)
         if not _same(context, memory):
-            task.fail(f"{what}: {CROSS_CONTEXT_NOT_MEMORY}")
+            task.fail(f"{what}: {CROSS_CONTEXT_NOT_MEMORY}", CROSS_CONTEXT_NOT_MEMORY.slug)
         if _same(mask, self_mask):
-            task.fail(f"{what}: {CROSS_GETS_SELF_MASK}")
+            task.fail(f"{what}: {CROSS_GETS_SELF_MASK}", CROSS_GETS_SELF_MASK.slug)
 
 
 def _explain_masks(task, block, fixture, what):
@@ -301,7 +301,8 @@ def _expect_dropout(task, cls, fixture):
     block = _loaded(task, cls, fixture, dropout=0.5)
     first = _outputs(task, block, fixture)
     if not torch.equal(first, _outputs(task, block, fixture)):
-        task.fail(f"DecoderBlock(dropout=0.5) gave two different outputs for one input in eval mode: {DROPOUT_IN_EVAL}")
+        task.fail(f"DecoderBlock(dropout=0.5) gave two different outputs for one input in eval mode: {DROPOUT_IN_EVAL}",
+                  DROPOUT_IN_EVAL.slug)
     expect_close(task, "DecoderBlock(dropout=0.5) in eval mode (dropout must be off)", first,
                  fixture["cases"]["ReLU"]["outputs"], ATOL, RTOL)
     block.train()
@@ -315,7 +316,7 @@ def _expect_dropout(task, cls, fixture):
             slots[role].zero_()
     torch.manual_seed(1)
     if not torch.allclose(_outputs(task, block, fixture), _outputs(task, block, fixture), atol=ATOL):
-        task.fail(f"DecoderBlock(dropout=0.5): {DROPOUT_ON_RESIDUAL}")
+        task.fail(f"DecoderBlock(dropout=0.5): {DROPOUT_ON_RESIDUAL}", DROPOUT_ON_RESIDUAL.slug)
     for name in SUBLAYER_FORMULAS:  # each sub-layer alone: its output must vary (dropout inside it counts too)
         block = _loaded(task, cls, fixture, dropout=0.5).train()
         slots = decoder_block_slots(block)

@@ -116,7 +116,7 @@ def _explain_affine(task, norm, x, what):
     changes = {"weight": lambda value: value * 2.0 + 0.5, "bias": lambda value: value + 1.0}
     ignored = [name for name, change in changes.items() if _changes_with(norm, x, slots[name], change) is False]
     if ignored == ["weight", "bias"]:
-        task.fail(f"{what} is wrong: {AFFINE_NOT_APPLIED}")
+        task.fail(f"{what} is wrong: {AFFINE_NOT_APPLIED}", AFFINE_NOT_APPLIED.slug)
     if ignored:
         use = "multiply by self.weight" if ignored == ["weight"] else "add self.bias"
         task.fail(f"{what}: the output does not change when `{ignored[0]}` changes: {use}, "
@@ -148,7 +148,7 @@ def _explain(task, norm, x, what):
                 where = (f"axis {axes[0]} (size {rows.size(axes[0])})" if count == 1 else
                          f"axes {axes} together (sizes {' x '.join(str(rows.size(a)) for a in axes)})")
                 task.fail(f"{what}: with weight 1 and bias 0 the output is standardised along {where}, not along "
-                          f"the last axis alone: {WRONG_AXIS}")
+                          f"the last axis alone: {WRONG_AXIS}", WRONG_AXIS.slug)
 
 
 def _expect_input_gradients(task, got, case):
@@ -160,12 +160,13 @@ def _expect_input_gradients(task, got, case):
         return
     expect_finite(task, "the input's gradient through LayerNorm", got)
     if not torch.allclose(got.sum(-1), torch.zeros((), dtype=got.dtype), atol=1e-6):
-        task.fail(f"LayerNorm's gradient is wrong: {MEAN_DETACHED}")  # the true one is blind to shifting a row
+        task.fail(f"LayerNorm's gradient is wrong: {MEAN_DETACHED}",
+                  MEAN_DETACHED.slug)  # the true one is blind to shifting a row
     upstream = 3 * outputs.detach().pow(2) * weight  # (N, D): the gradient reaching the normalised rows
     constant_variance = (upstream - upstream.mean(-1, keepdim=True)) / torch.sqrt(
         case["x"].var(-1, unbiased=False, keepdim=True) + eps)
     if matches(got, constant_variance, ATOL, RTOL):
-        task.fail(f"LayerNorm's gradient is wrong: {VARIANCE_DETACHED}")
+        task.fail(f"LayerNorm's gradient is wrong: {VARIANCE_DETACHED}", VARIANCE_DETACHED.slug)
     expect_close(task, "the input's gradient of (LayerNorm(x) ** 3).sum(), compared with "
                  "torch.nn.functional.layer_norm's,", got, x.grad, ATOL, RTOL)
 
@@ -228,5 +229,5 @@ def _expect_eps(task, cls, fixture):
         diagnose(task, what, outputs, signatures(case, "outputs"), ATOL, RTOL)
         default = load(task, build(task, cls, "LayerNorm", embed_dim), layer_norm_slots, case["weights"], "LayerNorm")
         if matches(outputs, _forward(task, default, case["x"]), ATOL, RTOL):
-            task.fail(f"{what} is wrong: {EPS_IGNORED}")
+            task.fail(f"{what} is wrong: {EPS_IGNORED}", EPS_IGNORED.slug)
     expect_close(task, what, outputs, case["outputs"], ATOL, RTOL)

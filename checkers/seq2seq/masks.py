@@ -94,7 +94,7 @@ def _expect_device(task, causal_mask):
             got = _call(task, what, causal_mask, 3, device=device)
         got = expect_tensor(task, what, got, (3, 3))
         if not use.used or got.device.type != "cpu":
-            task.fail(f"{what} never passed the device on to torch: {DEVICE_IGNORED}")
+            task.fail(f"{what} never passed the device on to torch: {DEVICE_IGNORED}", DEVICE_IGNORED.slug)
         if got.dtype != torch.bool:
             task.fail(f"{what} has dtype {got.dtype}; it should be torch.bool, True where query i may attend key j.")
 
@@ -114,15 +114,15 @@ def _expect_padding(task, padding_mask, pad_id, case):
     if tuple(got.shape) != tuple(expected.shape):
         if got.numel() == real.numel() and torch.equal(got.reshape(batch_size, seq_len), real):
             if tuple(got.shape) in ((batch_size, 1, seq_len, 1), (batch_size, seq_len, 1)):
-                task.fail(f"{what} is wrong: {PADDING_ON_QUERIES}")
-            task.fail(f"{what} has shape {tuple(got.shape)}: {PADDING_NO_AXES}")
+                task.fail(f"{what} is wrong: {PADDING_ON_QUERIES}", PADDING_ON_QUERIES.slug)
+            task.fail(f"{what} has shape {tuple(got.shape)}: {PADDING_NO_AXES}", PADDING_NO_AXES.slug)
         task.fail(f"{what} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}.")
     if torch.equal(got, expected):
         return
     if torch.equal(got, ~expected):
-        task.fail(f"{what} is wrong: {PADDING_INVERTED}")
+        task.fail(f"{what} is wrong: {PADDING_INVERTED}", PADDING_INVERTED.slug)
     if pad_id != 0 and torch.equal(got, (tokens != 0).view(got.shape)):
-        task.fail(f"{what} is wrong: {PAD_ID_IGNORED}")
+        task.fail(f"{what} is wrong: {PAD_ID_IGNORED}", PAD_ID_IGNORED.slug)
     where = tuple((got != expected).nonzero()[0].tolist())
     task.fail(f"{what} is wrong at index {where}: it should be True exactly where tokens != pad_id.")
 

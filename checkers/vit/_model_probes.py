@@ -102,7 +102,7 @@ def explain_flow(task, what, model, record, hidden):
     if first is None or not matches(first, hidden[0], ATOL, RTOL):
         normalised = _call(model.final_norm, hidden[0])
         if first is not None and normalised is not None and matches(first, normalised, ATOL, RTOL):
-            task.fail(f"{what}: {FINAL_NORM_FIRST}")
+            task.fail(f"{what}: {FINAL_NORM_FIRST}", FINAL_NORM_FIRST.slug)
         task.fail(f"{what}: the first block should receive patch_embedding(images), (B, N + 1, D), but receives "
                   "something else.")
     for index in range(1, blocks):
@@ -115,9 +115,9 @@ def _explain_link(task, what, record, index):
     if received is None or before is None or matches(received, after, ATOL, RTOL):
         return
     if received.shape == after.shape == before.shape and matches(received, before + after, ATOL, RTOL):
-        task.fail(f"{what}: {RESIDUAL_TWICE.format(index=index, previous=index - 1)}")
+        task.fail(f"{what}: {RESIDUAL_TWICE.format(index=index, previous=index - 1)}", RESIDUAL_TWICE.slug)
     if matches(received, before, ATOL, RTOL):
-        task.fail(f"{what}: {NOT_CHAINED.format(index=index, previous=index - 1)}")
+        task.fail(f"{what}: {NOT_CHAINED.format(index=index, previous=index - 1)}", NOT_CHAINED.slug)
     task.fail(f"{what}: blocks[{index}] receives something other than the output of blocks[{index - 1}]: pass each "
               "block's output on to the next, x = block(x).")
 
@@ -175,5 +175,5 @@ def explain_block(task, what, block, x, index):
                 norm.weight.copy_(saved[0])
                 norm.bias.copy_(saved[1])
         if out is not None and out.shape == x.shape and _standardised(out):
-            task.fail(f"{what}: {POST_NORM}")
-    task.fail(f"{what}: {NOT_PRE_NORM.format(index=index)}")
+            task.fail(f"{what}: {POST_NORM}", POST_NORM.slug)
+    task.fail(f"{what}: {NOT_PRE_NORM.format(index=index)}", NOT_PRE_NORM.slug)

@@ -106,10 +106,10 @@ def explain_order(task, patchify, shape, patch_size, what):
     if index is None:
         return
     if torch.equal(index.flatten(), torch.arange(index.numel())):
-        task.fail(f"{what} is wrong: {STRAIGHT}")
+        task.fail(f"{what} is wrong: {STRAIGHT}", STRAIGHT.slug)
     batch, channel, grid_row, grid_col, row, col = _places(index, shape, patch_size)
     if not bool((batch == torch.arange(shape[0])[:, None, None]).all()):
-        task.fail(f"{what} is wrong: {BATCH_MIXED}")
+        task.fail(f"{what} is wrong: {BATCH_MIXED}", BATCH_MIXED.slug)
     rows, cols = _constant_per_patch(grid_row), _constant_per_patch(grid_col)
     if rows is None or cols is None:
         _explain_scattered(task, index, shape, patch_size, what)
@@ -118,7 +118,7 @@ def explain_order(task, patchify, shape, patch_size, what):
     if not (torch.equal(rows[0], pinned_rows) and torch.equal(cols[0], pinned_cols)):
         patch = torch.arange(rows.size(1))
         if torch.equal(rows[0], patch % grid_rows) and torch.equal(cols[0], patch // grid_rows):
-            task.fail(f"{what} is wrong: {COLUMN_MAJOR}")
+            task.fail(f"{what} is wrong: {COLUMN_MAJOR}", COLUMN_MAJOR.slug)
         task.fail(f"{what} puts the patches in another order: {COLUMN_MAJOR.split(': ', 1)[1]}")
     _explain_inner(task, channel[0, 0], row[0, 0], col[0, 0], shape[1], patch_size, what)
 
@@ -129,10 +129,10 @@ def _explain_scattered(task, index, shape, patch_size, what):
     row, col = index // width % height, index % width  # (B, N, C·p·p)
     grid_rows, grid_cols = height // patch_size, width // patch_size
     if _constant_per_patch(row % grid_rows) is not None and _constant_per_patch(col % grid_cols) is not None:
-        task.fail(f"{what} is wrong: {STRIDED}")
+        task.fail(f"{what} is wrong: {STRIDED}", STRIDED.slug)
     first = int(((row // patch_size != row[..., :1] // patch_size) |
                  (col // patch_size != col[..., :1] // patch_size)).any(-1).any(0).nonzero()[0])
-    task.fail(f"{what} is wrong: patch {first} {MIXED}")
+    task.fail(f"{what} is wrong: patch {first} {MIXED}", MIXED.slug)
 
 
 def _explain_inner(task, channel, row, col, channels, patch_size, what):
@@ -142,7 +142,7 @@ def _explain_inner(task, channel, row, col, channels, patch_size, what):
     if torch.equal(entry, channel * area + row * patch_size + col):
         return
     if torch.equal(entry, (row * patch_size + col) * channels + channel):
-        task.fail(f"{what} is wrong: {CHANNEL_LAST}")
+        task.fail(f"{what} is wrong: {CHANNEL_LAST}", CHANNEL_LAST.slug)
     if torch.equal(entry, channel * area + col * patch_size + row):
-        task.fail(f"{what} is wrong: {TRANSPOSED}")
-    task.fail(f"{what} is wrong: {INNER_ORDER}")
+        task.fail(f"{what} is wrong: {TRANSPOSED}", TRANSPOSED.slug)
+    task.fail(f"{what} is wrong: {INNER_ORDER}", INNER_ORDER.slug)

@@ -89,8 +89,8 @@ def _explain_added_table(task, got, case, what):
     for table in sinusoids(added.size(1), added.size(2)):
         # the student's table may be computed in float32: about 1e-7 from float64 values
         if torch.allclose(added[0, 1:], table[1:], atol=1e-5) or torch.allclose(added[0, 1:], table[:-1], atol=1e-5):
-            task.fail(f"{what} is wrong: {SINUSOIDAL}")
-    task.fail(f"{what} is wrong: {OTHER_TABLE}")
+            task.fail(f"{what} is wrong: {SINUSOIDAL}", SINUSOIDAL.slug)
+    task.fail(f"{what} is wrong: {OTHER_TABLE}", OTHER_TABLE.slug)
 
 
 def _explain_patches(task, got, case, what, cls_right):
@@ -101,11 +101,11 @@ def _explain_patches(task, got, case, what, cls_right):
     mean, variance = tokens.mean(-1), tokens.var(-1, unbiased=False)  # (B, N + 1) each
     if torch.allclose(mean, torch.zeros_like(mean), atol=1e-6) and \
             torch.allclose(variance, torch.ones_like(variance), atol=1e-3):
-        task.fail(f"{what} is wrong: {NORMALISED}")
+        task.fail(f"{what} is wrong: {NORMALISED}", NORMALISED.slug)
     unpositioned = tokens[:, 1:] - positions[1:]  # (B, N, D)
     scale = ((unpositioned * projected).sum() / projected.pow(2).sum()).item()
     if abs(scale - 1) > 1e-6 and matches(unpositioned, scale * projected, 1e-6, 1e-6):
-        task.fail(f"{what} is wrong: {SCALED.format(scale=scale)}")
+        task.fail(f"{what} is wrong: {SCALED.format(scale=scale)}", SCALED.slug)
     task.fail(f"{what} is wrong: {PATCH_TOKENS if cls_right else BOTH_WRONG}")
 
 
@@ -117,19 +117,19 @@ def explain_tokens(task, got, case, what):
     first, patches = got.detach()[:, 0], got.detach()[:, 1:]  # (B, D), (B, N, D)
     if not _same_for_every_image(first):
         if _same_for_every_image(got.detach()[:, -1]):
-            task.fail(f"{what} is wrong: {CLS_LAST}")
-        task.fail(f"{what} is wrong: {CLS_NOT_SHARED}")
+            task.fail(f"{what} is wrong: {CLS_LAST}", CLS_LAST.slug)
+        task.fail(f"{what} is wrong: {CLS_NOT_SHARED}", CLS_NOT_SHARED.slug)
     if matches(patches, projected, ATOL, RTOL):
-        task.fail(f"{what} is wrong: {NO_POSITIONS}")
+        task.fail(f"{what} is wrong: {NO_POSITIONS}", NO_POSITIONS.slug)
     if matches(patches, projected + positions[:-1], ATOL, RTOL):
-        task.fail(f"{what} is wrong: {SHIFTED}")
+        task.fail(f"{what} is wrong: {SHIFTED}", SHIFTED.slug)
     cls_right = matches(first, (cls_token + positions[0]).expand_as(first), ATOL, RTOL)
     if not matches(patches, projected + positions[1:], ATOL, RTOL):
         _explain_added_table(task, got, case, what)
         _explain_patches(task, got, case, what, cls_right)
     if matches(first, cls_token.expand_as(first), ATOL, RTOL):
-        task.fail(f"{what} is wrong: {CLS_NO_POSITION}")
+        task.fail(f"{what} is wrong: {CLS_NO_POSITION}", CLS_NO_POSITION.slug)
     if matches(first, positions[0].expand_as(first), ATOL, RTOL):
-        task.fail(f"{what} is wrong: {CLS_UNUSED}")
+        task.fail(f"{what} is wrong: {CLS_UNUSED}", CLS_UNUSED.slug)
     if not cls_right:
-        task.fail(f"{what} is wrong: {CLS_WRONG}")
+        task.fail(f"{what} is wrong: {CLS_WRONG}", CLS_WRONG.slug)

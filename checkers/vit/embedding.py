@@ -76,7 +76,7 @@ def _expect_projection(task, embedding, config, what):
         task.fail(f"{what}.projection should be nn.Linear(in_channels * patch_size**2, embed_dim) = "
                   f"nn.Linear{sizes}, found {'nothing' if projection is None else type(projection).__name__}.")
     if projection.in_features == num_patches != sizes[0]:
-        task.fail(f"{what}: {PATCH_AXIS}")
+        task.fail(f"{what}: {PATCH_AXIS}", PATCH_AXIS.slug)
     if projection.in_features == config["patch_size"] ** 2 != sizes[0]:
         task.fail(f"{what}: " + ONE_CHANNEL.format(area=projection.in_features, size=sizes[0]))
     if (projection.in_features, projection.out_features) != sizes:
@@ -100,7 +100,7 @@ def _expect_parameters(task, embedding, config, what):
         task.fail(f"{what}.cls_token has shape {cls_shape}, expected (embed_dim,) = ({embed_dim},) or "
                   f"(1, 1, {embed_dim}).")
     if position_shape in ((1, num_patches, embed_dim), (num_patches, embed_dim)):
-        task.fail(f"{what}: {N_ROWS}")
+        task.fail(f"{what}: {N_ROWS}", N_ROWS.slug)
     side = config["image_size"] // config["patch_size"]
     if position_shape in ((1, side + 1, embed_dim), (side + 1, embed_dim)) and side + 1 != num_patches + 1:
         task.fail(f"{what}: " + ONE_SIDE.format(rows=side + 1, side=side, num_patches=num_patches,

@@ -60,7 +60,7 @@ def _structure(task, model, config):
     for second, block in enumerate(listed):
         first = next(index for index, other in enumerate(listed) if other is block)
         if first != second:
-            task.fail(f"blocks[{first}] and blocks[{second}] are the same module: {SHARED_BLOCKS}")
+            task.fail(f"blocks[{first}] and blocks[{second}] are the same module: {SHARED_BLOCKS}", SHARED_BLOCKS.slug)
     _expect_final_norm(task, model, embed_dim)
     head = getattr(model, "head", None)
     if not isinstance(head, nn.Linear) or (head.in_features, head.out_features) != (embed_dim, num_classes):
@@ -168,7 +168,7 @@ def _expect_logits(task, model, fixture):
     what = f"{NAME}(images)"
     logits = task.call(what, model, images)
     if isinstance(logits, torch.Tensor) and logits.dim() == 3 and logits.shape[::2] == expected.shape:
-        task.fail(f"{what} has shape {tuple(logits.shape)}: {HEAD_EVERY_TOKEN}")
+        task.fail(f"{what} has shape {tuple(logits.shape)}: {HEAD_EVERY_TOKEN}", HEAD_EVERY_TOKEN.slug)
     expect_tensor(task, f"{what} logits", logits, expected.shape, expected.dtype)
     expect_finite(task, f"{what} logits", logits)
     if not matches(logits, expected, ATOL, RTOL):
@@ -189,12 +189,12 @@ def _expect_attention(task, model, fixture):
                   f"{type(maps).__name__}.")
     if len(maps) == 1 and len(expected) > 1 and isinstance(maps[0], torch.Tensor) \
             and matches(maps[0], expected[-1], ATOL, RTOL):
-        task.fail(f"{what}: {ONLY_LAST}")
+        task.fail(f"{what}: {ONLY_LAST}", ONLY_LAST.slug)
     if len(maps) != len(expected):
         task.fail(f"{what} should return num_layers = {len(expected)} maps, one per block, got {len(maps)}.")
     for index, attention in enumerate(maps):
         if isinstance(attention, torch.Tensor) and matches(attention, expected[index].mean(dim=1), ATOL, RTOL):
-            task.fail(f"{what}: {HEADS_AVERAGED}")
+            task.fail(f"{what}: {HEADS_AVERAGED}", HEADS_AVERAGED.slug)
         expect_tensor(task, f"{what}[{index}]", attention, expected.shape[1:], expected.dtype)
         expect_finite(task, f"{what}[{index}]", attention)
     got = torch.stack([attention.detach() for attention in maps])  # (L, B, H, N + 1, N + 1)
@@ -206,7 +206,7 @@ def _expect_attention(task, model, fixture):
 def _explain_attention(task, what, model, got, fixture):
     """Fail naming maps in reverse order, a known mistake, or maps that are not those forward computes."""
     if len(got) > 1 and matches(got.flip(0), fixture["attention"], ATOL, RTOL):
-        task.fail(f"{what}: {REVERSED}")
+        task.fail(f"{what}: {REVERSED}", REVERSED.slug)
     sums = got.sum(dim=-1)  # (L, B, H, N + 1)
     if not torch.allclose(sums, torch.ones_like(sums), atol=1e-6):
         task.fail(f"{what}: each map's rows should sum to 1 (attention weights, after the softmax), but sum to values "
@@ -215,7 +215,7 @@ def _explain_attention(task, what, model, got, fixture):
     seen = recorded(model, fixture["images"])["attention"]
     if len(seen) == len(got) and all(isinstance(a, torch.Tensor) and a.shape == got.shape[1:] for a in seen) \
             and not matches(got, torch.stack(seen), ATOL, RTOL):
-        task.fail(f"{what}: {DISAGREES}")
+        task.fail(f"{what}: {DISAGREES}", DISAGREES.slug)
 
 
 def _expect_dropout(task, cls, fixture):

@@ -109,7 +109,7 @@ def patches_of(task, patchify, images, patch_size):
         result = task.call(what, patchify, images, patch_size)
     except CheckFailure as failure:
         if "view size is not compatible" in str(failure):
-            task.fail(f"{what} raised RuntimeError from `view`: {NOT_CONTIGUOUS}")
+            task.fail(f"{what} raised RuntimeError from `view`: {NOT_CONTIGUOUS}", NOT_CONTIGUOUS.slug)
         raise
     if not torch.equal(before, images.detach()):
         task.fail(IN_PLACE)
@@ -129,9 +129,9 @@ def _explain_shape(task, patchify, images_shape, patch_size, got_shape, what):
     index = probe(patchify, images_shape, patch_size)
     if index is not None:
         if is_patchify(index.transpose(1, 2), images_shape, (patch_size, patch_size)):
-            task.fail(f"{found}: {AXES_SWAPPED}")
+            task.fail(f"{found}: {AXES_SWAPPED}", AXES_SWAPPED.slug)
         if is_patchify(index, images_shape, (height // patch_size, width // patch_size)):
-            task.fail(f"{found}: {PER_SIDE}")
+            task.fail(f"{found}: {PER_SIDE}", PER_SIDE.slug)
     task.fail(f"{found}, for N = (H / p)·(W / p) = ({height} / {patch_size})·({width} / {patch_size}) = "
               f"{num_patches} patches of C·p·p = {size} values.")
 
@@ -200,11 +200,12 @@ def _expect_value_error(task, patchify, shape, patch_size):
         numbers = set(re.findall(r"\d+", str(error)))
         needed = {str(patch_size)} | {str(size) for size in shape[-2:] if size % patch_size}
         if not needed <= numbers:
-            task.fail(f"{what} raised ValueError({one_line(error, 100)!r}): {SIZES_UNNAMED}")
+            task.fail(f"{what} raised ValueError({one_line(error, 100)!r}): {SIZES_UNNAMED}", SIZES_UNNAMED.slug)
         return
     except Exception as error:  # noqa: BLE001 -- the student's error, named below
-        task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 100)}): {NO_VALUE_ERROR}")
-    task.fail(f"{what} returned {type(result).__name__} instead of raising: {NO_VALUE_ERROR}")
+        task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 100)}): {NO_VALUE_ERROR}",
+                  NO_VALUE_ERROR.slug)
+    task.fail(f"{what} returned {type(result).__name__} instead of raising: {NO_VALUE_ERROR}", NO_VALUE_ERROR.slug)
 
 
 def _expect_non_contiguous(task, patchify, case):

@@ -77,7 +77,7 @@ def _roll(task, attention_rollout, maps, what):
     except CheckFailure as failure:
         if " raised " in str(failure) and maps[0].dtype == torch.float64 and \
                 _rollout_or_none(attention_rollout, [attention.float() for attention in maps]) is not None:
-            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {FIXED_DTYPE}")
+            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {FIXED_DTYPE}", FIXED_DTYPE.slug)
         raise
     if any(not torch.equal(attention.detach(), saved) for attention, saved in zip(maps, before)):
         task.fail(MODIFIES_INPUT)
@@ -162,7 +162,7 @@ def _explain_layer(task, what, rollout, maps):
     mixed = maps[0].mean(dim=1)  # (B, T, T), the heads averaged
     mixed = mixed + torch.eye(mixed.size(-1), dtype=mixed.dtype)  # A + I
     if matches(rollout, mixed.softmax(dim=-1), ATOL, RTOL):
-        task.fail(f"{what} is wrong: {SOFTMAX_ROWS}")
+        task.fail(f"{what} is wrong: {SOFTMAX_ROWS}", SOFTMAX_ROWS.slug)
 
 
 def _rollout_or_none(attention_rollout, maps):
@@ -179,7 +179,7 @@ def _explain_row_sums(task, what, rollout, num_layers):
     """Fail when every row sums to 2^L (no renormalisation) or the rows do not sum to 1."""
     sums = rollout.detach().sum(dim=-1)  # (B, T)
     if num_layers > 0 and torch.allclose(sums, torch.full_like(sums, 2.0 ** num_layers)):
-        task.fail(f"{what} is wrong: its rows sum to 2^{num_layers}; {NOT_RENORMALISED}")
+        task.fail(f"{what} is wrong: its rows sum to 2^{num_layers}; {NOT_RENORMALISED}", NOT_RENORMALISED.slug)
     if not torch.allclose(sums, torch.ones_like(sums), atol=1e-6):
         task.fail(f"{what} is wrong: its rows sum to values from {sums.min().item():.4g} to {sums.max().item():.4g}, "
                   "not 1 (a product of maps whose rows sum to 1 has rows that sum to 1).")
@@ -202,7 +202,7 @@ def _expect_gradients(task, attention_rollout, case):
     for index, attention in enumerate(maps):
         if attention.grad is None or not torch.isfinite(attention.grad).all() or not attention.grad.abs().sum():
             task.fail(f"{DIFFERENTIABLE}; no gradient reaches attention_maps[{index}]: is it detached, or converted to "
-                      "NumPy?")
+                      "NumPy?", DIFFERENTIABLE.slug)
 
 
 @check_function(5)
