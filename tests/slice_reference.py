@@ -1,9 +1,11 @@
 """An assignment's reference answers for its slice tests: the source, the namespace, a mutant's namespace.
 
-Each slice binds them once in its own checks.py: `source, reference, variant = reference_helpers(<its name>)`.
+Each slice binds them once in its own checks.py: `source, reference, variant = reference_helpers(<its name>)`;
+diagnosis_id(<its name>, mutant) is the id a failure naming a known mistake must record.
 """
 import functools
 
+from checkers._core import slug_of
 from course.reference import load_reference, reference_source
 from course.registry import assignment
 
@@ -28,3 +30,13 @@ def reference_helpers(name):
         edit = change.apply if hasattr(change, "apply") else change
         return load_reference(edit(_source(name)))
     return functools.partial(_source, name), functools.partial(_reference, name), variant
+
+
+def diagnosis_id(name, mutant):
+    """The id a failure naming mutant's mistake records, "<name>.<task>.<slug>" (checkers._core.Diagnosis).
+
+    name: the assignment; mutant: a Mutant whose diagnosis is a Diagnosis of the assignment's checkers.
+    """
+    slug = slug_of(mutant.diagnosis)
+    assert slug, f"mutant {mutant.name!r}: its diagnosis {mutant.diagnosis!r} is no Diagnosis of the checkers"
+    return f"{name}.{mutant.task}.{slug}"

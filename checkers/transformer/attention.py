@@ -26,6 +26,28 @@ OVERFLOW = Diagnosis(
     "overflow",
     "the softmax overflows for large scores: subtract each row's maximum before exp(), or use "
     "torch.softmax(scores, dim=-1).")
+# Sentences the known mistakes' diagnoses quote (course/transformer/mistakes.py).
+NO_SCALING = Diagnosis(
+    "no-scaling",
+    "your weights equal softmax(QKᵀ): divide the scores by √D, with D = query.size(-1).")
+SCALED_BY_D = Diagnosis(
+    "scaled-by-d",
+    "your weights equal softmax(QKᵀ/D): divide by √D, not by D.")
+SCALED_BY_HALF_D = Diagnosis(
+    "scaled-by-d-2",
+    "your weights equal softmax(QKᵀ/(D/2)): in Python `D**1/2` is D/2; write `D ** 0.5` or math.sqrt(D).")
+SCALED_BY_LENGTH = Diagnosis(
+    "scaled-by-the-sequence-length",
+    "your scores are divided by √L_k, the number of keys; divide by √D, the feature size query.size(-1).")
+SOFTMAX_OVER_QUERIES = Diagnosis(
+    "softmax-over-the-queries",
+    "your softmax runs over the queries (dim=-2); it must run over the keys, the last axis.")
+MASK_IGNORED = Diagnosis(
+    "mask-ignored",
+    "the mask has no effect: set the scores to -inf where mask is 0 / False, before the softmax.")
+MASK_AFTER_SOFTMAX = Diagnosis(
+    "mask-applied-after-the-softmax",
+    "the mask is applied after the softmax, so rows no longer sum to 1: fill the masked scores with -inf before it.")
 
 
 def _run(task, attention_fn, case, dtype=torch.float64, mask=None):
@@ -42,7 +64,8 @@ def _run(task, attention_fn, case, dtype=torch.float64, mask=None):
                   f"{tuple(attention.shape)}: return the pair in the order (res, attention).")
     if isinstance(res, torch.Tensor) and res.shape[:-1] == case["res"].shape[:-1] \
             and res.size(-1) == inputs["key"].size(-1) != inputs["value"].size(-1):
-        task.fail(f"res has shape {tuple(res.shape)}, expected {tuple(case['res'].shape)}: {RES_FROM_KEY}")
+        task.fail(f"res has shape {tuple(res.shape)}, expected {tuple(case['res'].shape)}: {RES_FROM_KEY}",
+                  RES_FROM_KEY.slug)
     expect_tensor(task, "res", res, case["res"].shape, dtype)
     expect_tensor(task, "attention", attention, case["attention"].shape, dtype)
     for name, tensor in inputs.items():
@@ -93,12 +116,14 @@ def _explain_batched(task, attention_fn, name, case, attention=None):
         return
     used = matrix_only_ops(attention_fn, *inputs)
     if ".T" in used:
-        task.fail(f"in case '{name}' the result is right for 2-D inputs but not for batched ones: {BATCHED}")
+        task.fail(f"in case '{name}' the result is right for 2-D inputs but not for batched ones: {BATCHED}",
+                  BATCHED.slug)
     if used:
         task.fail(f"in case '{name}' the result is right for 2-D inputs but not for batched ones: {used[0]} takes "
                   "matrices only; use key.transpose(-2, -1) and @ (torch.matmul), which broadcast over leading axes.")
     seen = "" if attention is None else _observed(attention, case["attention"], case["query"])
-    task.fail(f"in case '{name}' the result is right for 2-D inputs but not for batched ones{seen}: {HARD_CODED_AXIS}")
+    task.fail(f"in case '{name}' the result is right for 2-D inputs but not for batched ones{seen}: {HARD_CODED_AXIS}",
+              HARD_CODED_AXIS.slug)
 
 
 def _explain_mask_axes(task, attention_fn, name, case, mask=None):
@@ -145,7 +170,8 @@ def _explain_attention(task, name, attention, case):
     if mask is not None:
         forbidden = (mask == 0).expand_as(attention)
         if not torch.isfinite(attention).all() or attention[~forbidden].abs().max() == 0:
-            task.fail(f"in case '{name}' the allowed positions get no weight (or NaN): {MASK_INVERTED}")
+            task.fail(f"in case '{name}' the allowed positions get no weight (or NaN): {MASK_INVERTED}",
+                      MASK_INVERTED.slug)
         if attention[forbidden].abs().max() > 0:
             task.fail(f"in case '{name}' positions where the mask is 0 / False get nonzero weight: fill their "
                       "scores with -inf before the softmax.")
@@ -196,7 +222,7 @@ def check_task_1(task, scaled_softmax_attention):
     _expect_masked_keys_ignored(task, scaled_softmax_attention, fixture["padding_mask"])
     res, attention = _run(task, scaled_softmax_attention, fixture["large_logits"], dtype=torch.float32)
     if not torch.isfinite(attention).all():
-        task.fail(f"attention for large scores (float32) contains NaN or inf: {OVERFLOW}")
+        task.fail(f"attention for large scores (float32) contains NaN or inf: {OVERFLOW}", OVERFLOW.slug)
     expect_close(task, "attention for large scores (float32)", attention, fixture["large_logits"]["attention"],
                  1e-3, 1e-3)
     _expect_gradients(task, scaled_softmax_attention, fixture["batched"])

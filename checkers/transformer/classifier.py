@@ -15,6 +15,26 @@ CLS_NOT_PREPENDED = Diagnosis(
     "cls-not-prepended",
     "[CLS] is not prepended: the encoder sees L positions instead of L + 1; put cls_token in front "
     "of the embedded tokens with torch.cat([cls, tokens], dim=1), do not add it to them.")
+# Sentences the known mistakes' diagnoses quote (course/transformer/mistakes.py).
+NO_POSITIONAL_ENCODING = Diagnosis(
+    "no-positional-encoding",
+    "no positional encoding is added to the embedded sequence, so the model cannot tell positions apart.")
+CLS_FROM_LAST = Diagnosis(
+    "cls-read-from-the-last-position",
+    "the logits are read from the last position; read position 0, where [CLS] was prepended.")
+MEAN_POOLING = Diagnosis(
+    "mean-pooling-instead-of-cls",
+    "the logits come from the mean over all positions; classify the [CLS] output hidden[:, 0] only.")
+CLS_NOT_LEARNABLE = Diagnosis(
+    "cls-not-learnable",
+    "cls_token has requires_grad=False: the [CLS] embedding must be learnable.")
+ONE_BLOCK_REUSED = Diagnosis(
+    "one-block-reused-for-every-layer",
+    "encoder repeats the same block object: create a new block for every layer (a list comprehension), or the "
+    "layers share their weights.")
+MAPS_PER_BLOCK = Diagnosis(
+    "attention-maps-of-the-last-layer-only",
+    "forward_attention should return a list with one attention tensor per encoder block")
 
 
 def expect_structure(task, model, config, name):
@@ -23,7 +43,7 @@ def expect_structure(task, model, config, name):
     if not isinstance(cls_token, nn.Parameter):
         task.fail(f"{name}.cls_token should be a learnable nn.Parameter, found {type(cls_token).__name__}.")
     if not cls_token.requires_grad:
-        task.fail(f"{name}.cls_token has requires_grad=False: the [CLS] embedding must be learnable.")
+        task.fail(f"{name}.{CLS_NOT_LEARNABLE}", CLS_NOT_LEARNABLE.slug)
     if tuple(cls_token.detach().squeeze().shape) != (config["embed_dim"],):  # (D,), or as (1, 1, D)
         expect_tensor(task, f"{name}.cls_token", cls_token.detach(), (config["embed_dim"],))
     try:
@@ -33,8 +53,7 @@ def expect_structure(task, model, config, name):
     if len(blocks) != config["num_layers"]:
         task.fail(f"{name}.encoder holds {len(blocks)} blocks, expected num_layers = {config['num_layers']}.")
     if len({id(block) for block in blocks}) != len(blocks):
-        task.fail(f"{name}.encoder repeats the same block object: create a new block for every layer "
-                  "(a list comprehension), or the layers share their weights.")
+        task.fail(f"{name}.{ONE_BLOCK_REUSED}", ONE_BLOCK_REUSED.slug)
 
 
 def expect_classifier(task, model, case, x, name, rebuild=None):
@@ -83,8 +102,8 @@ def _expect_attention_maps(task, model, case, x, name):
     maps = task.call(f"{name}.forward_attention", model.forward_attention, x)
     if not isinstance(maps, (list, tuple)) or len(maps) != len(case["attention"]):
         size = f" of length {len(maps)}" if isinstance(maps, (list, tuple)) else ""
-        task.fail(f"{name}.forward_attention should return a list with one attention tensor per encoder block "
-                  f"({len(case['attention'])}), got {type(maps).__name__}{size}.")
+        task.fail(f"{name}.{MAPS_PER_BLOCK} ({len(case['attention'])}), got {type(maps).__name__}{size}.",
+                  MAPS_PER_BLOCK.slug)
     for layer, (got, expected) in enumerate(zip(maps, case["attention"])):
         expect_tensor(task, f"{name}.forward_attention(x)[{layer}]", got, expected.shape, x.dtype)
         if not matches(got, expected, ATOL, RTOL):
@@ -152,7 +171,7 @@ def _explain_logits(task, model, x, name):
             return None
 
     if x.size(1) in (length("embed"), length("forward_attention")):
-        task.fail(f"{name}: {CLS_NOT_PREPENDED}")
+        task.fail(f"{name}: {CLS_NOT_PREPENDED}", CLS_NOT_PREPENDED.slug)
 
 
 def _expect_cls_token_used(task, model, x, logits, name):

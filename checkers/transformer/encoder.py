@@ -22,6 +22,32 @@ DROPOUT_ON_RESIDUAL = Diagnosis(
 # The weights that make each sub-layer output zero: the attention's output projection, the feed-forward's last layer.
 SUBLAYER_OUTPUTS = ("attention.o_proj.weight", "attention.o_proj.bias",
                     "feedforward.out.weight", "feedforward.out.bias")
+# Sentences the known mistakes' diagnoses quote (course/transformer/mistakes.py).
+PRE_NORM = Diagnosis(
+    "pre-norm-instead-of-post-norm",
+    "this is the pre-norm layout (LayerNorm before each sub-layer); the task asks for post-norm: x = norm1(x + "
+    "dropout(attention(x))).")
+NO_ATTENTION_RESIDUAL = Diagnosis(
+    "no-residual-around-attention",
+    "the residual connection around attention is missing: norm1(x + dropout(attention(x))).")
+NO_FEEDFORWARD_RESIDUAL = Diagnosis(
+    "no-residual-around-the-feed-forward-network",
+    "the residual connection around the feed-forward network is missing: norm2(x + dropout(feedforward(x))).")
+ONE_NORM_REUSED = Diagnosis(
+    "one-layernorm-reused",
+    "norm1 is used for both sub-layers; the feed-forward sub-layer needs its own norm2.")
+SECOND_NORM_MISSING = Diagnosis(
+    "second-layernorm-missing",
+    "the LayerNorm after the feed-forward sub-layer (norm2) is missing.")
+ACTIVATION_IGNORED = Diagnosis(
+    "activation-argument-ignored",
+    "the feed-forward network ignores the `activation` argument: build it with activation(), not a fixed nn.ReLU().")
+FEEDFORWARD_ON_INPUT = Diagnosis(
+    "feed-forward-applied-to-the-block-input",
+    "the feed-forward network reads the block's input; it must read the output of the attention sub-layer.")
+MASK_NOT_PASSED = Diagnosis(
+    "mask-not-passed-to-attention",
+    "the mask is not passed on to the attention.")
 
 
 def _forward(task, block, x, what="EncoderBlock.forward", **kwargs):
@@ -91,7 +117,8 @@ def _expect_dropout(task, cls, fixture):
                   "values although dropout=0.0; create the dropout from the argument, nn.Dropout(dropout).")
     block = _loaded_block(task, cls, fixture, "ReLU", dropout=0.5)
     if not torch.equal(_outputs(task, block, x), _outputs(task, block, x)):
-        task.fail(f"EncoderBlock(dropout=0.5) gave two different outputs for one input in eval mode: {DROPOUT_IN_EVAL}")
+        task.fail(f"EncoderBlock(dropout=0.5) gave two different outputs for one input in eval mode: {DROPOUT_IN_EVAL}",
+                  DROPOUT_IN_EVAL.slug)
     expect_close(task, "EncoderBlock(dropout=0.5) in eval mode (dropout must be off)", _outputs(task, block, x),
                  fixture["cases"]["ReLU"]["outputs"], ATOL, RTOL)
     block.train()
@@ -113,7 +140,7 @@ def _expect_residual_path_kept(task, block, x, slots_of=block_slots):
     torch.manual_seed(1)
     first, second = _outputs(task, block, x), _outputs(task, block, x)
     if not torch.allclose(first, second, atol=ATOL):
-        task.fail(f"EncoderBlock(dropout=0.5): {DROPOUT_ON_RESIDUAL}")
+        task.fail(f"EncoderBlock(dropout=0.5): {DROPOUT_ON_RESIDUAL}", DROPOUT_ON_RESIDUAL.slug)
 
 
 def _expect_permutation_equivariant(task, block, x):

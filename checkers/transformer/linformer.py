@@ -26,6 +26,21 @@ NOT_LINFORMER = Diagnosis(
     "not-linformer",
     "LinformerBlock.attention is not a LinformerAttention: after super().__init__(...), replace it with "
     "LinformerAttention(embed_dim, num_heads, sequence_length, proj_dim).")
+# Sentences the known mistakes' diagnoses quote (course/transformer/mistakes.py).
+E_FOR_VALUES = Diagnosis(
+    "e-reused-for-the-values",
+    "the values are compressed with e_proj; use f_proj (F) for the values, e_proj (E) for the keys.")
+NOT_SCALED = Diagnosis(
+    "linformer-no-scaling",
+    "the scores are not divided by √head_dim.")
+SOFTMAX_OVER_QUERIES = Diagnosis(
+    "linformer-softmax-over-the-queries",
+    "the softmax runs over the queries (dim=-2); it must run over the proj_dim compressed keys, the last axis.")
+FEATURE_AXIS = Diagnosis(
+    "projection-along-the-feature-axis",
+    "E and F must mix the L positions of each feature: lay the keys and values out as (B, H, head_dim, L) with "
+    "permute or transpose (a reshape scrambles them), apply e_proj / f_proj, then transpose back to (B, H, "
+    "proj_dim, head_dim).")
 
 
 def _forward(task, module, x, what, **kwargs):
@@ -82,7 +97,7 @@ def _explain_compressed_axis(task, module, x, name):
             held = f"the {last} features of a head (head_dim)" if last * attention.num_heads == embed_dim else \
                 f"the {last} features (embed_dim)" if last == embed_dim else f"size {last}"
             task.fail(f"{name}: {key} was given a tensor of shape {shape} whose last axis holds {held}, not the "
-                      f"sequence_length = {length} positions: {SEQUENCE_AXIS}")
+                      f"sequence_length = {length} positions: {SEQUENCE_AXIS}", SEQUENCE_AXIS.slug)
 
 
 def _forward_with_hooks(module, x, hooks, context=contextlib.nullcontext):
@@ -106,7 +121,7 @@ def _explain_projections(task, module, x, name):
     _forward_with_hooks(module, x, hooks)
     # keys and values are projected equally often (once, or once per head); a third tensor, the queries, breaks that
     if min(calls.values()) >= 1 and calls["e_proj"] != calls["f_proj"]:
-        task.fail(f"{name}: {QUERIES_PROJECTED}")
+        task.fail(f"{name}: {QUERIES_PROJECTED}", QUERIES_PROJECTED.slug)
 
 
 def _expect_linformer_block(task, block, LinformerAttention):

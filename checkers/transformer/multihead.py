@@ -19,6 +19,28 @@ HEAD_AXIS_MISSING = Diagnosis(
     "head-axis-missing",
     "a (B, L, L) mask must get a head axis, mask.unsqueeze(1) -> (B, 1, L, L), or it broadcasts "
     "against the wrong dimension.")
+# Sentences the known mistakes' diagnoses quote (course/transformer/mistakes.py).
+SPLIT_WITHOUT_TRANSPOSE = Diagnosis(
+    "heads-split-without-the-transpose",
+    "the heads are split with a view straight to (B, H, L, head_dim): view as (B, L, H, head_dim), then "
+    "transpose(1, 2).")
+MERGED_WITHOUT_TRANSPOSE = Diagnosis(
+    "heads-merged-without-the-transpose",
+    "the heads are merged without transposing back: transpose (B, H, L, head_dim) to (B, L, H, head_dim) before "
+    "reshaping to (B, L, D).")
+NO_OUTPUT_PROJECTION = Diagnosis(
+    "no-output-projection",
+    "the output projection is missing: apply o_proj to the merged heads.")
+SCALED_BY_EMBED_DIM = Diagnosis(
+    "scaled-by-the-full-embedding-width",
+    "the scores are scaled by √embed_dim; each head must scale by √head_dim (call your attention on the per-head "
+    "tensors).")
+QUERIES_FROM_K_PROJ = Diagnosis(
+    "queries-from-k-proj",
+    "a projection feeds the wrong role: queries come from q_proj, keys from k_proj, values from v_proj.")
+HEADS_AVERAGED = Diagnosis(
+    "attention-averaged-over-heads",
+    "the returned attention is averaged over the heads: return each head's weights, shape (B, H, L, L).")
 
 
 def _forward(task, layer, x, mask=None, return_attention=True, what="MultiheadAttention.forward"):
@@ -42,7 +64,7 @@ def _expect_heads(task, cls, case, embed_dim, num_heads):
             if _right(layer, x, expected["mask"], case["masks"]["none"]):
                 task.fail(f"{what}: a (B, L, L) mask is ignored (the result equals the unmasked one), while the same "
                           "mask as (B, 1, L, L) works: give it the head axis, mask.unsqueeze(1), and use it.")
-            task.fail(f"{what}: {HEAD_AXIS_MISSING}")
+            task.fail(f"{what}: {HEAD_AXIS_MISSING}", HEAD_AXIS_MISSING.slug)
         outputs, attention = expect_output(task, what, _forward(task, layer, x, expected["mask"]),
                                            x.shape, x.dtype, True)
         expect_tensor(task, f"{what}: attention", attention, (batch_size, num_heads, seq_len, seq_len), x.dtype)
@@ -66,7 +88,7 @@ def _explain(task, what, layer, x, expected, got, num_heads):
     explain_parts(task, what, [("the scaled_softmax_attention it calls", 1, attention_function(type(layer)))],
                   __package__)
     if _right_with_exchanged(layer, "q_proj", "k_proj", x, expected):
-        task.fail(f"{what}: {QUERY_KEY_SWAPPED}")
+        task.fail(f"{what}: {QUERY_KEY_SWAPPED}", QUERY_KEY_SWAPPED.slug)
     if expected["mask"] is None:
         explain_heads(task, what, layer, x, expected, attention_slots(layer), num_heads)
     else:

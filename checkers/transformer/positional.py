@@ -13,6 +13,28 @@ NOT_A_BUFFER = Diagnosis(
     "not-a-buffer",
     "`pe` is a plain attribute, not a buffer: use self.register_buffer('pe', ...) so that .to(device) "
     "moves it with the model.")
+# Sentences the known mistakes' diagnoses quote (course/transformer/mistakes.py).
+SIN_COS_SWAPPED = Diagnosis(
+    "sin-and-cos-swapped",
+    "sin and cos are swapped: even columns (2i) hold sin, odd columns (2i+1) hold cos.")
+HALVES_CONCATENATED = Diagnosis(
+    "halves-concatenated-instead-of-interleaved",
+    "sines and cosines are concatenated in two halves; interleave them: pe[:, 0::2] = sin, pe[:, 1::2] = cos.")
+WRONG_BASE = Diagnosis(
+    "wrong-base",
+    "the frequencies use the wrong base: the angle is pos / 10000^(2i/D).")
+EXPONENT_OFF = Diagnosis(
+    "exponent-i-d-instead-of-2i-d",
+    "the exponent is off: the angle is pos / 10000^(2i/D), where 2i is the even column index.")
+MULTIPLIED = Diagnosis(
+    "multiplied-instead-of-added",
+    "pe is multiplied with x; add it: x + pe[:, :L].")
+FROM_ONE = Diagnosis(
+    "positions-start-at-1",
+    "the positions start at 1; the first position is 0.")
+TRAINABLE_PE = Diagnosis(
+    "trainable-pe",
+    "`pe` is trainable; the sinusoidal table is fixed: register it as a buffer, not an nn.Parameter.")
 
 
 def _table(task, module, embed_dim, max_len):
@@ -21,7 +43,7 @@ def _table(task, module, embed_dim, max_len):
         task.fail("PositionalEncoding has no attribute `pe`: register the table with "
                   "self.register_buffer('pe', table, persistent=False).")
     if isinstance(pe, nn.Parameter) or pe.requires_grad:
-        task.fail("`pe` is trainable; the sinusoidal table is fixed: register it as a buffer, not an nn.Parameter.")
+        task.fail(TRAINABLE_PE)
     if not any(buffer is pe for buffer in module.buffers()):
         task.fail(NOT_A_BUFFER)
     return expect_tensor(task, "`pe`", pe, (1, max_len, embed_dim))

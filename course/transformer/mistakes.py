@@ -10,11 +10,13 @@ notebook fails loudly, so the list cannot rot. Instructor-side only: never shipp
 # randomness, a wrong shape): quoted, not copied, so a mistake's diagnosis is what its checker really says.
 from checkers.transformer.attention import BATCHED, MASK_INVERTED, OVERFLOW, RES_FROM_KEY
 from checkers.transformer.classifier import CLS_NOT_PREPENDED
-from checkers._modules import FIXED_DTYPE
+from checkers._modules import ADDED_IN_PLACE, FIXED_DTYPE
 from checkers.transformer.encoder import DROPOUT_IN_EVAL, DROPOUT_ON_RESIDUAL
 from checkers.transformer.linformer import NOT_LINFORMER, QUERIES_PROJECTED
 from checkers.transformer.multihead import HEAD_AXIS_MISSING
 from checkers.transformer.positional import NOT_A_BUFFER
+from checkers.transformer import attention as _attention, classifier as _classifier, encoder as _encoder
+from checkers.transformer import linformer as _linformer, multihead as _multihead, positional as _positional
 from course.mutant import Mutant
 
 SCALE = "/ math.sqrt(query.size(-1))"
@@ -110,59 +112,60 @@ MUTANTS = [
            (("key = self.e_proj(key).transpose(-2, -1)", "key = self.e_proj(key.transpose(-2, -1).reshape(batch_size, -1, seq_len)).reshape(key.shape[0], key.shape[1], -1, key.shape[2])"),)),
 ]
 
-# What a checker tells the student when the output matches the mistake (one sentence, with the fix).
+# What a checker tells the student when the output matches the mistake (one sentence, with the fix): a Diagnosis of
+# the checkers, so a failure naming it carries its id.
 DIAGNOSES = {
-    (1, "no scaling"): "your weights equal softmax(QKᵀ): divide the scores by √D, with D = query.size(-1).",
-    (1, "scaled by d"): "your weights equal softmax(QKᵀ/D): divide by √D, not by D.",
-    (1, "scaled by d/2"): "your weights equal softmax(QKᵀ/(D/2)): in Python `D**1/2` is D/2; write `D ** 0.5` or math.sqrt(D).",
-    (1, "scaled by the sequence length"): "your scores are divided by √L_k, the number of keys; divide by √D, the feature size query.size(-1).",
-    (1, "softmax over the queries"): "your softmax runs over the queries (dim=-2); it must run over the keys, the last axis.",
+    (1, "no scaling"): _attention.NO_SCALING,
+    (1, "scaled by d"): _attention.SCALED_BY_D,
+    (1, "scaled by d/2"): _attention.SCALED_BY_HALF_D,
+    (1, "scaled by the sequence length"): _attention.SCALED_BY_LENGTH,
+    (1, "softmax over the queries"): _attention.SOFTMAX_OVER_QUERIES,
     (1, "mask inverted"): MASK_INVERTED,
-    (1, "mask ignored"): "the mask has no effect: set the scores to -inf where mask is 0 / False, before the softmax.",
-    (1, "mask applied after the softmax"): "the mask is applied after the softmax, so rows no longer sum to 1: fill the masked scores with -inf before it.",
+    (1, "mask ignored"): _attention.MASK_IGNORED,
+    (1, "mask applied after the softmax"): _attention.MASK_AFTER_SOFTMAX,
     (1, "value replaced by key"): RES_FROM_KEY,
     (1, "unstable softmax"): OVERFLOW,
     (1, ".T on batched input"): BATCHED,
-    (2, "heads split without the transpose"): "the heads are split with a view straight to (B, H, L, head_dim): view as (B, L, H, head_dim), then transpose(1, 2).",
-    (2, "heads merged without the transpose"): "the heads are merged without transposing back: transpose (B, H, L, head_dim) to (B, L, H, head_dim) before reshaping to (B, L, D).",
-    (2, "no output projection"): "the output projection is missing: apply o_proj to the merged heads.",
-    (2, "scaled by the full embedding width"): "the scores are scaled by √embed_dim; each head must scale by √head_dim (call your attention on the per-head tensors).",
-    (2, "queries from k_proj"): "a projection feeds the wrong role: queries come from q_proj, keys from k_proj, values from v_proj.",
-    (2, "attention averaged over heads"): "the returned attention is averaged over the heads: return each head's weights, shape (B, H, L, L).",
+    (2, "heads split without the transpose"): _multihead.SPLIT_WITHOUT_TRANSPOSE,
+    (2, "heads merged without the transpose"): _multihead.MERGED_WITHOUT_TRANSPOSE,
+    (2, "no output projection"): _multihead.NO_OUTPUT_PROJECTION,
+    (2, "scaled by the full embedding width"): _multihead.SCALED_BY_EMBED_DIM,
+    (2, "queries from k_proj"): _multihead.QUERIES_FROM_K_PROJ,
+    (2, "attention averaged over heads"): _multihead.HEADS_AVERAGED,
     (2, "(B, L, L) mask without a head axis"): HEAD_AXIS_MISSING,
-    (3, "pre-norm instead of post-norm"): "this is the pre-norm layout (LayerNorm before each sub-layer); the task asks for post-norm: x = norm1(x + dropout(attention(x))).",
-    (3, "no residual around attention"): "the residual connection around attention is missing: norm1(x + dropout(attention(x))).",
-    (3, "no residual around the feed-forward network"): "the residual connection around the feed-forward network is missing: norm2(x + dropout(feedforward(x))).",
-    (3, "one LayerNorm reused"): "norm1 is used for both sub-layers; the feed-forward sub-layer needs its own norm2.",
-    (3, "second LayerNorm missing"): "the LayerNorm after the feed-forward sub-layer (norm2) is missing.",
-    (3, "activation argument ignored"): "the feed-forward network ignores the `activation` argument: build it with activation(), not a fixed nn.ReLU().",
+    (3, "pre-norm instead of post-norm"): _encoder.PRE_NORM,
+    (3, "no residual around attention"): _encoder.NO_ATTENTION_RESIDUAL,
+    (3, "no residual around the feed-forward network"): _encoder.NO_FEEDFORWARD_RESIDUAL,
+    (3, "one LayerNorm reused"): _encoder.ONE_NORM_REUSED,
+    (3, "second LayerNorm missing"): _encoder.SECOND_NORM_MISSING,
+    (3, "activation argument ignored"): _encoder.ACTIVATION_IGNORED,
     (3, "dropout active in eval mode"): DROPOUT_IN_EVAL,
-    (3, "feed-forward applied to the block input"): "the feed-forward network reads the block's input; it must read the output of the attention sub-layer.",
+    (3, "feed-forward applied to the block input"): _encoder.FEEDFORWARD_ON_INPUT,
     (3, "dropout on the residual sum"): DROPOUT_ON_RESIDUAL,
-    (3, "mask not passed to attention"): "the mask is not passed on to the attention.",
-    (4, "sin and cos swapped"): "sin and cos are swapped: even columns (2i) hold sin, odd columns (2i+1) hold cos.",
-    (4, "halves concatenated instead of interleaved"): "sines and cosines are concatenated in two halves; interleave them: pe[:, 0::2] = sin, pe[:, 1::2] = cos.",
-    (4, "wrong base"): "the frequencies use the wrong base: the angle is pos / 10000^(2i/D).",
-    (4, "exponent i/D instead of 2i/D"): "the exponent is off: the angle is pos / 10000^(2i/D), where 2i is the even column index.",
-    (4, "multiplied instead of added"): "pe is multiplied with x; add it: x + pe[:, :L].",
-    (4, "positions start at 1"): "the positions start at 1; the first position is 0.",
-    (4, "added in place"): "forward modified its input `x` in place (e.g. `x += ...`); build a new tensor instead.",
-    (4, "trainable pe"): "`pe` is trainable; the sinusoidal table is fixed: register it as a buffer, not an nn.Parameter.",
+    (3, "mask not passed to attention"): _encoder.MASK_NOT_PASSED,
+    (4, "sin and cos swapped"): _positional.SIN_COS_SWAPPED,
+    (4, "halves concatenated instead of interleaved"): _positional.HALVES_CONCATENATED,
+    (4, "wrong base"): _positional.WRONG_BASE,
+    (4, "exponent i/D instead of 2i/D"): _positional.EXPONENT_OFF,
+    (4, "multiplied instead of added"): _positional.MULTIPLIED,
+    (4, "positions start at 1"): _positional.FROM_ONE,
+    (4, "added in place"): ADDED_IN_PLACE.format(name="x"),
+    (4, "trainable pe"): _positional.TRAINABLE_PE,
     (4, "pe a plain attribute"): NOT_A_BUFFER,
     (4, "float64 table"): FIXED_DTYPE,
     (5, "float64 positional table"): FIXED_DTYPE,
-    (5, "no positional encoding"): "no positional encoding is added to the embedded sequence, so the model cannot tell positions apart.",
-    (5, "[CLS] read from the last position"): "the logits are read from the last position; read position 0, where [CLS] was prepended.",
-    (5, "mean pooling instead of [CLS]"): "the logits come from the mean over all positions; classify the [CLS] output hidden[:, 0] only.",
+    (5, "no positional encoding"): _classifier.NO_POSITIONAL_ENCODING,
+    (5, "[CLS] read from the last position"): _classifier.CLS_FROM_LAST,
+    (5, "mean pooling instead of [CLS]"): _classifier.MEAN_POOLING,
     (5, "[CLS] summed instead of prepended"): CLS_NOT_PREPENDED,
-    (5, "[CLS] not learnable"): "cls_token has requires_grad=False: the [CLS] embedding must be learnable.",
-    (5, "one block reused for every layer"): "encoder repeats the same block object: create a new block for every layer (a list comprehension), or the layers share their weights.",
-    (5, "attention maps of the last layer only"): "forward_attention should return a list with one attention tensor per encoder block",
-    (7, "E reused for the values"): "the values are compressed with e_proj; use f_proj (F) for the values, e_proj (E) for the keys.",
-    (7, "no scaling"): "the scores are not divided by √head_dim.",
-    (7, "softmax over the queries"): "the softmax runs over the queries (dim=-2); it must run over the proj_dim compressed keys, the last axis.",
+    (5, "[CLS] not learnable"): _classifier.CLS_NOT_LEARNABLE,
+    (5, "one block reused for every layer"): _classifier.ONE_BLOCK_REUSED,
+    (5, "attention maps of the last layer only"): _classifier.MAPS_PER_BLOCK,
+    (7, "E reused for the values"): _linformer.E_FOR_VALUES,
+    (7, "no scaling"): _linformer.NOT_SCALED,
+    (7, "softmax over the queries"): _linformer.SOFTMAX_OVER_QUERIES,
     (7, "queries projected along the sequence too"): QUERIES_PROJECTED,
     (7, "full attention left in place"): NOT_LINFORMER,
-    (7, "projection along the feature axis"): "E and F must mix the L positions of each feature: lay the keys and values out as (B, H, head_dim, L) with permute or transpose (a reshape scrambles them), apply e_proj / f_proj, then transpose back to (B, H, proj_dim, head_dim).",
+    (7, "projection along the feature axis"): _linformer.FEATURE_AXIS,
 }
 MUTANTS = [Mutant(m.task, m.name, m.edits, DIAGNOSES.get((m.task, m.name), "")) for m in MUTANTS]

@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from slice_reference import diagnosis_id
 
 import checkers.transformer as checkers
 from checkers.transformer import CheckFailure
@@ -64,6 +65,7 @@ def test_planted_mistake_is_named(mutant, load_variant):
         run_check(mutant.task, namespace)
     assert str(failure.value).startswith(f"Task {mutant.task}")
     assert mutant.diagnosis in str(failure.value)
+    assert failure.value.diagnosis == diagnosis_id("transformer", mutant), str(failure.value)
 
 
 # ----- Mistakes that no stored output describes are still named, by the checkers' property checks ---
