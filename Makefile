@@ -9,7 +9,7 @@ ASSIGNMENT ?=
 EACH_ASSIGNMENT = names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && for name in $$names; do
 export MPLBACKEND := Agg
 
-.PHONY: lab test test-slurm release student-dist fixtures assets bench collect grade grade-slurm grade-k8s similarity clean
+.PHONY: lab test test-slurm release student-dist fixtures assets bench collect grade grade-slurm grade-k8s report similarity clean
 
 # pip compiles every installed module to bytecode on one core (22 of the install's 35 s, docs/bench.md): it installs
 # without, and compileall does it on every core, skipping the packages' own test suites, which nothing here imports.
@@ -86,6 +86,11 @@ grade-k8s: $(STAMP)  ## write Kubernetes Jobs: make grade-k8s SHARDS=N IMAGE=…
 	$(BIN)/python -m grading.cluster.k8s --shards "$(SHARDS)" --image "$(IMAGE)" \
 		$(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") $(if $(CLAIM),--claim "$(CLAIM)") \
 		$(if $(RERUN),--rerun "$(RERUN)") --jobs "$(or $(JOBS),1)" --sandbox "$(or $(SANDBOX),auto)"
+
+# make report ASSIGNMENT=A: what the class got wrong, from the last grading's record (reports/<a>/graded.json):
+# reports/<a>/class_report.html (one file, opens offline) and diagnoses.csv (student data: git-ignored).
+report: $(STAMP)  ## the class report: scores, pass rates, named mistakes, tasks failed together: make report ASSIGNMENT=name
+	$(BIN)/python -m grading.classreport $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)")
 
 # make similarity ASSIGNMENT=A: rank the pairs of students whose answer cells look alike (copydetect), the release's
 # own code left out: reports/<a>/similarity.html and similarity.csv (student data: git-ignored).

@@ -54,9 +54,10 @@ def catalogue(package):
     """
     import importlib
     import pkgutil
-    modules = [importlib.import_module(f"{package}.{info.name}")
-               for info in pkgutil.iter_modules(importlib.import_module(package).__path__)]
-    modules += [module for name, module in sys.modules.items() if name.startswith(f"{__package__}._")]
+    shared = [f"{__package__}.{info.name}" for info in pkgutil.iter_modules(sys.modules[__package__].__path__)
+              if info.name.startswith("_")]
+    own = [f"{package}.{info.name}" for info in pkgutil.iter_modules(importlib.import_module(package).__path__)]
+    modules = [importlib.import_module(name) for name in shared + own]
     return {value.slug: str(value) for module in modules for value in vars(module).values()
             if isinstance(value, Diagnosis)}
 

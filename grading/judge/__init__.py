@@ -7,12 +7,15 @@ anything odd (analysis.py).
 """
 from dataclasses import dataclass, field
 
+from checkers._core import catalogue
+
 from ..records import MAX_FILE, STOPPED_ERRORS
 from .analysis import attention_notes, first_cells
 from .expected import expected_records, reference_namespace
 from .score import Verdict, score_submission
 
-__all__ = ["Judging", "Result", "Verdict", "judge", "not_graded", "prepare_judging", "reference_namespace"]
+__all__ = ["Judging", "Result", "Verdict", "judge", "known_diagnoses", "not_graded", "prepare_judging",
+           "reference_namespace"]
 
 
 @dataclass
@@ -24,6 +27,7 @@ class Judging:
     expected: dict
     points: dict  # {task: points}
     needs: dict = field(default_factory=dict)  # {trained task: the definition tasks it needs}, course.toml's
+    known: dict = field(default_factory=dict)  # {task: {id: sentence} of the named mistakes its check can give}
 
 
 @dataclass
@@ -60,7 +64,16 @@ def prepare_judging(course, checks, reference, cases):
     """The expected records of every case, from the reference; checks: the release's {task: check cell}."""
     expected = expected_records(cases, reference, {task: cell.names for task, cell in checks.items()})
     return Judging(reference, cases, expected, {task: cell.points for task, cell in checks.items()},
-                   course.registered.needs)
+                   course.registered.needs, known_diagnoses(course.registered))
+
+
+def known_diagnoses(registered):
+    """{task: {"<assignment>.<task>.<slug>": sentence}}: every named mistake the task's checkers package can give."""
+    known = {}
+    for number, task in registered.tasks.items():
+        package = ".".join(task.check.split(":")[0].split(".")[:2])
+        known[number] = {f"{registered.name}.{number}.{slug}": text for slug, text in catalogue(package).items()}
+    return known
 
 
 def not_graded(judging, reason, flag=""):
@@ -80,6 +93,7 @@ def judge(program, run, judging, layout):
     unreadable_records(program, run, verdicts)
     tampering_flags(program, run, verdicts)
     probe_failures(run, verdicts)
+    named_mistakes(program, run, verdicts, judging.known)
     return verdicts, attention_notes(program, layout, run.cells, verdicts)
 
 
@@ -119,6 +133,19 @@ def tampering_flags(program, run, verdicts):
     for index, cell in enumerate(program):
         if cell.kind == "check" and index > first:
             verdicts[cell.task].flag = verdicts[cell.task].flag or f"tampering: the notebook replaced {names}"
+
+
+def named_mistakes(program, run, verdicts, known):
+    """A failed task's diagnosis: the named mistake its notebook check gave in the probe, if the task's catalogue has
+    it. Informative only (the class report): the check ran beside the student's code, so it never scores."""
+    for index, cell in enumerate(program):
+        output = run.cells.get(index)
+        error = output.get("error") if isinstance(output, dict) else None
+        diagnosis = error.get("diagnosis") if isinstance(error, dict) else None
+        verdict = verdicts.get(cell.task) if cell.kind == "check" else None
+        if verdict and verdict.score < verdict.points and type(diagnosis) is str and \
+                diagnosis in known.get(cell.task, ()):
+            verdict.diagnosis = diagnosis
 
 
 def probe_failures(run, verdicts):

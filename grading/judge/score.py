@@ -21,6 +21,7 @@ class Verdict:
     note: str = ""  # for the instructor's report only
     flag: str = ""  # why the grader could not judge it: set, nbgrader marks the task for manual grading
     trained: bool = False  # judged as a trained model (its case has a "trained" spec)
+    diagnosis: str = ""  # the named mistake the notebook's own check gave, when the task failed (the class report's)
 
 
 def strip_task(message, task):

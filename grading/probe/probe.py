@@ -223,7 +223,18 @@ def describe_error(error):
               for frame in traceback.extract_tb(error.__traceback__) if frame.filename.startswith("<ipython-input")]
     if isinstance(error, SyntaxError):
         frames = [f"line {error.lineno}: {(error.text or '').strip()[:LINE_LIMIT]}"]
-    return {"ename": type(error).__name__, "evalue": one_line(error).split(": ", 1)[-1], "frames": frames[-5:]}
+    return {"ename": type(error).__name__, "evalue": one_line(error).split(": ", 1)[-1], "frames": frames[-5:],
+            "diagnosis": diagnosis_of(error)}
+
+
+def diagnosis_of(error):
+    """The named mistake's id a failed check gave ("seq2seq.2.mask-transposed"), or None; the grader keeps it only
+    if its catalogue has it for that task, and it never changes a score."""
+    try:
+        diagnosis = getattr(error, "diagnosis", None)
+    except Exception:  # noqa: BLE001 -- a student exception's attribute may raise anything
+        return None
+    return diagnosis[:200] if type(diagnosis) is str else None
 
 
 def close_figures():

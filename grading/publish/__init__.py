@@ -2,8 +2,9 @@
 
 Entry points: `write_graded` for each submission (its rendered notebook, render.py) and `publish` once per run:
 nbgrader registers the assignment, autogrades the rendered notebooks without executing them and takes the
-grader's scores (gradebook.py); then feedback, grades.csv, grades_by_task.csv and the report (report.py) and
-the LMS exports (exports.py). With `student`, only that student's entries are touched (a regrade).
+grader's scores (gradebook.py); then feedback, grades.csv, grades_by_task.csv and the report (report.py), the
+LMS exports (exports.py) and the class's record for `make report` (class_record.py). With `student`, only that
+student's entries are touched (a regrade).
 """
 import json
 import shutil
@@ -13,6 +14,7 @@ from course import registry
 
 from ..match import release_program
 from ..text import encodable
+from .class_record import write_class_record
 from .exports import LAYOUTS, write_exports
 from .render import render
 from .report import report_path, write_report, write_task_scores
@@ -80,6 +82,7 @@ def publish(course, release, submissions, results, context, student=None, layout
     write_exports(course.root / "exports", gradebook.all_scores(course), course.submitted, layouts, order)
     write_report(report_path(course.root, course.assignment, student), course.assignment, results,
                  dict(context, problems=context.get("problems", []) + problems))
+    write_class_record(course.root, course.assignment, results)
     return problems
 
 
@@ -113,7 +116,10 @@ def write_tables(course, results, student):
     except gradebook.NbgraderFailed as error:
         problems.append(f"grades.csv could not be written: {error}")
     rows = gradebook.task_scores(course, [result.student for result in results])
-    write_task_scores(course.root / "grades_by_task.csv", course.assignment, rows, {student} if student else None)
+    diagnoses = {(result.student, task): verdict.diagnosis for result in results
+                 for task, verdict in result.verdicts.items() if verdict.diagnosis}
+    write_task_scores(course.root / "grades_by_task.csv", course.assignment, rows, {student} if student else None,
+                      diagnoses)
     mine = {(result.student, task): verdict.score for result in results for task, verdict in result.verdicts.items()}
     if any(mine.get((name, task)) != score for name, task, score, _ in rows):
         problems.append("the gradebook disagrees with the grader's scores: see grades_by_task.csv")

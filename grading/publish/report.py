@@ -8,11 +8,13 @@ from datetime import datetime
 
 from ..text import encodable, markdown
 
-HEADER = ["student_id", "assignment", "task", "score", "max_score"]
+HEADER = ["student_id", "assignment", "task", "score", "max_score", "diagnosis"]
 
 
-def write_task_scores(path, assignment, rows, students=None):
-    """Merge one assignment's rows into grades_by_task.csv: student_id, assignment, task, score, max_score.
+def write_task_scores(path, assignment, rows, students=None, diagnoses=None):
+    """Merge one assignment's rows into grades_by_task.csv: student_id, assignment, task, score, max_score, diagnosis.
+
+    diagnoses: {(student, task): the named mistake's id} of the failed tasks whose check named one (the rest: empty).
 
     Rows of other assignments stay as they were; of this one, those of `students` (None: every student) are
     replaced by `rows`, so a regrade or the next assignment's run loses nothing.
@@ -20,10 +22,10 @@ def write_task_scores(path, assignment, rows, students=None):
     kept = []
     if path.is_file():
         with open(path, newline="", encoding="utf-8") as file:
-            kept = [[row[key] for key in HEADER] for row in csv.DictReader(file)
+            kept = [[row.get(key) or "" for key in HEADER] for row in csv.DictReader(file)
                     if row["assignment"] != assignment or (students is not None and row["student_id"] not in students)]
-    new = [[encodable(student), assignment, str(task), f"{score:g}", f"{max_score:g}"]
-           for student, task, score, max_score in rows]
+    new = [[encodable(student), assignment, str(task), f"{score:g}", f"{max_score:g}",
+            (diagnoses or {}).get((student, task), "")] for student, task, score, max_score in rows]
     with open(path, "w", newline="", encoding="utf-8") as file:
         writer = csv.writer(file)
         writer.writerow(HEADER)
