@@ -82,6 +82,15 @@ def test_the_counts_are_what_was_planted(reported):
     assert tables.together[0] == ((TASKS[0], TASKS[1]), 3)
     page = (folder / "class_report.html").read_text()
     assert page.count('src="data:image/png;base64,') == 4 and "<script" not in page
+    assert "http" not in page and "s00" not in page  # it loads nothing from anywhere and names no student
+
+
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="needs the course's git checkout")
+def test_what_the_reports_hold_is_never_committed():
+    written = [f"reports/{NAME}/{name}" for name in ("graded.json", "class_report.html", "diagnoses.csv",
+                                                      "similarity.html", "similarity.csv")]
+    done = subprocess.run(["git", "check-ignore", *written], cwd=ROOT, capture_output=True, text=True)
+    assert done.stdout.split() == written, done.stdout + done.stderr
 
 
 def test_whatever_the_record_holds_is_shown_as_text(tmp_path):
@@ -90,7 +99,7 @@ def test_whatever_the_record_holds_is_shown_as_text(tmp_path):
     page = html("<b>title</b>", count({k: dict(v, tasks={int(t): x for t, x in v["tasks"].items()})
                                        for k, v in record.items()}, {}))
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
-    assert "<b>title</b>" not in page and "s00" not in page  # no student is named
+    assert "<b>title</b>" not in page
 
 
 def console_errors(page, screenshot):
