@@ -158,6 +158,18 @@ def csv_rows(path):
         return list(csv.DictReader(file))
 
 
+def class_report(course, name):
+    """(diagnoses.csv as {id: students}, grades_by_task.csv's named mistakes as {(student, task): id}) after
+    `python -m grading.classreport` (what `make report` runs) on a graded course; only failed tasks may name one."""
+    done = subprocess.run([sys.executable, "-m", "grading.classreport", "--course", str(course), "--assignment", name],
+                          cwd=ROOT, capture_output=True, text=True, timeout=GRADING_RUNAWAY)
+    assert done.returncode == 0, done.stdout + done.stderr
+    counted = {row["diagnosis"]: int(row["students"]) for row in csv_rows(course / "reports" / name / "diagnoses.csv")}
+    rows = [row for row in csv_rows(course / "grades_by_task.csv") if row["assignment"] == name and row["diagnosis"]]
+    assert all(float(row["score"]) < float(row["max_score"]) for row in rows), rows
+    return counted, {(row["student_id"], int(row["task"])): row["diagnosis"] for row in rows}
+
+
 def report_sections(text):
     """{student: their notes} from grading_report_<assignment>.md's 'Needs attention' part."""
     part = text.split("## Needs attention", 1)[1].split("\n## ", 1)[0]

@@ -1,7 +1,6 @@
 """reports/<a>/class_report.html (self-contained: inline style, PNG figures as data: URIs, no script) and
 reports/<a>/diagnoses.csv."""
 import csv
-import re
 import statistics
 from datetime import datetime
 from html import escape
@@ -27,8 +26,7 @@ def share(n, tables):
 def mistakes_section(tables):
     if not tables.mistakes:
         return "<p>No failed task matched a named mistake.</p>"
-    rows = [(task, ident, re.sub(r"\{[^{}]*\}", "…", sentence), n, share(n, tables))  # a template's blanks: …
-            for task, ident, sentence, n in tables.mistakes]
+    rows = [(task, ident, sentence, n, share(n, tables)) for task, ident, sentence, n in tables.mistakes]
     return (f'<img alt="named mistakes" src="{figures.named_mistakes(tables)}">'
             + table(("task", "mistake", "what the check tells the student", "students", "share"), rows))
 

@@ -1,5 +1,6 @@
 """The class's numbers, counted from reports/<a>/graded.json (grading/publish/class_record.py)."""
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 from itertools import combinations
@@ -25,6 +26,11 @@ def load_record(path):
             for student, entry in record.items()}
 
 
+def blanked(sentence):
+    """A sentence template with its blanks shown as … ("reverses {accuracy:.0%} of" -> "reverses … of")."""
+    return re.sub(r"\{[^{}]*\}", "…", sentence)
+
+
 def count(record, sentences):
     """ClassTables of a record; sentences: {diagnosis id: its sentence} (an id it lacks is shown without one)."""
     entries = list(record.values())
@@ -38,6 +44,6 @@ def count(record, sentences):
         students=len(entries), max_score=max((entry["max_score"] for entry in entries), default=0),
         scores=[entry["score"] for entry in entries], seconds=[entry["seconds"] for entry in entries],
         passed={task: sum(task not in tasks_failed for tasks_failed in failed) for task in tasks},
-        mistakes=sorted(((int(ident.split(".")[1]), ident, sentences.get(ident, ""), n)
+        mistakes=sorted(((int(ident.split(".")[1]), ident, blanked(sentences.get(ident, "")), n)
                          for ident, n in named.items()), key=lambda row: (-row[3], row[0], row[1])),
         together=sorted(pairs.items(), key=lambda item: (-item[1], item[0])))

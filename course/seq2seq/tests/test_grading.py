@@ -9,19 +9,23 @@ on Task 7 alone). Select it alone with `pytest -m grading course/seq2seq/tests/t
 """
 import copy
 import re
+from collections import Counter
 
 import pytest
 
+from checkers._core import slug_of
 from course.seq2seq.mistakes import MUTANTS
 from course.registry import assignment
 from grading.match.notebook import read
-from submissions import (collect_and_grade, edit_cell, hidden_lines_in_feedback, reference_answers, report_sections,
-                         scratch_course, seconds_per_submission, visible_text, with_answers, without, wrong_scores)
+from submissions import (class_report, collect_and_grade, edit_cell, hidden_lines_in_feedback, reference_answers,
+                         report_sections, scratch_course, seconds_per_submission, visible_text, with_answers, without,
+                         wrong_scores)
 
 SEQ2SEQ = assignment("seq2seq")
 NAME = SEQ2SEQ.name
 POINTS = SEQ2SEQ.points
 NOTHING = without(POINTS, *POINTS)
+BOS_KEPT = next(m for m in MUTANTS if m.task == 6 and m.name == "BOS kept")
 
 # The training cell of each attack: no training, a model whose own forward reverses the source (or none of that,
 # and the checks patched); the reference greedy_decode would score 100% on the first two.
@@ -79,8 +83,7 @@ def attack(training_cell, check_cell=None):
 def submissions():
     """{student: (file name in the zip, notebook, {task: expected score})}."""
     reference = read(SEQ2SEQ.source_notebook)
-    bos_kept = next(m for m in MUTANTS if m.task == 6 and m.name == "BOS kept")
-    mistake = edit_cell(copy.deepcopy(reference), "task_6_greedy_decode", bos_kept.apply)
+    mistake = edit_cell(copy.deepcopy(reference), "task_6_greedy_decode", BOS_KEPT.apply)
     return {"full": ("full_seq2seq.ipynb", reference, dict(POINTS)),
             "bos6": ("bos6_seq2seq.ipynb", mistake, without(POINTS, 6)),
             "untouched": ("untouched_seq2seq.ipynb", read(SEQ2SEQ.release_notebook), NOTHING),
@@ -96,6 +99,16 @@ def graded(tmp_path_factory):
     course = scratch_course(tmp_path_factory.mktemp("course"))
     seconds, output = collect_and_grade(course, NAME, submissions())
     return course, seconds, output
+
+
+@pytest.mark.grading
+def test_the_class_report_names_the_planted_mistake_for_its_student_alone(graded):
+    """`make report` on this class: the BOS kept in Task 6 is named for its student in grades_by_task.csv and counted
+    once in diagnoses.csv, which counts what grades_by_task.csv names."""
+    counted, named = class_report(graded[0], NAME)
+    planted = f"{NAME}.6.{slug_of(BOS_KEPT.diagnosis)}"
+    assert named.get(("bos6", 6)) == planted, named
+    assert counted.get(planted) == 1 and counted == dict(Counter(named.values())), (counted, named)
 
 
 @pytest.mark.grading

@@ -18,17 +18,19 @@ import subprocess
 import sys
 import time
 import zipfile
+from collections import Counter
 
 import pytest
 
 from course.reference import solution_regions
 from course.registry import assignment, assignments
+from checkers._core import slug_of
 from course.transformer.mistakes import MUTANTS
 from course_paths import ROOT, course_folder
 from grading.collect import collect
 from grading.sandbox import sandbox
 from grading.match.notebook import read
-from submissions import (GRADING_RUNAWAY, also_noted, code, csv_rows, definitions_only, edit_cell,
+from submissions import (GRADING_RUNAWAY, also_noted, class_report, code, csv_rows, definitions_only, edit_cell,
                          grade_id, index_of, limits_section, prepend_to, report_sections, scratch_course,
                          seconds_per_submission, visible_text, without)
 
@@ -241,6 +243,17 @@ def graded(tmp_path_factory):
                                cwd=ROOT, capture_output=True, text=True, timeout=GRADING_RUNAWAY)
     assert grade_run.returncode == 0, grade_run.stdout + grade_run.stderr
     return course, time.monotonic() - started, grade_run.stdout
+
+
+@pytest.mark.grading
+def test_the_class_report_names_the_planted_mistake_for_its_student_alone(graded):
+    """`make report` on this class: the overflowing softmax planted in Task 1 (the student whose check cell was edited
+    away: the grader runs the release's) is named in grades_by_task.csv and counted once in diagnoses.csv, which
+    counts what grades_by_task.csv names."""
+    counted, named = class_report(graded[0], NAME)
+    planted = f"{NAME}.1.{slug_of(mutant(1, 'unstable softmax').diagnosis)}"
+    assert named.get(("edited", 1)) == planted, named
+    assert counted.get(planted) == 1 and counted == dict(Counter(named.values())), (counted, named)
 
 
 @pytest.mark.grading
