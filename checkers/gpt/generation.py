@@ -153,7 +153,7 @@ def _explain_draws(task, generate, tokens, case, state):
         explain_parts(task, NAME, [("its sample_next_token", 6, sampler)], __package__)
     for diagnosis, signature in case.get("mistakes", {}).get("tokens", {}).items():
         if torch.equal(tokens, signature):
-            task.fail(f"{NAME}: {diagnosis}")
+            task.fail(f"{NAME}: {diagnosis}", getattr(diagnosis, "slug", None))
 
 
 def _expect_draws(task, generate, fixture):

@@ -174,7 +174,7 @@ def _explain(task, rotary, case, got, what, atol, rtol):
     """Name what the wrong output got is: a known mistake's output, or a property of a rotation that it breaks."""
     for key, sentence in (("halves", HALVES), ("clockwise", CLOCKWISE), ("next", FROM_ONE)):
         if key in case and matches(got, case[key], atol, rtol):
-            task.fail(f"{what} is wrong: {sentence}")
+            task.fail(f"{what} is wrong: {sentence}", getattr(sentence, "slug", None))
     x, offset = case["x"], case["offset"]
     if _each_token_as_first(rotary, x, offset, got, atol, rtol):
         task.fail(f"{what} is wrong: {ONE_ANGLE}", ONE_ANGLE.slug)

@@ -139,7 +139,7 @@ def _name_mistake(task, what, got, mistakes, atol):
     """Fail with the diagnosis of the first known mistake whose output got matches within atol."""
     for diagnosis, signature in (mistakes or {}).items():
         if got.shape == signature.shape and (got.to(signature.dtype) - signature).abs().max() <= atol:
-            task.fail(f"{what}: {diagnosis}")
+            task.fail(f"{what}: {diagnosis}", getattr(diagnosis, "slug", None))
 
 
 def _frequencies(task, sample_next_token, fixture, case):
@@ -186,7 +186,7 @@ def _expect_distributions(task, sample_next_token, fixture):
     for name in wrong:
         for diagnosis in cases[name].get("mistakes", {}).get("frequencies", {}):
             if _fits_everywhere(diagnosis, observed, cases, count):
-                task.fail(f"{what}: {diagnosis}")
+                task.fail(f"{what}: {diagnosis}", getattr(diagnosis, "slug", None))
     frequencies, probabilities = observed[wrong[0]], cases[wrong[0]]["probabilities"][0]
     worst = int(((frequencies - probabilities).abs() - _allowed(probabilities, count)).argmax())
     right = [name for name in observed if name not in wrong]

@@ -257,7 +257,8 @@ def _explain_masks(task, block, fixture, what):
         cause = SELF_MASK_IGNORED if given.get("self_attention") is False else (
             "no position may read a later one: self_mask goes to self-attention, and cross-attention takes its "
             "queries from x and its keys and values from the memory only.")
-        task.fail(f"{what}: changing the last target position changed the outputs of earlier positions: {cause}")
+        task.fail(f"{what}: changing the last target position changed the outputs of earlier positions: {cause}",
+                  getattr(cause, "slug", None))
     padded = ~fixture["memory_mask"].view(memory.size(0), 1, memory.size(1)).transpose(1, 2)  # (B, S, 1)
     moved = _probe(block, x, memory + (~padded) * torch.linspace(-1, 1, memory.size(-1), dtype=memory.dtype), fixture)
     if outputs is not None and moved is not None and torch.allclose(outputs, moved, atol=1e-9):
@@ -268,7 +269,8 @@ def _explain_masks(task, block, fixture, what):
         cause = MEMORY_MASK_IGNORED if given.get("cross_attention") is False else (
             "the memory's padded positions must not count: memory_mask goes to cross-attention, whose keys and "
             "values come from the memory.")
-        task.fail(f"{what}: changing the memory at padded source positions changed the output: {cause}")
+        task.fail(f"{what}: changing the memory at padded source positions changed the output: {cause}",
+                  getattr(cause, "slug", None))
 
 
 def _explain_residuals(task, block, fixture, what):

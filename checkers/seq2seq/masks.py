@@ -59,7 +59,7 @@ def _expect_causal(task, causal_mask, case):
     for wrong, message in ((~expected, CAUSAL_INVERTED), (expected.T, CAUSAL_TRANSPOSED),
                            (ones.tril(-1), CAUSAL_NO_DIAGONAL), (ones.tril(1), CAUSAL_SEES_NEXT)):
         if torch.equal(got, wrong):
-            task.fail(f"{what} is wrong: {message}")
+            task.fail(f"{what} is wrong: {message}", getattr(message, "slug", None))
     where = tuple((got != expected).nonzero()[0].tolist())
     task.fail(f"{what} is wrong at [query {where[0]}, key {where[1]}]: it should be True exactly where the key "
               "is not after the query (j <= i).")

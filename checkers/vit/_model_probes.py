@@ -148,7 +148,7 @@ def explain_readout(task, what, model, logits, record):
     for diagnosis, candidate in [*candidates.items(), *normed, *scored]:
         value = _call(candidate)
         if value is not None and matches(logits, value, ATOL, RTOL):
-            task.fail(f"{what} logits are wrong: {diagnosis}")
+            task.fail(f"{what} logits are wrong: {diagnosis}", getattr(diagnosis, "slug", None))
     if right is not None and not matches(logits, right, ATOL, RTOL):
         task.fail(f"{what} logits are not head(final_norm(x[:, 0])) of the last block's output x: return the [CLS] "
                   "token's final state passed through final_norm and then head, as it is.")

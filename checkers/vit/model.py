@@ -106,7 +106,7 @@ def _built(task, cls, config):
     except CheckFailure as failure:
         swapped = " raised " in str(failure) and swapped_block_sizes(lambda changed: cls(**changed), config)
         if swapped:
-            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {swapped}")
+            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {swapped}", getattr(swapped, "slug", None))
         raise
 
 

@@ -181,7 +181,7 @@ def _expect_case(task, patchify, case, passed):
     except CheckFailure as failure:
         fixed = " raised " in str(failure) and _what_is_fixed(patchify, tuple(images.shape), patch_size, passed)
         if fixed:
-            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {fixed}")
+            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {fixed}", getattr(fixed, "slug", None))
         raise
     what = describe(images, patch_size)
     if not matches(got, case["patches"], ATOL, RTOL):
