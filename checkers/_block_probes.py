@@ -9,6 +9,13 @@ from contextlib import contextmanager
 import torch
 import torch.nn as nn
 
+from ._core import Diagnosis
+
+ACTIVATION_NEVER_CALLED = Diagnosis(
+    "activation-never-called",
+    "the `activation` argument is never called: build the feed-forward network as "
+    "Linear(embed_dim, feedforward_dim), activation(), Linear(feedforward_dim, embed_dim).")
+
 
 def _output(block, x):
     try:
@@ -124,8 +131,7 @@ def explain_activation(task, what, make_block, x, feedforward_dim):
     except Exception:  # noqa: BLE001 -- only a probe
         return
     if not calls:
-        task.fail(f"{what}: the `activation` argument is never called: build the feed-forward network as "
-                  "Linear(embed_dim, feedforward_dim), activation(), Linear(feedforward_dim, embed_dim).")
+        task.fail(f"{what}: {ACTIVATION_NEVER_CALLED}", ACTIVATION_NEVER_CALLED.slug)
     widths = sorted({shape[-1] for shape in calls})
     if len(calls) > 1 or widths != [feedforward_dim]:
         times = "once" if len(calls) == 1 else f"{len(calls)} times"

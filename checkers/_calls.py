@@ -75,7 +75,9 @@ class MethodFailure(CheckFailure):
     on what it computes: a later task's check looking for the part that makes its values wrong passes over it."""
 
 
-def fail_method(task, problem):
-    """Fail task with problem, one sentence, as a MethodFailure."""
+def fail_method(task, problem, diagnosis=None):
+    """Fail task with problem, one sentence, as a MethodFailure (its id recorded as Task.fail does: see Diagnosis)."""
     __tracebackhide__ = True
-    raise MethodFailure(f"Task {task.number}: {problem}")
+    failure = MethodFailure(f"Task {task.number}: {problem}")
+    failure.diagnosis = task.diagnosis_id(problem, diagnosis)
+    raise failure

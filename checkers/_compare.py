@@ -1,7 +1,11 @@
 """Type, shape, dtype and value checks of student tensors, with messages that say what differs."""
 import torch
 
-from ._core import slug_of
+from ._core import Diagnosis, slug_of
+
+DTYPE_NOT_FOLLOWED = Diagnosis(
+    "dtype-not-followed",
+    "the dtype should follow the input (a tensor created inside your code with a fixed dtype can cause this).")
 
 
 def describe(value):
@@ -19,8 +23,7 @@ def expect_tensor(task, what, value, shape=None, dtype=None):
     if shape is not None and tuple(value.shape) != tuple(shape):
         task.fail(f"{what} has shape {tuple(value.shape)}, expected {tuple(shape)}.")
     if dtype is not None and value.dtype != dtype:
-        task.fail(f"{what} has dtype {value.dtype} for {dtype} inputs; the dtype should follow the input "
-                  "(a tensor created inside your code with a fixed dtype can cause this).")
+        task.fail(f"{what} has dtype {value.dtype} for {dtype} inputs; {DTYPE_NOT_FOLLOWED}", DTYPE_NOT_FOLLOWED.slug)
     return value
 
 

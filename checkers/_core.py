@@ -97,10 +97,13 @@ class Task:
         """
         __tracebackhide__ = True  # IPython and pytest then show the message, not the checker's internals
         failure = CheckFailure(f"Task {self.number}: {message}")
-        slug = diagnosis or slug_of(message)
-        if slug and self.package:
-            failure.diagnosis = f"{self.package.split('.')[1]}.{self.number}.{slug}"
+        failure.diagnosis = self.diagnosis_id(message, diagnosis)
         raise _with_cause(failure, sys.exc_info()[1])
+
+    def diagnosis_id(self, message, diagnosis=None):
+        """"<assignment>.<task>.<slug>" of the named mistake a failure's message states (fail's arguments), or None."""
+        slug = diagnosis or slug_of(message)
+        return f"{self.package.split('.')[1]}.{self.number}.{slug}" if slug and self.package else None
 
     def call(self, what, fn, *args, **kwargs):
         """Call student code; turn any exception it raises into a one-sentence failure that shows their frames."""

@@ -85,12 +85,12 @@ FIXED_DTYPE = Diagnosis(
     "a tensor created with a fixed dtype (NumPy's float64, or dtype=torch.float64) keeps it when the rest "
     "of the model follows the default dtype: build it with torch functions in the default dtype, or "
     "convert it with .to(torch.get_default_dtype()).")
-# Said of a module without a parameter its role needs (course/vit/mistakes.py quotes it: a projection without a bias).
+# Said of a module without a parameter its role needs (a known mistake quotes it: a projection without a bias).
 NO_PARAMETER = Diagnosis(
     "projection-without-a-bias",
     "expected a parameter for `{role}` but found none (created with bias=False, or an nn.LayerNorm with "
     "elementwise_affine=False?).")
-# Said of a forward that changes its input (course/transformer/mistakes.py quotes it with name "x").
+# Said of a forward that changes its input (a known mistake quotes it with name "x").
 ADDED_IN_PLACE = Diagnosis(
     "added-in-place",
     "forward modified its input `{name}` in place (e.g. `x += ...`); build a new tensor instead.")
@@ -188,7 +188,7 @@ def load(task, module, slots_of, weights, name):
     try:
         slots = slots_of(module)
     except MissingPart as missing:
-        task.fail(f"{name}: {missing}.")
+        task.fail(f"{name}: {missing}.", missing.diagnosis)
     for role, value in weights.items():
         if role not in slots:
             task.fail(f"{name}: {NO_PARAMETER.format(role=role)}", NO_PARAMETER.slug)

@@ -10,7 +10,15 @@ ATTENTION_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
 
 
 class MissingPart(Exception):
-    """A submodule the API pins is missing or has the wrong type; the message says which."""
+    """A submodule the API pins is missing or has the wrong type; the message says which.
+
+    Its `diagnosis` is the slug of the named mistake the message states (a Diagnosis, or `diagnosis=`), or None: the
+    check that turns it into a failure passes it on to task.fail.
+    """
+
+    def __init__(self, message, diagnosis=None):
+        super().__init__(message)
+        self.diagnosis = diagnosis or getattr(message, "slug", None)
 
 
 def _child(module, name, kind, path):

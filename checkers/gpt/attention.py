@@ -36,8 +36,16 @@ NOT_SCALED = Diagnosis(
     "the scores are not scaled: divide query @ key.transpose(-2, -1) by √head_dim.")
 HALF_HEAD_DIM = Diagnosis(
     "half-head-dim",
+    "the scores are divided by {name} = {size} instead of √head_dim: "
     "`head_dim**1/2` is (head_dim**1) / 2, since ** binds before / (and `scores / head_dim**1/2` "
     "divides by head_dim, then by 2): divide by math.sqrt(head_dim) or head_dim ** 0.5.")
+NOT_OVER_KEYS = Diagnosis(
+    "softmax-over-the-queries",
+    "the attention weights do not sum to 1 over the keys (the last axis): take the softmax "
+    "over dim=-1, after the mask.")
+ROPE_FALSE_IGNORED = Diagnosis(
+    "rope-false-ignored",
+    "{what}.rotary is {found}: with rope=False it should be None.")
 NOT_CAUSAL = Diagnosis(
     "not-causal",
     "the attention is not causal: a query attends keys after it; fill the scores where key j > query i "
@@ -157,8 +165,7 @@ def _expect_causal(task, layer, x, num_heads, attention, what):
     if axis is None and (sums[..., -1] - 1).abs().max() < 1e-6 and (sums[..., :-1] < 1 - 1e-6).all():
         task.fail(f"{what}: {MASK_AFTER_SOFTMAX}", MASK_AFTER_SOFTMAX.slug)
     if axis != attention.dim() - 1:
-        task.fail(f"{what}: the attention weights do not sum to 1 over the keys (the last axis): take the softmax "
-                  "over dim=-1, after the mask.")
+        task.fail(f"{what}: {NOT_OVER_KEYS}", NOT_OVER_KEYS.slug)
     changed = x.clone()
     changed[:, seq_len // 2:] += 1.0
     out = attend(task, layer, changed, num_heads, return_attention=False)[0].detach()  # (B, L, D)
@@ -204,8 +211,7 @@ def _explain_scale(task, attention, expected, head_dim, what):
         task.fail(f"{what} is wrong: {NOT_SCALED}", NOT_SCALED.slug)
     for size, name in ((head_dim / 2, "head_dim / 2"), (2 * head_dim, "2·head_dim")):
         if abs(divisor - size) < 1e-3 * head_dim:
-            task.fail(f"{what}: the scores are divided by {name} = {size:g} instead of √head_dim: {HALF_HEAD_DIM}",
-                      HALF_HEAD_DIM.slug)
+            task.fail(f"{what}: {HALF_HEAD_DIM.format(name=name, size=f'{size:g}')}", HALF_HEAD_DIM.slug)
     named = " = √embed_dim" if abs(divisor - math.sqrt(head_dim * attention.size(1))) < 1e-3 * divisor else ""
     task.fail(f"{what}: the scores are divided by {divisor:.4g}{named} instead of √head_dim = √{head_dim}.")
 
@@ -244,7 +250,7 @@ def _expect_rope_false(task, cls, fixture, x, num_heads):
     layer = loaded(task, cls, fixture, case["weights"], num_heads, rope=False)
     what = f"{NAME}(..., rope=False)"
     if getattr(layer, "rotary", None) is not None:
-        task.fail(f"{what}.rotary is {type(layer.rotary).__name__}: with rope=False it should be None.")
+        task.fail(ROPE_FALSE_IGNORED.format(what=what, found=type(layer.rotary).__name__))
     out = attend(task, layer, x, num_heads)[0]
     if not matches(out, case["rope_false"]["outputs"], ATOL, RTOL):
         expect_finite(task, what, out)

@@ -13,24 +13,28 @@ from ._roles import block_slots, same_cache
 
 ATOL, RTOL = 1e-6, 1e-6
 NAME = "GPTBlock"
-ATTENTION_FORMULA = Diagnosis(
-    "attention-formula",
-    "x = x + dropout(attention(norm1(x)))")
-FEEDFORWARD_FORMULA = Diagnosis(
-    "feedforward-formula",
-    "x = x + dropout(feedforward(norm2(x)))")
+ATTENTION_FORMULA = "x = x + dropout(attention(norm1(x)))"  # formulas the sentences quote, not mistakes
+FEEDFORWARD_FORMULA = "x = x + dropout(feedforward(norm2(x)))"
 # Sentences the known mistakes' diagnoses quote (course/gpt/mistakes.py).
-POST_NORM = ("the block is post-norm (each LayerNorm after its residual sum); a GPT block is pre-norm, the residual "
-             f"stream untouched by any norm: {ATTENTION_FORMULA}, then {FEEDFORWARD_FORMULA}.")
-POST_NORM_ATTENTION = ("the attention sub-layer is post-norm (norm1 applied after the residual sum); it is pre-norm: "
-                       f"{ATTENTION_FORMULA}.")
-POST_NORM_FEEDFORWARD = ("the feed-forward sub-layer is post-norm (norm2 applied after the residual sum); it is "
-                         f"pre-norm: {FEEDFORWARD_FORMULA}.")
+POST_NORM = Diagnosis(
+    "post-norm",
+    "the block is post-norm (each LayerNorm after its residual sum); a GPT block is pre-norm, the residual "
+    f"stream untouched by any norm: {ATTENTION_FORMULA}, then {FEEDFORWARD_FORMULA}.")
+POST_NORM_ATTENTION = Diagnosis(
+    "post-norm-attention",
+    "the attention sub-layer is post-norm (norm1 applied after the residual sum); it is pre-norm: "
+    f"{ATTENTION_FORMULA}.")
+POST_NORM_FEEDFORWARD = Diagnosis(
+    "post-norm-feed-forward",
+    "the feed-forward sub-layer is post-norm (norm2 applied after the residual sum); it is "
+    f"pre-norm: {FEEDFORWARD_FORMULA}.")
 NO_RESIDUAL = Diagnosis(
     "no-residual",
     "the residual connection around {name} is missing: add the sub-layer's output to x, {formula}.")
-NORMS_SWAPPED = ("norm1 and norm2 are swapped: norm1 normalises the attention's input, norm2 the feed-forward "
-                 f"network's ({ATTENTION_FORMULA}; {FEEDFORWARD_FORMULA}).")
+NORMS_SWAPPED = Diagnosis(
+    "norms-swapped",
+    "norm1 and norm2 are swapped: norm1 normalises the attention's input, norm2 the feed-forward "
+    f"network's ({ATTENTION_FORMULA}; {FEEDFORWARD_FORMULA}).")
 CACHE_NOT_PASSED = Diagnosis(
     "cache-not-passed",
     "the block does not pass its `cache` argument on to the attention: call "
@@ -43,9 +47,11 @@ DROPOUT_IN_EVAL = Diagnosis(
     "dropout-in-eval",
     "dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
     "under .eval().")
-DROPOUT_ON_RESIDUAL = ("dropout acts on the residual stream too: with both sub-layers' outputs zero, dropout in train "
-                       "mode still changes the output; apply it to each sub-layer's output only, "
-                       f"{ATTENTION_FORMULA}.")
+DROPOUT_ON_RESIDUAL = Diagnosis(
+    "dropout-on-the-residual-stream",
+    "dropout acts on the residual stream too: with both sub-layers' outputs zero, dropout in train "
+    "mode still changes the output; apply it to each sub-layer's output only, "
+    f"{ATTENTION_FORMULA}.")
 NO_SUBLAYER_DROPOUT = Diagnosis(
     "no-sublayer-dropout",
     "the output of {name} gets no dropout: with dropout=0.5 in train mode and the other sub-layer's "
@@ -82,7 +88,7 @@ def _structure(task, block):
     try:
         return block_slots(block)
     except MissingPart as missing:
-        task.fail(f"{NAME}: {missing}.")
+        task.fail(f"{NAME}: {missing}.", missing.diagnosis)
 
 
 def _loaded(task, cls, fixture, activation, dropout=0.0, dtype=torch.float64):
@@ -123,13 +129,14 @@ def _explain_layout(task, block, x, what):
         with _set(slots, {"norm2.weight": 2.0, "norm2.bias": 0.5}):
             renormed = _output(block, x)
     if still is not None and shifted is not None and torch.allclose(still, shifted, atol=1e-9):
-        task.fail(f"{what}: " + NO_RESIDUAL.format(name="the attention", formula=ATTENTION_FORMULA))
+        task.fail(f"{what}: " + NO_RESIDUAL.format(name="the attention", formula=ATTENTION_FORMULA), NO_RESIDUAL.slug)
     if attended is not None and torch.allclose(attended, torch.zeros_like(attended), atol=1e-12):
-        task.fail(f"{what}: " + NO_RESIDUAL.format(name="the feed-forward network", formula=FEEDFORWARD_FORMULA))
+        task.fail(f"{what}: " + NO_RESIDUAL.format(name="the feed-forward network", formula=FEEDFORWARD_FORMULA),
+                  NO_RESIDUAL.slug)
     if not torch.allclose(silent, x, atol=1e-9):
         task.fail(f"{what}: {STREAM_NORMALISED}")
     if attended is not None and renormed is not None and not torch.allclose(attended, renormed, atol=1e-9):
-        task.fail(f"{what}: {NORMS_SWAPPED}")
+        task.fail(f"{what}: {NORMS_SWAPPED}", NORMS_SWAPPED.slug)
     _explain_feedforward_input(task, block, slots, x, attended, still, what)
 
 

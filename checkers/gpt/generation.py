@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 
 from .._compare import expect_tensor
-from .._core import Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture
+from .._core import Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture, slug_of
 from .._dependencies import explain_parts
 from ._scripted import FixedLogitsModel
 
@@ -153,7 +153,7 @@ def _explain_draws(task, generate, tokens, case, state):
         explain_parts(task, NAME, [("its sample_next_token", 6, sampler)], __package__)
     for diagnosis, signature in case.get("mistakes", {}).get("tokens", {}).items():
         if torch.equal(tokens, signature):
-            task.fail(f"{NAME}: {diagnosis}", getattr(diagnosis, "slug", None))
+            task.fail(f"{NAME}: {diagnosis}", slug_of(diagnosis))
 
 
 def _expect_draws(task, generate, fixture):

@@ -72,7 +72,7 @@ def _structure(task, model, config):
     try:
         gpt_slots(model)
     except MissingPart as missing:
-        task.fail(f"{NAME}: {missing}.")
+        task.fail(f"{NAME}: {missing}.", missing.diagnosis)
 
 
 def _no_position_table(task, model, config):
@@ -197,12 +197,16 @@ def _expect_training_behaviour(task, cls, fixture):
             task.fail(f"no gradient reaches `{name}`: is it created but never used in forward, or used through "
                       ".data / .detach()?")
 
+TANH_GELU = Diagnosis(
+    "gelu-tanh-approximation",
+    "its blocks use GELU's tanh approximation; GPT builds GPTBlock with its default activation, "
+    "nn.GELU() (exact), as the grader's reference does: leave `activation` at its default.")
+
 
 def _exact_gelu(task, model):
     """The pinned GPT builds its blocks with GPTBlock's default activation, nn.GELU() (exact): no tanh approximation."""
     if any(isinstance(module, nn.GELU) and module.approximate != "none" for module in model.modules()):
-        task.fail("its blocks use GELU's tanh approximation; GPT builds GPTBlock with its default activation, "
-                  "nn.GELU() (exact), as the grader's reference does: leave `activation` at its default.")
+        task.fail(TANH_GELU)
     return model
 
 

@@ -3,7 +3,7 @@ import torch
 import torch.nn as nn
 
 from .._compare import diagnose, expect_close, expect_finite, matches, signatures
-from .._core import Diagnosis, NotImplementedYet, check_function, expect_module_class, load_fixture, one_line
+from .._core import Diagnosis, NotImplementedYet, check_function, expect_module_class, load_fixture, one_line, slug_of
 from .._modules import (FIXED_DTYPE, _tensor_attributes, build, constructor_call, expect_gradients_everywhere,
                         expect_native_output, expect_output, expect_unchanged)
 
@@ -110,6 +110,13 @@ def _explain_no_tables(task, RotaryEmbedding, config, what):
         task.fail(f"{what} creates no tensor in __init__: compute the tables cos and sin there, once, as buffers "
                   "of shape (max_len, head_dim // 2), register_buffer(name, table, persistent=False).")
 
+PLAIN_TABLES = Diagnosis(
+    "tables-as-plain-attributes",
+    "a plain tensor attribute, which .to(device) does not move")
+TABLES_DTYPE = Diagnosis(
+    "tables-kept-in-float64",
+    "has dtype {found} in a module built with the default dtype {dtype}")
+
 
 def _expect_buffers(task, rotary, config, dtype, what):
     """cos and sin registered as buffers of shape (max_len, head_dim // 2) in dtype, the default dtype at build."""
@@ -118,17 +125,16 @@ def _expect_buffers(task, rotary, config, dtype, what):
         found = getattr(rotary, name, None)
         if name not in buffers:
             kind = "an nn.Parameter, which is learned" if isinstance(found, nn.Parameter) else \
-                "a plain tensor attribute, which .to(device) does not move" if isinstance(found, torch.Tensor) else \
-                "missing"
+                PLAIN_TABLES if isinstance(found, torch.Tensor) else "missing"
             task.fail(f"{what}.{name} is {kind}: store the table of {name}(p·theta_i) as a buffer, "
-                      f"self.register_buffer(\"{name}\", table, persistent=False).")
+                      f"self.register_buffer(\"{name}\", table, persistent=False).", slug_of(kind))
         expected = (config["max_len"], config["head_dim"] // 2)
         if tuple(found.shape) != expected:
             task.fail(f"{what}.{name} has shape {tuple(found.shape)}, expected (max_len, head_dim // 2) = {expected}: "
                       "one row per position, one column per pair (other layouts may be kept in other buffers).")
         if found.dtype != dtype:
-            task.fail(f"{what}.{name} has dtype {found.dtype} in a module built with the default dtype {dtype}: "
-                      f"{FIXED_DTYPE}", FIXED_DTYPE.slug)
+            task.fail(f"{what}.{name} {TABLES_DTYPE.format(found=found.dtype, dtype=dtype)}: {FIXED_DTYPE}",
+                      TABLES_DTYPE.slug)
 
 
 def _expect_table_values(task, rotary, tables):
@@ -174,7 +180,7 @@ def _explain(task, rotary, case, got, what, atol, rtol):
     """Name what the wrong output got is: a known mistake's output, or a property of a rotation that it breaks."""
     for key, sentence in (("halves", HALVES), ("clockwise", CLOCKWISE), ("next", FROM_ONE)):
         if key in case and matches(got, case[key], atol, rtol):
-            task.fail(f"{what} is wrong: {sentence}", getattr(sentence, "slug", None))
+            task.fail(f"{what} is wrong: {sentence}", slug_of(sentence))
     x, offset = case["x"], case["offset"]
     if _each_token_as_first(rotary, x, offset, got, atol, rtol):
         task.fail(f"{what} is wrong: {ONE_ANGLE}", ONE_ANGLE.slug)

@@ -4,7 +4,7 @@ import math
 import torch
 
 from .._compare import expect_tensor
-from .._core import Diagnosis, check_function, expect_callable, load_fixture, one_line
+from .._core import Diagnosis, check_function, expect_callable, load_fixture, one_line, slug_of
 
 NAME = "sample_next_token"
 SIGMAS = 5.0  # a frequency may stray this many binomial standard deviations from its probability
@@ -14,8 +14,10 @@ SHAPE_B = Diagnosis(
     "shape-b",
     "it returns shape (B,) where (B, 1) is pinned (generate concatenates it to the tokens): keep the sample "
     "axis, torch.multinomial(probabilities, 1) already gives (B, 1).")
-GLOBAL_RNG = ("it draws from torch's global random generator although a `generator` was given: pass it on, "
-              f"{PINNED}, so that a seeded generator makes the draws repeatable.")
+GLOBAL_RNG = Diagnosis(
+    "global-rng-instead-of-the-generator",
+    "it draws from torch's global random generator although a `generator` was given: pass it on, "
+    f"{PINNED}, so that a seeded generator makes the draws repeatable.")
 GREEDY_DRAWS = Diagnosis(
     "greedy-draws",
     "with temperature 0 it draws from the generator; temperature 0 means greedy: return "
@@ -139,7 +141,7 @@ def _name_mistake(task, what, got, mistakes, atol):
     """Fail with the diagnosis of the first known mistake whose output got matches within atol."""
     for diagnosis, signature in (mistakes or {}).items():
         if got.shape == signature.shape and (got.to(signature.dtype) - signature).abs().max() <= atol:
-            task.fail(f"{what}: {diagnosis}", getattr(diagnosis, "slug", None))
+            task.fail(f"{what}: {diagnosis}", slug_of(diagnosis))
 
 
 def _frequencies(task, sample_next_token, fixture, case):
@@ -186,7 +188,7 @@ def _expect_distributions(task, sample_next_token, fixture):
     for name in wrong:
         for diagnosis in cases[name].get("mistakes", {}).get("frequencies", {}):
             if _fits_everywhere(diagnosis, observed, cases, count):
-                task.fail(f"{what}: {diagnosis}", getattr(diagnosis, "slug", None))
+                task.fail(f"{what}: {diagnosis}", slug_of(diagnosis))
     frequencies, probabilities = observed[wrong[0]], cases[wrong[0]]["probabilities"][0]
     worst = int(((frequencies - probabilities).abs() - _allowed(probabilities, count)).argmax())
     right = [name for name in observed if name not in wrong]

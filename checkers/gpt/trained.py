@@ -58,7 +58,7 @@ def _expect_layout(task, model, tokens):
     try:
         slots = tied_gpt_slots(model)
     except MissingPart as missing:
-        task.fail(f"the model should be the GPT of Task 5: {missing}.")
+        task.fail(f"the model should be the GPT of Task 5: {missing}.", missing.diagnosis)
     pinned = {id(value) for value in slots.values()}
     other = next((name for name, value in model.named_parameters() if id(value) not in pinned), None)
     if other is not None:

@@ -6,7 +6,7 @@ measured identifies the cause; otherwise it returns and the comparison that foll
 import torch
 
 from .._compare import matches
-from .._core import Diagnosis, one_line
+from .._core import Diagnosis, one_line, slug_of
 
 KEYS_FROM_X = Diagnosis(
     "keys-from-x",
@@ -77,7 +77,7 @@ def explain_sources(task, what, layer, run, slots, kv_from_x):
     by_context = _with_zero(layer, slots, zero, lambda: outputs(x, other))
     values_from_x = _changed(*by_x) and _same(by_x[0], by_context)
     if keys_from_x and values_from_x:
-        task.fail(f"{what}: {kv_from_x}", getattr(kv_from_x, "slug", None))
+        task.fail(f"{what}: {kv_from_x}", slug_of(kv_from_x))
     if keys_from_x or values_from_x:
         task.fail(f"{what}: {KEYS_FROM_X if keys_from_x else VALUES_FROM_X}")
 

@@ -8,10 +8,18 @@ LayerNorm for all three norms, one attention for self and cross) cannot hold two
 import torch
 import torch.nn as nn
 
+from .._core import Diagnosis
 from .._weights import MissingPart, _child, _linear, attention_slots, feedforward_linears
 
 __all__ = ["MissingPart", "layer_norm_slots", "attention_slots", "encoder_block_slots", "decoder_block_slots",
            "seq2seq_slots", "load_roles"]
+
+NOT_PARAMETER = Diagnosis(
+    "weight-and-bias-plain-tensors",
+    "`{path}{name}` should be an nn.Parameter (so it is learned and saved), found {found}")
+SAME_MODULE = Diagnosis(
+    "one-module-in-two-roles",
+    "`{again}` is the same module as `{first}`: each needs its own layer, with its own weights")
 
 
 def layer_norm_slots(norm, path=""):
@@ -28,7 +36,7 @@ def layer_norm_slots(norm, path=""):
         value = getattr(norm, name, None)
         if not isinstance(value, nn.Parameter):
             found = "nothing" if value is None else type(value).__name__
-            raise MissingPart(f"`{path}{name}` should be an nn.Parameter (so it is learned and saved), found {found}")
+            raise MissingPart(NOT_PARAMETER.format(path=path, name=name, found=found))
         slots[f"{path}{name}"] = value
     return slots
 
@@ -53,8 +61,7 @@ def _distinct(slots):
             again, first = role.split("."), seen[id(value)].split(".")
             while len(again) > 1 and len(first) > 1 and again[-1] == first[-1]:  # the module, not the tensor
                 again, first = again[:-1], first[:-1]
-            raise MissingPart(f"`{'.'.join(again)}` is the same module as `{'.'.join(first)}`: each needs its "
-                              "own layer, with its own weights")
+            raise MissingPart(SAME_MODULE.format(again=".".join(again), first=".".join(first)))
         seen[id(value)] = role
     return slots
 

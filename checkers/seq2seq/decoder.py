@@ -4,7 +4,8 @@ import torch.nn as nn
 
 from .._block_probes import explain_activation
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
+from .._core import (Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture,
+                    slug_of)
 from .._dependencies import explain_parts, part_class
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, load
 from ._weights import decoder_block_slots
@@ -258,7 +259,7 @@ def _explain_masks(task, block, fixture, what):
             "no position may read a later one: self_mask goes to self-attention, and cross-attention takes its "
             "queries from x and its keys and values from the memory only.")
         task.fail(f"{what}: changing the last target position changed the outputs of earlier positions: {cause}",
-                  getattr(cause, "slug", None))
+                  slug_of(cause))
     padded = ~fixture["memory_mask"].view(memory.size(0), 1, memory.size(1)).transpose(1, 2)  # (B, S, 1)
     moved = _probe(block, x, memory + (~padded) * torch.linspace(-1, 1, memory.size(-1), dtype=memory.dtype), fixture)
     if outputs is not None and moved is not None and torch.allclose(outputs, moved, atol=1e-9):
@@ -270,7 +271,7 @@ def _explain_masks(task, block, fixture, what):
             "the memory's padded positions must not count: memory_mask goes to cross-attention, whose keys and "
             "values come from the memory.")
         task.fail(f"{what}: changing the memory at padded source positions changed the output: {cause}",
-                  getattr(cause, "slug", None))
+                  slug_of(cause))
 
 
 def _explain_residuals(task, block, fixture, what):
@@ -329,7 +330,8 @@ def _expect_dropout(task, cls, fixture):
         torch.manual_seed(2)
         if torch.allclose(_outputs(task, block, fixture), _outputs(task, block, fixture), atol=ATOL):
             task.fail("DecoderBlock(dropout=0.5): "
-                      + NO_SUBLAYER_DROPOUT.format(name=name, formula=SUBLAYER_FORMULAS[name]))
+                      + NO_SUBLAYER_DROPOUT.format(name=name, formula=SUBLAYER_FORMULAS[name]),
+                      NO_SUBLAYER_DROPOUT.slug)
 
 
 @check_function(4)

@@ -99,6 +99,14 @@ MAX_LEN_OFF = Diagnosis(
     "it generated {width} tokens with max_len = {max_len}: generate at most max_len tokens "
     "(EOS included, BOS not counted).")
 
+FLOAT_TOKENS = Diagnosis(
+    "float-tokens",
+    "{name} gave decode tokens of dtype {dtype}; token ids must be torch.long "
+    "(e.g. torch.full(..., bos_id, dtype=torch.long)).")
+FLOAT_TOKENS_RETURNED = Diagnosis(
+    "float-tokens-returned",
+    "{name} returned tokens of dtype {dtype}; token ids are torch.long.")
+
 
 def _run(task, greedy_decode, case):
     """(output, scripted model) after greedy_decode on the case's scripted model, in the case's starting mode."""
@@ -148,8 +156,7 @@ def _expect_calls(task, model, case):
         task.fail(f"{NAME} never called model.decode (or model(source, tokens)): generate the tokens with the model.")
     for call in calls:
         if call["dtype"] != torch.long:
-            task.fail(f"{NAME} gave decode tokens of dtype {call['dtype']}; token ids must be torch.long "
-                      "(e.g. torch.full(..., bos_id, dtype=torch.long)).")
+            task.fail(FLOAT_TOKENS.format(name=NAME, dtype=call["dtype"]))
         if call["device"] != case["source"].device:
             task.fail(f"{NAME} gave decode tokens on {call['device']}, but source is on {case['source'].device}: "
                       "create them with device=source.device.")
@@ -275,7 +282,7 @@ def _expect_output_type(task, tokens, case):
         task.fail(f"{NAME} returned shape {tuple(tokens.shape)}, expected (batch_size, T) = "
                   f"({case['source'].size(0)}, T) with T <= max_len.")
     if tokens.dtype != torch.long:
-        task.fail(f"{NAME} returned tokens of dtype {tokens.dtype}; token ids are torch.long.")
+        task.fail(FLOAT_TOKENS_RETURNED.format(name=NAME, dtype=tokens.dtype))
     if tokens.device != case["source"].device:
         task.fail(f"{NAME} returned tokens on {tokens.device}, but source is on {case['source'].device}.")
     if tokens.requires_grad:

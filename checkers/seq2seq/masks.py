@@ -3,7 +3,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .._compare import expect_tensor
-from .._core import Diagnosis, check_function, expect_callable, load_fixture
+from .._core import Diagnosis, check_function, expect_callable, load_fixture, slug_of
 
 # Sentences the known mistakes' diagnoses quote (course/seq2seq/mistakes.py).
 CAUSAL_INVERTED = Diagnosis(
@@ -59,7 +59,7 @@ def _expect_causal(task, causal_mask, case):
     for wrong, message in ((~expected, CAUSAL_INVERTED), (expected.T, CAUSAL_TRANSPOSED),
                            (ones.tril(-1), CAUSAL_NO_DIAGONAL), (ones.tril(1), CAUSAL_SEES_NEXT)):
         if torch.equal(got, wrong):
-            task.fail(f"{what} is wrong: {message}", getattr(message, "slug", None))
+            task.fail(f"{what} is wrong: {message}", slug_of(message))
     where = tuple((got != expected).nonzero()[0].tolist())
     task.fail(f"{what} is wrong at [query {where[0]}, key {where[1]}]: it should be True exactly where the key "
               "is not after the query (j <= i).")

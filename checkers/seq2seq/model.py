@@ -64,6 +64,52 @@ DROPOUT_MISSING = Diagnosis(
     "{method} of Seq2SeqTransformer(dropout=0.5) in train mode gave the same output twice, though "
     "forward's logits vary: pass `dropout` on to every {stack} block too.")
 
+NO_PADDING_IDX = Diagnosis(
+    "no-padding-idx",
+    "create it with padding_idx=pad_id so the PAD embedding stays zero and gets no gradient.")
+DROPOUT_NOT_PASSED = Diagnosis(
+    "dropout-not-passed-on",
+    f"{NAME}(dropout=0.5) in train mode gave the same logits twice: pass `dropout` on to every "
+    "encoder and decoder block.")
+# Sentences the known mistakes' diagnoses quote (course/seq2seq/mistakes.py): a mistake's outputs stored in the
+# fixture are keyed by its sentence (checkers._compare.diagnose).
+DECODER_SEES_NEXT = Diagnosis(
+    "decoder-sees-the-next-token",
+    "the decoder's self-attention mask lets position t see position t + 1: use causal_mask(T), True where "
+    "key j <= query i.")
+NO_CAUSAL_MASK = Diagnosis(
+    "no-causal-mask-in-decode",
+    "decode gives the decoder blocks no causal mask, so every target position sees the whole target: pass "
+    "causal_mask(T) as self_mask.")
+EMBEDDING_NOT_SCALED = Diagnosis(
+    "embedding-not-scaled",
+    "the embeddings are not multiplied by √embed_dim before the positional encoding: use "
+    "self.embedding(tokens) * math.sqrt(embed_dim).")
+EMBEDDING_SCALED_BY_D = Diagnosis(
+    "embedding-scaled-by-embed-dim",
+    "the embeddings are multiplied by embed_dim (or by √embed_dim twice); multiply them by √embed_dim once.")
+EMBEDDING_DIVIDED = Diagnosis(
+    "embedding-divided-by-sqrt-embed-dim",
+    "the embeddings are divided by √embed_dim; multiply them by √embed_dim.")
+TARGET_NOT_SCALED = Diagnosis(
+    "target-embedding-not-scaled",
+    "the target embeddings in decode are not multiplied by √embed_dim: scale them as the source's in encode.")
+NO_TARGET_POSITIONS = Diagnosis(
+    "positional-encoding-missing-on-the-target",
+    "decode adds no positional encoding to the target embeddings: apply self.positional_encoding there as "
+    "in encode.")
+NO_SOURCE_POSITIONS = Diagnosis(
+    "positional-encoding-missing-on-the-source",
+    "encode adds no positional encoding to the source embeddings: apply self.positional_encoding to "
+    "the scaled embeddings.")
+POSITIONS_SCALED = Diagnosis(
+    "positional-encoding-before-the-scaling",
+    "the positional encoding is scaled by √embed_dim too: scale the embeddings first, then add the "
+    "positions.")
+ACTIVATION_NOT_PASSED = Diagnosis(
+    "activation-not-passed-on",
+    "the blocks ignore the `activation` argument: pass activation on to every encoder and decoder block.")
+
 
 def _expect_structure(task, model, config):
     """pad_id stored, one shared embedding with padding_idx, distinct blocks of the right counts, the output layer."""
@@ -81,8 +127,7 @@ def _expect_structure(task, model, config):
         task.fail(f"{NAME}.embedding is nn.Embedding({embedding.num_embeddings}, {embedding.embedding_dim}), "
                   f"expected nn.Embedding(vocab_size, embed_dim) = nn.Embedding{sizes}.")
     if embedding.padding_idx != config["pad_id"]:
-        task.fail(f"{NAME}.embedding has padding_idx={embedding.padding_idx}; create it with padding_idx=pad_id "
-                  "so the PAD embedding stays zero and gets no gradient.")
+        task.fail(f"{NAME}.embedding has padding_idx={embedding.padding_idx}; {NO_PADDING_IDX}", NO_PADDING_IDX.slug)
     for stack, key in (("encoder", "num_encoder_layers"), ("decoder", "num_decoder_layers")):
         blocks = getattr(model, stack, None)
         count = len(list(blocks)) if isinstance(blocks, (nn.ModuleList, nn.Sequential)) else None
@@ -91,7 +136,7 @@ def _expect_structure(task, model, config):
     try:
         seq2seq_slots(model)
     except MissingPart as missing:
-        task.fail(f"{NAME}: {missing}.")
+        task.fail(f"{NAME}: {missing}.", missing.diagnosis)
     output = model.output
     if (output.in_features, output.out_features) != sizes[::-1]:
         task.fail(f"{NAME}.output is nn.Linear({output.in_features}, {output.out_features}), expected "
@@ -268,8 +313,7 @@ def _expect_training_behaviour(task, cls, case):
     torch.manual_seed(0)
     first, second = (task.call(f"{NAME}.forward", model, case["source"], case["target_input"]) for _ in range(2))
     if torch.equal(first, second):
-        task.fail(f"{NAME}(dropout=0.5) in train mode gave the same logits twice: pass `dropout` on to every "
-                  "encoder and decoder block.")
+        task.fail(DROPOUT_NOT_PASSED)
     for method, stack, run in (("encode", "encoder", lambda: model.encode(case["source"])),
                                ("decode", "decoder", lambda: model.decode(case["target_input"], case["memory"],
                                                                           case["source"]))):

@@ -47,7 +47,7 @@ def _expect_layout(task, model, sources, targets):
     try:
         seq2seq_slots(model)
     except MissingPart as missing:
-        task.fail(f"the model should be the Seq2SeqTransformer of Task 5: {missing}.")
+        task.fail(f"the model should be the Seq2SeqTransformer of Task 5: {missing}.", missing.diagnosis)
 
 
 def _logits(task, model, sources, decoder_input):

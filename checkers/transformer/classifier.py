@@ -49,7 +49,7 @@ def expect_structure(task, model, config, name):
     try:
         blocks = encoder_blocks(model)
     except MissingPart as missing:
-        task.fail(f"{name}: {missing}.")
+        task.fail(f"{name}: {missing}.", missing.diagnosis)
     if len(blocks) != config["num_layers"]:
         task.fail(f"{name}.encoder holds {len(blocks)} blocks, expected num_layers = {config['num_layers']}.")
     if len({id(block) for block in blocks}) != len(blocks):

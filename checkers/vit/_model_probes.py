@@ -7,7 +7,7 @@ head, so it names what the model classifies whatever its blocks compute.
 import torch
 
 from .._compare import matches
-from .._core import Diagnosis
+from .._core import Diagnosis, slug_of
 
 ATOL, RTOL = 1e-6, 1e-6
 # Sentences the known mistakes' diagnoses quote (course/vit/mistakes.py).
@@ -148,7 +148,7 @@ def explain_readout(task, what, model, logits, record):
     for diagnosis, candidate in [*candidates.items(), *normed, *scored]:
         value = _call(candidate)
         if value is not None and matches(logits, value, ATOL, RTOL):
-            task.fail(f"{what} logits are wrong: {diagnosis}", getattr(diagnosis, "slug", None))
+            task.fail(f"{what} logits are wrong: {diagnosis}", slug_of(diagnosis))
     if right is not None and not matches(logits, right, ATOL, RTOL):
         task.fail(f"{what} logits are not head(final_norm(x[:, 0])) of the last block's output x: return the [CLS] "
                   "token's final state passed through final_norm and then head, as it is.")

@@ -3,7 +3,8 @@ import torch
 import torch.nn as nn
 
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
+from .._core import (Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture,
+                    slug_of)
 from .._dependencies import attention_function, explain_parts, part_class
 from .._modules import build, expect_gradients_everywhere, load
 from .._weights import MissingPart
@@ -71,7 +72,7 @@ def _structure(task, model, config):
         if "`patch_embedding." in str(missing):
             _blame_earlier_tasks(task, model, f"{NAME}.patch_embedding")
         hint = "; build every block with the provided PreNormBlock" if "`blocks." in str(missing) else ""
-        task.fail(f"{NAME}: {missing}{hint}.")
+        task.fail(f"{NAME}: {missing}{hint}.", missing.diagnosis)
 
 
 def _expect_final_norm(task, model, embed_dim):
@@ -106,7 +107,7 @@ def _built(task, cls, config):
     except CheckFailure as failure:
         swapped = " raised " in str(failure) and swapped_block_sizes(lambda changed: cls(**changed), config)
         if swapped:
-            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {swapped}", getattr(swapped, "slug", None))
+            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {swapped}", slug_of(swapped))
         raise
 
 

@@ -6,7 +6,8 @@ import torch
 
 from .._calls import fail_method, recorded_calls
 from .._compare import expect_close, expect_finite, expect_tensor, matches
-from .._core import Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture, one_line
+from .._core import (Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture,
+                    one_line, slug_of)
 from ._order import explain_order, is_patchify, probe
 
 # patchify moves numbers and computes none: float64 values must come out as they went in (1e-12 leaves room for an
@@ -92,7 +93,7 @@ def _expect_no_loops(task, patchify):
         inputs.append([images, COUNTED_PATCH])
     problem = loop_problem(counts, inputs)
     if problem:
-        fail_method(task, problem)
+        fail_method(task, problem, LOOPS.slug)
 
 
 def describe(images, patch_size):
@@ -181,7 +182,7 @@ def _expect_case(task, patchify, case, passed):
     except CheckFailure as failure:
         fixed = " raised " in str(failure) and _what_is_fixed(patchify, tuple(images.shape), patch_size, passed)
         if fixed:
-            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {fixed}", getattr(fixed, "slug", None))
+            task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {fixed}", slug_of(fixed))
         raise
     what = describe(images, patch_size)
     if not matches(got, case["patches"], ATOL, RTOL):

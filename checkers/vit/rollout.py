@@ -2,7 +2,7 @@
 import torch
 
 from .._compare import expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import Diagnosis, CheckFailure, check_function, expect_callable, load_fixture
+from .._core import Diagnosis, CheckFailure, check_function, expect_callable, load_fixture, slug_of
 
 NAME = "attention_rollout"
 ATOL, RTOL = 1e-9, 1e-7
@@ -61,8 +61,10 @@ DIFFERENTIABLE = Diagnosis(
     "differentiable",
     "attention_rollout must stay differentiable: no torch.no_grad() or .detach() inside (the notebook's "
     "cls_rollout turns gradients off around it)")
-DETACHED = (f"{DIFFERENTIABLE}; its rollout of maps that require grad does not require grad. Compute with torch "
-            "operations on the maps themselves, no NumPy.")
+DETACHED = Diagnosis(
+    "maps-detached",
+    f"{DIFFERENTIABLE}; its rollout of maps that require grad does not require grad. Compute with torch "
+    "operations on the maps themselves, no NumPy.")
 MODIFIES_INPUT = Diagnosis(
     "modifies-input",
     "it modified an attention map in place (e.g. `attention += eye`); build new tensors instead, "
@@ -111,7 +113,7 @@ def _diagnose(task, attention_rollout, what, rollout, case, cases):
     named = [diagnosis for diagnosis, signature in (signatures(case, "rollout") or {}).items()
              if matches(rollout, signature, ATOL, RTOL)]
     if len(named) == 1 and all(_reproduces(attention_rollout, other, named[0]) for other in cases.values()):
-        task.fail(f"{what} is wrong: {named[0]}")
+        task.fail(f"{what} is wrong: {named[0]}", slug_of(named[0]))
 
 
 def _reproduces(attention_rollout, case, diagnosis):
@@ -137,7 +139,7 @@ def _explain_composition(task, attention_rollout, what, rollout, cases):
             candidate = _combinations(attention_rollout, case["maps"])[named[0]]
             if got is None or candidate is None or not matches(got, candidate, ATOL, RTOL):
                 return
-    task.fail(f"{what} is wrong: {named[0]}")
+    task.fail(f"{what} is wrong: {named[0]}", slug_of(named[0]))
 
 
 def _combinations(attention_rollout, maps):

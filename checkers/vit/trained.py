@@ -106,7 +106,7 @@ def _expect_layout(task, model):
     try:
         pinned = {id(value) for value in vit_slots(model).values()}
     except MissingPart as missing:
-        task.fail(f"the model should be the VisionTransformer of Task 3: {missing}.")
+        task.fail(f"the model should be the VisionTransformer of Task 3: {missing}.", missing.diagnosis)
     other = next((name for name, value in model.named_parameters() if id(value) not in pinned), None)
     other = other or next((name for name, _ in model.named_buffers()), None)
     if other is not None:

@@ -93,9 +93,9 @@ ATTENTION_MUTANTS = [
     Mutant(2, "scores not scaled", ((SCALE, ""),), _attention.NOT_SCALED),
     Mutant(2, "scores divided by head_dim**1/2 in a variable", ((SCALE, "/ scale"), (PAST, PAST + "\n        scale = "
                                                                                "self.head_dim**1/2")),
-           "the scores are divided by head_dim / 2 = 6 instead of √head_dim: " + _attention.HALF_HEAD_DIM),
+           _attention.HALF_HEAD_DIM.format(name="head_dim / 2", size=6)),
     Mutant(2, "scores divided by head_dim**1/2 inline", ((SCALE, "/ self.head_dim**1/2"),),
-           "the scores are divided by 2·head_dim = 24 instead of √head_dim: " + _attention.HALF_HEAD_DIM),
+           _attention.HALF_HEAD_DIM.format(name="2·head_dim", size=24)),
     Mutant(2, "scores divided by sqrt(embed_dim)", ((SCALE, "/ math.sqrt(embed_dim)"),)),
     Mutant(2, "no causal mask", ((ALLOWED, ALLOWED.replace(".tril(past)", "")),), _attention.NOT_CAUSAL),
     Mutant(2, "mask sees the next position", ((ALLOWED, ALLOWED.replace(".tril(past)", ".tril(past + 1)")),),
@@ -157,7 +157,7 @@ API_MUTANTS = [
     Mutant(1, "tables saved in the state_dict", ((TABLES, TABLES.replace("persistent=False", "persistent=True")),),
            _rotary.PERSISTENT),
     Mutant(1, "tables kept in float64", ((TABLES, TABLES.replace(".to(torch.get_default_dtype())", "")),),
-           "has dtype torch.float64 in a module built with the default dtype torch.float32"),
+           _rotary.TABLES_DTYPE.format(found="torch.float64", dtype="torch.float32")),
     Mutant(1, "tables as plain attributes", ((TABLES, TABLES.replace('self.register_buffer("cos", ', "self.cos = (")
                                                              .replace('self.register_buffer("sin", ', "self.sin = (")
                                                              .replace(", persistent=False)", ")")),),

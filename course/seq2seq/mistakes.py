@@ -8,6 +8,7 @@ from checkers.seq2seq.model import (BLOCK_MEMORY_IS_X, DROPOUT_MISSING, ENCODER_
                                     MEMORY_PADDING, NO_OUTPUT_LAYER, OUTPUT_ON_MEMORY, PAD_ID_HARD_CODED, PAD_ID_NOT_STORED,
                                     SEPARATE_EMBEDDINGS)
 from checkers.seq2seq import attention as _attention, decoder as _decoder, layer_norm as _norm, masks as _masks
+from checkers.seq2seq import model as _model
 from course.mutant import Mutant
 
 # ---- Tasks 1-4: the reference lines the mistakes edit ----
@@ -52,28 +53,25 @@ ENCODER_CALL = "x, weights = block(x, mask=mask, return_attention=True)"
 SIZES = "sizes = (embed_dim, num_heads, feedforward_dim, activation, dropout)"
 EMBEDDING = "self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=pad_id)"
 OUTPUT = "return self.output(x)  # (B, T, vocab_size)"
-SCALED_BY_D = "the embeddings are multiplied by embed_dim (or by √embed_dim twice); multiply them by √embed_dim once."
+SCALED_BY_D = _model.EMBEDDING_SCALED_BY_D
 MODEL_MUTANTS = [
     Mutant(5, "decoder sees the next token", ((SELF_MASK, "self_mask = torch.ones(target_input.size(1), "
                                                "target_input.size(1), dtype=torch.bool).tril(1)"),),
-           "the decoder's self-attention mask lets position t see position t + 1: use causal_mask(T), True where "
-           "key j <= query i."),
+           _model.DECODER_SEES_NEXT),
     Mutant(5, "no causal mask in decode", ((SELF_MASK, "self_mask = None"),),
-           "decode gives the decoder blocks no causal mask, so every target position sees the whole target: pass "
-           "causal_mask(T) as self_mask."),
+           _model.NO_CAUSAL_MASK),
     Mutant(5, "memory padding ignored in the cross-attention", ((MEMORY_MASK, "memory_mask = None"),), MEMORY_PADDING),
     Mutant(5, "source padding ignored in the encoder", ((ENCODER_CALL, "x, weights = block(x, return_attention=True)"),),
            ENCODER_PADDING),
     Mutant(5, "embedding not scaled", ((SCALE, ""),),
-           "the embeddings are not multiplied by √embed_dim before the positional encoding: use "
-           "self.embedding(tokens) * math.sqrt(embed_dim)."),
+           _model.EMBEDDING_NOT_SCALED),
     Mutant(5, "embedding scaled by embed_dim", ((SCALE, " * self.embed_dim"),), SCALED_BY_D),
     Mutant(5, "embedding scaled twice", ((SCALE, " * math.sqrt(self.embed_dim) * math.sqrt(self.embed_dim)"),),
            SCALED_BY_D),
     Mutant(5, "embedding divided by sqrt(embed_dim)", ((SCALE, " / math.sqrt(self.embed_dim)"),),
-           "the embeddings are divided by √embed_dim; multiply them by √embed_dim."),
+           _model.EMBEDDING_DIVIDED),
     Mutant(5, "target embedding not scaled", ((DECODE_EMBED, DECODE_EMBED.replace(SCALE, "")),),
-           "the target embeddings in decode are not multiplied by √embed_dim: scale them as the source's in encode."),
+           _model.TARGET_NOT_SCALED),
     Mutant(5, "separate target embedding",
            ((EMBEDDING, EMBEDDING + "\n        self.target_embedding = nn.Embedding(vocab_size, embed_dim, "
                                     "padding_idx=pad_id)"),
@@ -81,17 +79,14 @@ MODEL_MUTANTS = [
     Mutant(5, "no padding_idx", ((EMBEDDING, "self.embedding = nn.Embedding(vocab_size, embed_dim)"),), "padding_idx"),
     Mutant(5, "positional encoding missing on the target",
            ((DECODE_EMBED, "x = self.embedding(target_input) * math.sqrt(self.embed_dim)"),),
-           "decode adds no positional encoding to the target embeddings: apply self.positional_encoding there as "
-           "in encode."),
+           _model.NO_TARGET_POSITIONS),
     Mutant(5, "positional encoding missing on the source",
            ((ENCODE_EMBED, "x = self.embedding(source) * math.sqrt(self.embed_dim)"),),
-           "encode adds no positional encoding to the source embeddings: apply self.positional_encoding to "
-           "the scaled embeddings."),
+           _model.NO_SOURCE_POSITIONS),
     Mutant(5, "positional encoding before the scaling",
            ((DECODE_EMBED, "x = self.positional_encoding(self.embedding(target_input)) * math.sqrt(self.embed_dim)"),
             (ENCODE_EMBED, "x = self.positional_encoding(self.embedding(source)) * math.sqrt(self.embed_dim)")),
-           "the positional encoding is scaled by √embed_dim too: scale the embeddings first, then add the "
-           "positions."),
+           _model.POSITIONS_SCALED),
     Mutant(5, "output layer missing", ((OUTPUT, "return x"),), NO_OUTPUT_LAYER[-60:]),
     Mutant(5, "output layer applied to the memory", ((OUTPUT, "return self.output(memory)"),), OUTPUT_ON_MEMORY[-60:]),
     Mutant(5, "pad_id not stored", (("self.pad_id, self.embed_dim = pad_id, embed_dim", "self.embed_dim = embed_dim"),),
@@ -105,7 +100,7 @@ MODEL_MUTANTS = [
     Mutant(5, "decoder blocks given x as the memory", (("block(x, memory, self_mask, memory_mask,",
                                                         "block(x, x, self_mask, memory_mask,"),), BLOCK_MEMORY_IS_X),
     Mutant(5, "activation not passed on", ((SIZES, SIZES.replace("activation,", "nn.ReLU,")),),
-           "the blocks ignore the `activation` argument: pass activation on to every encoder and decoder block."),
+           _model.ACTIVATION_NOT_PASSED),
     Mutant(5, "dropout not passed on", ((SIZES, SIZES.replace(", dropout)", ")")),), "pass `dropout` on"),
     Mutant(5, "dropout given to the decoder blocks only",
            (("EncoderBlock(*sizes) for", "EncoderBlock(*sizes[:-1]) for"),),
