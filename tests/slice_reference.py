@@ -1,11 +1,11 @@
 """An assignment's reference answers for its slice tests: the source, the namespace, a mutant's namespace.
 
 Each slice binds them once in its own checks.py: `source, reference, variant = reference_helpers(<its name>)`;
-diagnosis_id(<its name>, mutant) is the id a failure naming a known mistake must record.
+diagnosis_id(<its name>, mutant, failure) is the id a failure naming a known mistake must record.
 """
 import functools
 
-from checkers._core import slug_of
+from checkers._core import catalogue, slug_of
 from course.reference import load_reference, reference_source
 from course.registry import assignment
 
@@ -32,11 +32,18 @@ def reference_helpers(name):
     return functools.partial(_source, name), functools.partial(_reference, name), variant
 
 
-def diagnosis_id(name, mutant):
+def diagnosis_id(name, mutant, failure=None):
     """The id a failure naming mutant's mistake records, "<name>.<task>.<slug>" (checkers._core.Diagnosis).
 
-    name: the assignment; mutant: a Mutant whose diagnosis is a Diagnosis of the assignment's checkers.
+    name: the assignment; mutant: a Mutant whose diagnosis is a Diagnosis of the assignment's checkers, or a fragment
+    that the checkers' messages quote; failure: the CheckFailure raised, whose id names the sentence when the fragment
+    is quoted by several (it must be one of theirs).
     """
     slug = slug_of(mutant.diagnosis)
-    assert slug, f"mutant {mutant.name!r}: its diagnosis {mutant.diagnosis!r} is no Diagnosis of the checkers"
+    if not slug:
+        quoting = [slug for slug, sentence in catalogue(f"checkers.{name}").items()
+                   if str(mutant.diagnosis) in sentence]
+        assert quoting, f"mutant {mutant.name!r}: its diagnosis {mutant.diagnosis!r} is in no Diagnosis of the checkers"
+        recorded = (getattr(failure, "diagnosis", None) or "").rsplit(".", 1)[-1]
+        slug = recorded if recorded in quoting else quoting[0]
     return f"{name}.{mutant.task}.{slug}"

@@ -14,7 +14,7 @@ from checkers.gpt._scripted import FixedLogitsModel
 from course.gpt.mistakes import MUTANTS
 from course_lib import gpt as gpt_defaults
 from . import model_variants
-from .checks import reference, timings, variant
+from .checks import expect_named, reference, timings, variant
 
 TASK_8 = [mutant for mutant in MUTANTS if mutant.task == 8]
 
@@ -41,7 +41,7 @@ def test_the_model_is_left_as_it_was():
 def test_planted_mistake_fails_with_its_name(mutant):
     with pytest.raises(CheckFailure, match="^Task 8: ") as failure:
         check_task_8(variant(mutant)["generate"], untrained_model())
-    assert mutant.diagnosis and mutant.diagnosis in str(failure.value), str(failure.value)
+    expect_named(failure.value, mutant)
 
 
 def test_at_least_the_mistakes_the_brief_names_are_planted():

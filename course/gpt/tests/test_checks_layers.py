@@ -11,7 +11,7 @@ from checkers._core import load_fixture
 from checkers.gpt import attention as attention_check, cache as cache_check, rotary as rotary_check
 from course.gpt.mistakes import MUTANTS
 from . import layers_unnamed as unnamed
-from .checks import reference, timings, variant
+from .checks import expect_named, reference, timings, variant
 from .layers_variants import ROTARIES, make_attention_without_cache, make_attentions
 
 OBJECTS = {1: "RotaryEmbedding", 2: "CausalSelfAttention", 3: "CausalSelfAttention"}
@@ -27,14 +27,19 @@ def expect_pass(capsys, task, obj):
     assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
 
 
-def failure_of(task, obj):
-    """The one-line message of the CheckFailure that check_task_<task>(obj) must raise."""
+def raised(task, obj):
+    """The CheckFailure that check_task_<task>(obj) must raise, its message one line."""
     with pytest.raises(CheckFailure) as failure:
         check(task)(obj)
     message = str(failure.value)
     assert message.startswith(f"Task {task}"), message
     assert "\n" not in message and "the check itself could not run" not in message, message
-    return message
+    return failure.value
+
+
+def failure_of(task, obj):
+    """The one-line message of the CheckFailure that check_task_<task>(obj) must raise."""
+    return str(raised(task, obj))
 
 
 # ----- The reference ------------------------------------------------------------------------------------------
@@ -61,9 +66,9 @@ def test_the_mistakes_the_brief_names_are_planted_and_named():
 
 @pytest.mark.parametrize("mutant", PLANTED, ids=lambda m: f"task{m.task}-{m.name}")
 def test_planted_mistake_fails_with_its_diagnosis(mutant):
-    message = failure_of(mutant.task, variant(mutant)[OBJECTS[mutant.task]])
+    failure = raised(mutant.task, variant(mutant)[OBJECTS[mutant.task]])
     if mutant.diagnosis:
-        assert mutant.diagnosis in message, message
+        expect_named(failure, mutant)
 
 
 def test_diagnoses_are_distinct_per_task():
@@ -352,4 +357,4 @@ def test_named_without_the_fixtures_stored_mistakes(mutant, monkeypatch):
     for module in (rotary_check, attention_check, cache_check):
         monkeypatch.setattr(module, "load_fixture", lambda package, number: _without_signatures(
             load_fixture(package, number)))
-    assert mutant.diagnosis in failure_of(mutant.task, variant(mutant)[OBJECTS[mutant.task]])
+    expect_named(raised(mutant.task, variant(mutant)[OBJECTS[mutant.task]]), mutant)

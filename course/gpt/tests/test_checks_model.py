@@ -11,7 +11,7 @@ from checkers.gpt import CheckFailure, NotImplementedYet, check_task_2, check_ta
 from course.mutant import Mutant
 from course.gpt.mistakes import MUTANTS
 from . import layers_variants, model_variants
-from .checks import reference, timings, variant
+from .checks import expect_named, reference, timings, variant
 
 CHECKS = {4: (check_task_4, "GPTBlock"), 5: (check_task_5, "GPT")}
 PLANTED = [mutant for mutant in MUTANTS if mutant.task in CHECKS]
@@ -29,7 +29,7 @@ def test_planted_mistake_fails_with_its_name(mutant):
     check, name = CHECKS[mutant.task]
     with pytest.raises(CheckFailure, match=f"^Task {mutant.task}: ") as failure:
         check(variant(mutant)[name])
-    assert mutant.diagnosis and mutant.diagnosis in str(failure.value), str(failure.value)
+    expect_named(failure.value, mutant)
 
 
 def test_at_least_the_mistakes_the_brief_names_are_planted():

@@ -10,7 +10,7 @@ from checkers._core import load_fixture
 from checkers.gpt import CheckFailure, NotImplementedYet, check_task_6, sampling
 from course.gpt.mistakes import MUTANTS
 from . import model_variants
-from .checks import reference, timings, variant
+from .checks import expect_named, reference, timings, variant
 
 TASK_6 = [mutant for mutant in MUTANTS if mutant.task == 6]
 
@@ -24,7 +24,7 @@ def test_reference_passes(capsys):
 def test_planted_mistake_fails_with_its_name(mutant):
     with pytest.raises(CheckFailure, match="^Task 6: ") as failure:
         check_task_6(variant(mutant)["sample_next_token"])
-    assert mutant.diagnosis and mutant.diagnosis in str(failure.value), str(failure.value)
+    expect_named(failure.value, mutant)
 
 
 def _message(sampler):

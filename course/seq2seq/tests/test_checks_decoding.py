@@ -8,7 +8,7 @@ from checkers._core import load_fixture
 from checkers.seq2seq import CheckFailure, NotImplementedYet, check_task_6
 from checkers.seq2seq._scripted import ScriptedModel
 from course.seq2seq.mistakes import MUTANTS
-from .checks import reference, timings, variant
+from .checks import expect_named, reference, timings, variant
 
 TASK_6 = [mutant for mutant in MUTANTS if mutant.task == 6]
 
@@ -24,7 +24,7 @@ def test_reference_passes(capsys):
 def test_known_mistake_fails_with_its_name(mutant):
     with pytest.raises(CheckFailure, match="^Task 6: ") as failure:
         check_task_6(variant(mutant)["greedy_decode"])
-    assert mutant.diagnosis and mutant.diagnosis in str(failure.value)
+    expect_named(failure.value, mutant)
 
 
 def test_at_least_the_mistakes_the_issue_names_are_planted():

@@ -9,7 +9,7 @@ import checkers.seq2seq as checkers
 from checkers.seq2seq import CheckFailure, NotImplementedYet
 from course.seq2seq.mistakes import MUTANTS
 from . import layers_unnamed as unnamed
-from .checks import reference, timings, variant
+from .checks import expect_named, reference, timings, variant
 from .layers_support import LAYER_OBJECTS, run_layer_check
 from .layers_variants import LAYER_NORMS, MASKS, MULTIHEADS, make_decoder_blocks
 
@@ -58,7 +58,7 @@ def test_planted_mistake_fails_with_its_diagnosis(mutant):
     message = str(failure.value)
     assert message.startswith(f"Task {mutant.task}") and "\n" not in message, message
     if mutant.diagnosis:
-        assert mutant.diagnosis in message, message
+        expect_named(failure.value, mutant)
 
 
 def test_diagnoses_are_distinct_per_task():

@@ -9,7 +9,7 @@ import torch.nn as nn
 from checkers.seq2seq import CheckFailure, NotImplementedYet, check_task_1, check_task_4, check_task_5
 from course.mutant import Mutant
 from course.seq2seq.mistakes import MUTANTS
-from .checks import reference, timings, variant
+from .checks import expect_named, reference, timings, variant
 
 TASK_5 = [mutant for mutant in MUTANTS if mutant.task == 5]
 
@@ -23,7 +23,7 @@ def test_reference_passes(capsys):
 def test_known_mistake_fails_with_its_name(mutant):
     with pytest.raises(CheckFailure, match="^Task 5: ") as failure:
         check_task_5(variant(mutant)["Seq2SeqTransformer"])
-    assert mutant.diagnosis and mutant.diagnosis in str(failure.value)
+    expect_named(failure.value, mutant)
 
 
 def test_at_least_the_mistakes_the_issue_names_are_planted():

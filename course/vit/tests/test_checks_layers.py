@@ -14,7 +14,7 @@ from checkers.vit import CheckFailure, NotImplementedYet, _order, _tokens
 from course.mutant import Mutant
 from course.vit.mistakes import MUTANTS
 from . import patch_loops
-from .checks import reference, timings, variant
+from .checks import expect_named, raised, reference, timings, variant
 from .layers_variants import EMBEDDINGS, PATCHIFIES
 
 OBJECTS = {1: "patchify", 2: "PatchEmbedding"}
@@ -85,9 +85,9 @@ def test_the_mistakes_the_brief_names_are_planted_and_named():
 
 @pytest.mark.parametrize("mutant", PLANTED, ids=lambda m: f"task{m.task}-{m.name}")
 def test_planted_mistake_fails_with_its_diagnosis(mutant):
-    message = failure_of(mutant.task, variant(mutant)[OBJECTS[mutant.task]])
+    failure = raised(mutant.task, variant(mutant)[OBJECTS[mutant.task]])
     if mutant.diagnosis:
-        assert mutant.diagnosis in message, message
+        expect_named(failure, mutant)
 
 
 def test_diagnoses_are_distinct_per_task():

@@ -12,7 +12,7 @@ from checkers.vit import _model_probes, model as model_check
 from course.mutant import Mutant
 from course.vit.mistakes import MUTANTS
 from . import model_variants
-from .checks import failure_of, reference, timings, variant
+from .checks import expect_named, failure_of, raised, reference, timings, variant
 
 PLANTED = [mutant for mutant in MUTANTS if mutant.task == 3]
 
@@ -24,8 +24,7 @@ def test_reference_passes(capsys):
 
 @pytest.mark.parametrize("mutant", PLANTED, ids=lambda m: m.name)
 def test_planted_mistake_fails_with_its_name(mutant):
-    message = failure_of(3, variant(mutant)["VisionTransformer"])
-    assert mutant.diagnosis and mutant.diagnosis in message, message
+    expect_named(raised(3, variant(mutant)["VisionTransformer"]), mutant)
 
 
 def test_at_least_the_mistakes_the_brief_names_are_planted():
@@ -44,8 +43,8 @@ def test_mistakes_are_named_without_stored_outputs(name):
     """The readout, flow and block probes name these from the student's own states, not from a stored signature."""
     mutant = next(m for m in PLANTED if m.name == name)
     with mock.patch.object(model_check, "signatures", lambda case, key: None):
-        message = failure_of(3, variant(mutant)["VisionTransformer"])
-    assert mutant.diagnosis in message, message
+        failure = raised(3, variant(mutant)["VisionTransformer"])
+    expect_named(failure, mutant)
 
 
 @pytest.mark.parametrize("build", [model_variants.model_with_a_shared_helper, model_variants.model_with_hooks,

@@ -10,7 +10,7 @@ from checkers.vit import CheckFailure, NotImplementedYet, check_task_5
 from course.vit.fixtures import hand_built_stacks
 from course.vit.mistakes import MUTANTS
 from . import model_variants
-from .checks import failure_of, reference, timings, variant
+from .checks import expect_named, failure_of, raised, reference, timings, variant
 
 PLANTED = [mutant for mutant in MUTANTS if mutant.task == 5]
 
@@ -64,8 +64,7 @@ def test_reference_passes(capsys):
 
 @pytest.mark.parametrize("mutant", PLANTED, ids=lambda m: m.name)
 def test_planted_mistake_fails_with_its_name(mutant):
-    message = failure_of(5, variant(mutant)["attention_rollout"])
-    assert mutant.diagnosis and mutant.diagnosis in message, message
+    expect_named(raised(5, variant(mutant)["attention_rollout"]), mutant)
 
 
 def test_at_least_the_mistakes_the_brief_names_are_planted():
