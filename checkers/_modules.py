@@ -87,7 +87,7 @@ FIXED_DTYPE = Diagnosis(
     "convert it with .to(torch.get_default_dtype()).")
 # Said of a module without a parameter its role needs (a known mistake quotes it: a projection without a bias).
 NO_PARAMETER = Diagnosis(
-    "projection-without-a-bias",
+    "missing-parameter",
     "expected a parameter for `{role}` but found none (created with bias=False, or an nn.LayerNorm with "
     "elementwise_affine=False?).")
 # Said of a forward that changes its input (a known mistake quotes it with name "x").

@@ -228,7 +228,7 @@ def describe_error(error):
 
 
 def diagnosis_of(error):
-    """The named mistake's id a failed check gave ("seq2seq.2.mask-transposed"), or None; the grader keeps it only
+    """The named mistake's id a failed check gave ("<assignment>.<task>.<slug>"), or None; the grader keeps it only
     if its catalogue has it for that task, and it never changes a score."""
     try:
         diagnosis = getattr(error, "diagnosis", None)
