@@ -35,6 +35,9 @@ NORMS_SWAPPED = Diagnosis(
     "norms-swapped",
     "norm1 and norm2 are swapped: norm1 normalises the attention's input, norm2 the feed-forward "
     f"network's ({ATTENTION_FORMULA}; {FEEDFORWARD_FORMULA}).")
+ACTIVATION_IGNORED = Diagnosis(  # what the stored outputs of a block that never calls `activation` are named by
+    "activation-argument-ignored",
+    "the `activation` argument is never called")
 CACHE_NOT_PASSED = Diagnosis(
     "cache-not-passed",
     "the block does not pass its `cache` argument on to the attention: call "

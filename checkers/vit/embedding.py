@@ -94,7 +94,8 @@ def _expect_parameters(task, embedding, config, what):
             task.fail(f"{what}.{name} should be an nn.Parameter, found {found}.")
         kind = _kind(tensor, embedding, name)
         if kind:
-            task.fail(f"{what}.{name} is {kind}, {CLS_FIXED if name == 'cls_token' else FIXED_TABLE}")
+            fixed = CLS_FIXED if name == "cls_token" else FIXED_TABLE
+            task.fail(f"{what}.{name} is {kind}, {fixed}", fixed.slug)
     cls_shape, position_shape = tuple(embedding.cls_token.shape), tuple(embedding.position_embedding.shape)
     if embedding.cls_token.numel() != embed_dim or embedding.cls_token.squeeze().dim() != 1:
         task.fail(f"{what}.cls_token has shape {cls_shape}, expected (embed_dim,) = ({embed_dim},) or "

@@ -210,7 +210,7 @@ BLOCK_MUTANTS = [
                                 (BLOCK_FEEDFORWARD, BLOCK_FEEDFORWARD.replace("norm2", "norm1"))),
            _block.NORMS_SWAPPED),
     Mutant(4, "activation argument ignored", ((BLOCK_FFN, BLOCK_FFN.replace("activation()", "nn.GELU()")),),
-           "the `activation` argument is never called"),
+           _block.ACTIVATION_IGNORED),
     Mutant(4, "cache not passed to the attention",
            ((BLOCK_ATTENTION, BLOCK_ATTENTION.replace(", cache=cache", "")),), _block.CACHE_NOT_PASSED),
     Mutant(4, "new cache not returned", ((BLOCK_RETURN, BLOCK_RETURN.replace("x, new_cache", "x, cache")),),
