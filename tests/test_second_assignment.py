@@ -210,7 +210,7 @@ def test_the_feedback_names_the_task_and_what_went_wrong(graded):
 
 # What the commands write as their own (git-ignored) outputs: grading's and the bench's
 OUTPUTS = ("submitted", "autograded", "feedback", "exports", "build", "grades.csv", "grades_by_task.csv",
-           "gradebook.db", f"grading_report_{NAME}.md", "collect_report.md", "download.zip", "results")
+           "gradebook.db", f"grading_report_{NAME}.md", "collect_report.md", "download.zip", "results", "reports")
 
 
 def changed_files(course):

@@ -8,6 +8,7 @@ import json
 import re
 
 import matplotlib
+import matplotlib.pyplot as plt
 import pytest
 
 from course.registry import assignments
@@ -76,13 +77,21 @@ def test_two_assignments_have_a_test_class():
 
 
 def test_the_page_shows_the_most_similar_pairs_only_and_the_csv_every_pair(tmp_path, monkeypatch):
-    """A class of thousands would make a page of gigabytes: the page stops at ranking.SHOWN pairs."""
+    """A class of thousands would make a page of gigabytes: the page stops at ranking.SHOWN pairs. Run beside a figure
+    left open with constrained layout and a colorbar (as a test before it in the worker once left one): copydetect
+    draws on pyplot's current figure, so the page must be drawn on a figure of its own."""
     from grading.similarity import ranking
     monkeypatch.setattr(ranking, "SHOWN", 1)
     registered = WITH_CLASS[0]
     course = scratch_course(tmp_path / "course")
     honest = class_of(registered, course)
-    main(["--course", str(course), "--assignment", registered.name])
+    left_open = plt.figure(layout="constrained")
+    left_open.colorbar(left_open.subplots().imshow([[0.0, 1.0]]))
+    try:
+        main(["--course", str(course), "--assignment", registered.name])
+        assert plt.gcf() is left_open and len(left_open.axes) == 2  # the caller's figure as it was, current again
+    finally:
+        plt.close(left_open)
     report = course / "reports" / registered.name
     assert len(list(csv.DictReader(open(report / "similarity.csv", newline="")))) == (honest + 1) * honest // 2
     shown = (report / "similarity.html").read_text().split("Matched Code", 1)[1]  # the pairs' table, code side by side

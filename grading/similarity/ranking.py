@@ -1,9 +1,12 @@
 """Run copydetect over the students' code and rank the pairs."""
 import csv
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import matplotlib
+import matplotlib.pyplot as plt
+from matplotlib._pylab_helpers import Gcf
 from copydetect import CopyDetector
 
 from .extract import answers_by_student, release_code
@@ -38,6 +41,19 @@ def rounded(row):
     return {column: round(value, 4) if isinstance(value, float) else value for column, value in row.items()}
 
 
+@contextmanager
+def own_figures():
+    """pyplot with no figure open, then as it was: copydetect draws on pyplot's current figure, which would otherwise
+    be one its caller left open (with a layout of its own that tight_layout cannot replace)."""
+    left_open = dict(Gcf.figs)
+    Gcf.figs.clear()
+    try:
+        yield
+    finally:
+        plt.close("all")
+        Gcf.figs.update(left_open)
+
+
 def compare(course, out_folder, display=0.3):
     """Write similarity.html and similarity.csv for the course's assignment; (rows, students left out)."""
     code_by_student, skipped = answers_by_student(course)
@@ -53,7 +69,7 @@ def compare(course, out_folder, display=0.3):
         if rows:
             shown = rows[min(SHOWN, len(rows)) - 1]["similarity"]  # the page: pairs from the SHOWN-th up
             detector.conf.display_t = max(display, shown - 1e-9)
-            with matplotlib.rc_context(LAYOUT):  # its plots call tight_layout: another layout set globally breaks it
+            with matplotlib.rc_context(LAYOUT), own_figures():  # its plots call tight_layout: see both
                 detector.generate_html_report()
     with open(out_folder / "similarity.csv", "w", newline="", encoding="utf-8") as file:
         writer = csv.DictWriter(file, COLUMNS)
