@@ -6,6 +6,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # after choosing the non-interactive backend
+from matplotlib.ticker import MaxNLocator
 
 
 def png(figure):
@@ -24,6 +25,7 @@ def score_histogram(tables):
               color="tab:blue", edgecolor="white")
     axes.set(title=f"Score distribution ({tables.students} students)", xlabel=f"score (points of {tables.max_score:g})",
              ylabel="students")
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of students
     return png(figure)
 
 
@@ -52,4 +54,5 @@ def grading_times(tables):
     figure, axes = plt.subplots(figsize=(6, 3))
     axes.hist(tables.seconds, bins=20, color="tab:gray", edgecolor="white")
     axes.set(title="Grading time per submission", xlabel="wall-clock time (s)", ylabel="submissions")
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of submissions
     return png(figure)
