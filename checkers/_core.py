@@ -40,10 +40,12 @@ class Diagnosis(str):
         return diagnosis
 
     def format(self, *args, **kwargs):
-        return Diagnosis(self.slug, str.format(self, *args, **kwargs))
+        filled = str.__new__(Diagnosis, str.format(self, *args, **kwargs))  # not catalogued: its template is
+        filled.slug = self.slug
+        return filled
 
 
-_CATALOGUE = {}  # sentence -> slug of every Diagnosis defined so far (a fixture keys a mistake by its sentence)
+_CATALOGUE = {}  # sentence or template -> slug of every Diagnosis defined (a fixture keys a mistake by its sentence)
 
 
 def catalogue(package):
@@ -63,8 +65,21 @@ def catalogue(package):
 
 
 def slug_of(sentence):
-    """The slug of a named mistake's sentence (a Diagnosis, or the plain text of one, as fixtures store it), or None."""
-    return getattr(sentence, "slug", None) or _CATALOGUE.get(str(sentence))
+    """The slug of a named mistake's sentence (a Diagnosis, or the plain text of one, as fixtures store it, a template
+    filled in included), or None."""
+    text = str(sentence)
+    return getattr(sentence, "slug", None) or _CATALOGUE.get(text) or next(
+        (slug for template, slug in _CATALOGUE.items() if "{" in template and _pattern(template).fullmatch(text)), None)
+
+
+@functools.lru_cache(maxsize=None)
+def _pattern(template):
+    """A regular expression matching the template's text with any value in each of its {fields}."""
+    import re
+    import string
+    parts = [re.escape(literal) + (".+?" if field is not None else "")
+             for literal, field, _, _ in string.Formatter().parse(template)]
+    return re.compile("".join(parts), re.DOTALL)
 
 
 def _with_cause(failure, handled):
