@@ -90,6 +90,11 @@ NO_PARAMETER = Diagnosis(
     "missing-parameter",
     "expected a parameter for `{role}` but found none (created with bias=False, or an nn.LayerNorm with "
     "elementwise_affine=False?).")
+# Said of a block whose dropout still acts in eval mode (every assignment's block checks say it).
+DROPOUT_IN_EVAL = Diagnosis(
+    "dropout-in-eval",
+    "dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
+    "under .eval().")
 # Said of a forward that changes its input (a known mistake quotes it with name "x").
 ADDED_IN_PLACE = Diagnosis(
     "added-in-place",

@@ -47,3 +47,10 @@ def diagnosis_id(name, mutant, failure=None):
         recorded = (getattr(failure, "diagnosis", None) or "").rsplit(".", 1)[-1]
         slug = recorded if recorded in quoting else quoting[0]
     return f"{name}.{mutant.task}.{slug}"
+
+
+def expect_named(name, failure, mutant):
+    """failure, the CheckFailure of a planted mistake of assignment name, names it: its sentence in the message, its id
+    recorded (see diagnosis_id)."""
+    assert mutant.diagnosis and mutant.diagnosis in str(failure), str(failure)
+    assert failure.diagnosis == diagnosis_id(name, mutant, failure), (failure.diagnosis, str(failure))

@@ -6,6 +6,7 @@ from .._block_probes import _output, _set, explain_activation
 from .._compare import diagnose, expect_close, expect_finite, expect_pair, expect_tensor, matches, signatures
 from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._dependencies import explain_parts, part_class
+from .._modules import DROPOUT_IN_EVAL  # one sentence for every assignment's block
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_unchanged, load
 from .._weights import MissingPart
 from ._cache_branch import call_with_cache
@@ -46,10 +47,6 @@ CACHE_NOT_RETURNED = Diagnosis(
     "cache-not-returned",
     "the block does not return the attention's new cache: return (x, new_cache) with new_cache the "
     "second output of self.attention(...).")
-DROPOUT_IN_EVAL = Diagnosis(
-    "dropout-in-eval",
-    "dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
-    "under .eval().")
 DROPOUT_ON_RESIDUAL = Diagnosis(
     "dropout-on-the-residual-stream",
     "dropout acts on the residual stream too: with both sub-layers' outputs zero, dropout in train "

@@ -7,6 +7,7 @@ from .._compare import diagnose, expect_close, expect_finite, expect_tensor, mat
 from .._core import (Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture,
                     slug_of)
 from .._dependencies import explain_parts, part_class
+from .._modules import DROPOUT_IN_EVAL  # one sentence for every assignment's block
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, load
 from ._weights import decoder_block_slots
 
@@ -38,10 +39,6 @@ RESIDUAL_MISSING = Diagnosis(
     "residual-missing",
     "the residual connection around {name} is missing (x + dropout(sub-layer output)).")
 SHARED = "is the same module as"  # said by checkers.seq2seq._weights for one module in two roles
-DROPOUT_IN_EVAL = Diagnosis(
-    "dropout-in-eval",
-    "dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
-    "under .eval().")
 DROPOUT_ON_RESIDUAL = Diagnosis(
     "dropout-on-residual",
     "dropout acts on the residual path too: with every sub-layer's output zero, dropout in train "

@@ -6,14 +6,11 @@ from .._block_probes import explain_activation, explain_block
 from .._dependencies import explain_parts, part_class
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
 from .._core import Diagnosis, check_function, expect_module_class, load_fixture
+from .._modules import DROPOUT_IN_EVAL  # one sentence for every assignment's block
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from .._weights import block_slots
 
 ATOL, RTOL = 1e-6, 1e-6
-DROPOUT_IN_EVAL = Diagnosis(
-    "dropout-in-eval",
-    "dropout stays active in eval mode: use the nn.Dropout module self.dropout, which switches off "
-    "under .eval().")
 DROPOUT_ON_RESIDUAL = Diagnosis(
     "dropout-on-residual",
     "dropout acts on the residual path too: with both sub-layers' outputs zero, dropout in train "

@@ -1,12 +1,11 @@
 """What the gpt check tests share: the reference namespace, a mutant's namespace (tests/slice_reference.py), timing a
 check (tests/check_timing.py), a planted mistake's failure named (its id too)."""
+import functools
+
 from check_timing import timings  # noqa: F401 -- the slice's tests import it from here
-from slice_reference import diagnosis_id, reference_helpers
+from slice_reference import expect_named as expect_named_in, reference_helpers
 
 source, reference, variant = reference_helpers("gpt")
 
 
-def expect_named(failure, mutant):
-    """failure, the CheckFailure of a planted mistake, names it: its sentence in the message, its id recorded."""
-    assert mutant.diagnosis and mutant.diagnosis in str(failure), str(failure)
-    assert failure.diagnosis == diagnosis_id("gpt", mutant, failure), (failure.diagnosis, str(failure))
+expect_named = functools.partial(expect_named_in, "gpt")  # (failure, mutant): its sentence and its id

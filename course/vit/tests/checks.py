@@ -1,9 +1,11 @@
 """What the vit check tests share: the reference namespace, a mutant's namespace (tests/slice_reference.py), timing a
 check (tests/check_timing.py), the message of a check that must fail, a planted
 mistake's failure named (its id too)."""
+import functools
+
 import pytest
 from check_timing import timings  # noqa: F401 -- the slice's tests import it from here
-from slice_reference import diagnosis_id, reference_helpers
+from slice_reference import expect_named as expect_named_in, reference_helpers
 
 import checkers.vit
 
@@ -25,7 +27,4 @@ def failure_of(task, obj):
     return str(raised(task, obj))
 
 
-def expect_named(failure, mutant):
-    """failure, the CheckFailure of a planted mistake, names it: its sentence in the message, its id recorded."""
-    assert mutant.diagnosis and mutant.diagnosis in str(failure), str(failure)
-    assert failure.diagnosis == diagnosis_id("vit", mutant, failure), (failure.diagnosis, str(failure))
+expect_named = functools.partial(expect_named_in, "vit")  # (failure, mutant): its sentence and its id
