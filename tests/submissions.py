@@ -158,12 +158,18 @@ def csv_rows(path):
         return list(csv.DictReader(file))
 
 
-def class_report(course, name):
-    """(diagnoses.csv as {id: students}, grades_by_task.csv's named mistakes as {(student, task): id}) after
-    `python -m grading.classreport` (what `make report` runs) on a graded course; only failed tasks may name one."""
+def make_report(course, name):
+    """Run `python -m grading.classreport` (what `make report` runs) on a course; its output."""
     done = subprocess.run([sys.executable, "-m", "grading.classreport", "--course", str(course), "--assignment", name],
                           cwd=ROOT, capture_output=True, text=True, timeout=GRADING_RUNAWAY)
     assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def class_report(course, name):
+    """(diagnoses.csv as {id: students}, grades_by_task.csv's named mistakes as {(student, task): id}) after
+    make_report on a graded course; only failed tasks may name one."""
+    make_report(course, name)
     counted = {row["diagnosis"]: int(row["students"]) for row in csv_rows(course / "reports" / name / "diagnoses.csv")}
     rows = [row for row in csv_rows(course / "grades_by_task.csv") if row["assignment"] == name and row["diagnosis"]]
     assert all(float(row["score"]) < float(row["max_score"]) for row in rows), rows

@@ -11,7 +11,6 @@ import csv
 import json
 import shutil
 import subprocess
-import sys
 
 import matplotlib.image
 import pytest
@@ -21,6 +20,7 @@ from course_paths import ROOT
 from grading.classreport.page import html
 from grading.classreport.tables import blanked, count, load_record
 from grading.judge import known_diagnoses
+from submissions import make_report
 
 NAME = assignments()[0].name
 KNOWN = known_diagnoses(assignments()[0])
@@ -54,19 +54,12 @@ def course_with(tmp_path, record):
     return folder
 
 
-def make_report(course):
-    done = subprocess.run([sys.executable, "-m", "grading.classreport", "--course", str(course), "--assignment", NAME],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
-
-
 @pytest.fixture(scope="module")
 def reported(tmp_path_factory):
     """The report folder of the planted class, after `python -m grading.classreport` (what `make report` runs)."""
     course = tmp_path_factory.mktemp("course")
     folder = course_with(course, planted()[0])
-    make_report(course)
+    make_report(course, NAME)
     return folder
 
 
