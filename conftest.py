@@ -1,6 +1,7 @@
 """pytest's set-up for the whole checkout: the instructor-side packages (course, grading, tools) and the shared test
 helpers of tests/ import by name from any test, the course-wide ones in tests/ and each assignment's own in
 course/<name>/tests/."""
+import os
 import sys
 from pathlib import Path
 
@@ -30,3 +31,18 @@ def pytest_collection_modifyitems(config, items):
         return
     graded = {item.path for item in items if item.get_closest_marker("grading")}
     items.sort(key=lambda item: 0 if item.path in graded else 1 if item.path.suffix == ".ipynb" else 2)
+
+
+# A test that needs a system package skips naming the apt-get command that installs it; where that package must be
+# there (CI, whose .ci/run installs bubblewrap, Slurm and Chromium and sets this variable), the skip is a failure.
+REQUIRE_SYSTEM_PACKAGES = "COURSE_REQUIRE_SYSTEM_PACKAGES"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Turn a skip for want of a system package into a failure when REQUIRE_SYSTEM_PACKAGES is set."""
+    report = (yield).get_result()
+    reason = report.longrepr[-1] if report.skipped and isinstance(report.longrepr, tuple) else ""
+    if "apt-get install" in reason and os.environ.get(REQUIRE_SYSTEM_PACKAGES):
+        report.outcome = "failed"
+        report.longrepr = f"{item.nodeid}: {REQUIRE_SYSTEM_PACKAGES} is set, yet the test was skipped: {reason}"

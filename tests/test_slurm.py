@@ -5,9 +5,8 @@ munge, as root; skipped with the reason elsewhere, never in CI, whose .ci/run in
 of the registry's first two assignments (an honest notebook of definitions, one with a planted mistake, one that
 fakes its checks, the untouched release) in three shards through `python -m grading.cluster.slurm` (what
 `make grade-slurm` runs), cancels one array task while it runs, lets the merge job (afterany) name it, re-runs that
-task and merges again; the course graded once by `grade` must publish the same (marker `cluster`: about 100 s of CPU,
-run by `make test-slurm`, which .ci/run runs after `make test`, outside its 10 minutes). A fast test, in `make test`,
-reads the batch scripts.
+task and merges again; the course graded once by `grade` must publish the same (marker `cluster`, about 100 s of CPU;
+`make test` runs it, `make test-slurm` runs it alone). A fast test reads the batch scripts.
 """
 import copy
 import json
