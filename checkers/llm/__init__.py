@@ -1,0 +1,19 @@
+"""Instant checks for the llm assignment (work in progress): check_task_N(student_object) passes or says what is
+wrong. Tasks 3-6 and 8 have no check yet: theirs say so and fail."""
+from .._core import CheckFailure, NotImplementedYet, check_function
+from .tokenizer import check_task_2
+from .training import check_task_1
+
+
+def _not_written(number):
+    @check_function(number)
+    def check(task, *args, **kwargs):
+        task.fail("this check is not written yet (the llm assignment is work in progress); nothing was tested.")
+    check.__name__ = f"check_task_{number}"
+    return check
+
+
+check_task_3, check_task_4, check_task_5, check_task_6, check_task_8 = (_not_written(n) for n in (3, 4, 5, 6, 8))
+
+__all__ = ["CheckFailure", "NotImplementedYet", "check_task_1", "check_task_2", "check_task_3", "check_task_4",
+           "check_task_5", "check_task_6", "check_task_8"]

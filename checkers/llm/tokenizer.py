@@ -1,0 +1,108 @@
+"""Task 2: BPETokenizer with hand-made merges that isolate one rule each, then learnt merges on mixed text."""
+import inspect
+
+from .._core import Diagnosis, check_function, describe_object, load_fixture, one_line, slug_of
+from ._bpe import NO_SURROGATEPASS, listed, padded_ids, shorten, unpadded
+
+NAME = "BPETokenizer"
+ENCODES_CODE_POINTS = Diagnosis(
+    "encodes-code-points",
+    "encode gives one id per character (ord(c)) instead of one per byte: ids 0..255 are UTF-8 bytes, so start "
+    "from list(word.encode(\"utf-8\", errors=\"surrogatepass\")).")
+ENCODE_MERGE_ORDER = Diagnosis(
+    "encode-merge-order",
+    "encode applies a merge learnt later before one learnt earlier: in each word, merge again and again the pair "
+    "with the lowest rank (learnt first), not the first mergeable pair from the left.")
+ENCODE_NO_PRETOKENIZE = Diagnosis(
+    "encode-no-pretokenize",
+    "encode merges across word boundaries: split the text with PRETOKENIZE.findall(text), as training did, and "
+    "encode each word on its own.")
+DECODE_PER_TOKEN = Diagnosis(
+    "decode-per-token",
+    "decode decodes each token on its own, which breaks a character whose bytes lie in two tokens: join all the "
+    "tokens' bytes first, then decode once.")
+DECODE_NOT_REPLACE = Diagnosis(
+    "decode-not-replace",
+    "decode raises on ids whose bytes are not valid UTF-8 (e.g. [255]): catch the UnicodeDecodeError and decode "
+    "again with errors=\"replace\".")
+
+
+def _expect_class(task, obj):
+    if not inspect.isclass(obj):
+        task.fail(f"expected the class `{NAME}`, got {describe_object(obj) if obj is not None else 'None'}; pass "
+                  f"the class itself, e.g. check_task_{task.number}({NAME}).")
+
+
+def _encode(task, tokenizer, text, merges_shown):
+    what = f"encode({shorten(text)}) with the merges {merges_shown}"
+
+    def run():
+        try:
+            return tokenizer.encode(text)
+        except UnicodeError as error:
+            task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 80)}): {NO_SURROGATEPASS}",
+                      NO_SURROGATEPASS.slug)
+
+    ids = task.call(what, run)
+    try:
+        ids = list(ids)
+        valid = all(isinstance(i, int) for i in ids)
+    except TypeError:
+        valid = False
+    if not valid:
+        task.fail(f"{what} returned {type(ids).__name__} {one_line(repr(ids), 60)}; it should return a list of int.")
+    return ids
+
+
+def _decode(task, tokenizer, ids, expected):
+    what = f"decode({listed(ids)})"
+
+    def run():
+        try:
+            return tokenizer.decode(ids)
+        except UnicodeDecodeError as error:
+            if "\ufffd" in expected:  # the bytes are not UTF-8
+                task.fail(f"{what} raised UnicodeDecodeError: {DECODE_NOT_REPLACE}", DECODE_NOT_REPLACE.slug)
+            task.fail(f"{what} raised UnicodeDecodeError ({one_line(error, 80)}) where {expected!r} is expected: "
+                      f"{DECODE_PER_TOKEN if len(ids) > 1 else NO_SURROGATEPASS}")
+
+    text = task.call(what, run)
+    if text == expected:
+        return
+    if not isinstance(text, str):
+        task.fail(f"{what} returned {type(text).__name__} {one_line(repr(text), 60)}; it should return a str.")
+    if "\ufffd" in text and "\ufffd" not in expected and len(ids) > 1:
+        task.fail(f"{what} gave {shorten(text)} where {expected!r} is expected: {DECODE_PER_TOKEN}",
+                  DECODE_PER_TOKEN.slug)
+    task.fail(f"{what} gave {shorten(text)} where {shorten(expected)} is expected.")
+
+
+def _compare(task, case, got, merges_shown):
+    expected = unpadded(case["ids"])
+    if got == expected:
+        return
+    what = f"encode({shorten(case['text'])}) with the merges {merges_shown}"
+    for diagnosis, ids in case.get("mistakes", {}).get("ids", {}).items():
+        if padded_ids(got, ids.size(0)).equal(ids) and len(got) == len(unpadded(ids)):
+            task.fail(f"{what} gave {got[:8]} where {expected[:8]} is expected: {diagnosis}", slug_of(diagnosis))
+    task.fail(f"{what} gave {listed(got)} where {listed(expected)} is expected.")
+
+
+@check_function(2)
+def check_task_2(task, tokenizer_class):
+    """Check BPETokenizer(merges): encode on hand-made and learnt merges, decode, round trips of any str."""
+    _expect_class(task, tokenizer_class)
+    fixture = load_fixture(__package__, 2)
+    tokenizers = {}
+    for name, merges in fixture["merge_lists"].items():
+        pairs = unpadded(merges)
+        tokenizers[name] = task.call(f"{NAME}({listed(pairs)})", tokenizer_class, pairs)
+    for case in fixture["encode"].values():
+        pairs = unpadded(fixture["merge_lists"][case["merges"]])
+        shown = listed(pairs) if len(pairs) <= 3 else f"learnt on {shorten(fixture['learnt_on'], 30)}"
+        got = _encode(task, tokenizers[case["merges"]], case["text"], shown)
+        _compare(task, case, got, shown)
+    for case in fixture["decode"].values():
+        _decode(task, tokenizers[case["merges"]], unpadded(case["tokens"]), case["text"])
+    task.passed(f"BPETokenizer encodes {len(fixture['encode'])} texts as expected (bytes, merge order, overlaps, word "
+                f"boundaries, emoji, lone surrogates) and decodes {len(fixture['decode'])} id lists back.")

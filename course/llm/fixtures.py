@@ -1,0 +1,137 @@
+"""How the llm assignment's fixtures are built: small constructed texts and hand-made merges, run through the
+reference (Tasks 1 and 2 so far; Tasks 3-6 and 8 have no builder yet).
+
+Merge lists and id lists are stored as padded LongTensors (checkers/llm/_bpe.py), so that tools/make_fixtures.py
+stores each known mistake's output beside the reference's (course/llm/mistakes.py). The assignment is not registered
+yet: `python -m course.llm.fixtures` writes checkers/llm/fixtures/ (the same steps as `make fixtures`, for
+WORK_IN_PROGRESS). Instructor-side only: the fixtures ship, these builders do not.
+"""
+import sys
+from pathlib import Path
+
+import torch
+
+from checkers.llm._bpe import padded_ids, padded_merges
+from course.llm import WORK_IN_PROGRESS
+from course.reference import load_reference, reference_source
+
+OUTPUT_KEYS = ("merges", "ids")  # Tasks 1-2
+
+# ---- Task 1: train_bpe ----
+TRAINER_PROBES = {  # name: (text, vocab_size); what each one isolates
+    "empty text": ("", 300),  # no pair at all: no merge
+    "one pair": ("ab", 300),  # one merge, then none left
+    "one byte": ("a", 257),
+    "ten merges": ("the cat sat on the mat, the end", 266),  # vocab_size counts the 256 bytes
+    "a three-way tie": ("ab cd", 257),  # greater, smaller and first-seen ties all differ
+    "bytes against ids": ("xy ab ab ab abc", 259),  # (b'x', b'y') against (b' ab', b'c'): ids 120, 121 vs 257, 99
+    "pairs across words": ("x y x y x y", 257),  # (b'x', b' ') would win across words
+    "word frequencies": ("zz zz zz zz ka kb kc", 257),  # (z, z) wins by frequency, (' ', k) by distinct words
+    "overlaps": ("aaaaa", 259),
+    "overlaps in several words": ("aaa aaaa aaaaa", 262),
+    "broken Unicode": ("x\ud800y x\ud800y x\ud800y", 260),  # a lone surrogate: 3 bytes with surrogatepass
+    "mixed text": ("hello hello world, héllo wörld 😀😀 日本 日本語\n\n  the  cat's   cat\t\tcat 123 1234!!", 300),
+}
+SPEED_CHARS, SPEED_VOCAB_SIZE = 20_000, 406  # the timed text: 150 merges (checkers/llm/training.py: SPEED_LIMIT)
+# English letter frequencies (percent), for made-up words whose pairs are as uneven as a real text's
+LETTERS = "etaoinshrdlcumwfgypbvkjxqz"
+LETTER_PERCENT = (12.7, 9.1, 8.2, 7.5, 7.0, 6.7, 6.3, 6.1, 6.0, 4.3, 4.0, 2.8, 2.8, 2.4, 2.4, 2.2, 2.0, 2.0, 1.9, 1.5,
+                  1.0, 0.8, 0.15, 0.15, 0.1, 0.07)
+SEPARATORS = (" ", ", ", ". ", "\n", "  ")
+
+
+def merge_rows(vocab_size):
+    """Rows a probe's padded merges keep: room for a mistake that makes up to twice the merges due."""
+    return 2 * (vocab_size - 256) + 4
+
+
+def made_up_text(generator, num_chars=SPEED_CHARS, num_words=3000):
+    """num_chars of made-up English-like text: 3,000 words of 1-10 letters drawn by letter frequency, used with
+    Zipf frequencies (word r drawn with probability ∝ 1 / r), so few distinct words repeat often, as in prose.
+    Drawn from torch's generator, so every Python version gets the same text (the help topics differ)."""
+    lengths = torch.randint(1, 11, (num_words,), generator=generator).tolist()
+    letters = torch.tensor(LETTER_PERCENT)
+    words = ["".join(LETTERS[i] for i in torch.multinomial(letters, n, replacement=True, generator=generator).tolist())
+             for n in lengths]
+    picks = torch.multinomial(1.0 / torch.arange(1, num_words + 1), num_chars // 4, replacement=True,
+                              generator=generator).tolist()
+    gaps = torch.multinomial(torch.tensor([85.0, 6, 4, 3, 2]), len(picks), replacement=True, generator=generator)
+    return "".join(words[i] + SEPARATORS[gap] for i, gap in zip(picks, gaps.tolist()))[:num_chars]
+
+
+def trainer_probe(ref, text, vocab_size):
+    """One train_bpe run: its padded merges; a run that raises (a planted mistake) stores none."""
+    probe = dict(text=text, vocab_size=vocab_size)
+    try:
+        probe["merges"] = padded_merges(ref["train_bpe"](text, vocab_size), merge_rows(vocab_size))
+    except Exception:  # noqa: BLE001 -- a mistake that crashes has no merges to recognise; the reference never does
+        pass
+    return probe
+
+
+def trainer_fixture(ref, generator):
+    """Task 1: train_bpe on each constructed probe, and on the timed made-up text."""
+    probes = {name: trainer_probe(ref, text, vocab_size) for name, (text, vocab_size) in TRAINER_PROBES.items()}
+    return dict(probes=probes, speed=trainer_probe(ref, made_up_text(generator), SPEED_VOCAB_SIZE))
+
+
+# ---- Task 2: BPETokenizer ----
+SAMPLE = "hello héllo 😀 日本語  \n\n\t the cat's cat's\r\n  " * 3  # what the "learnt" merges are trained on
+MERGE_LISTS = {"none": [], "(a, a)": [(97, 97)], "(b, c) then (a, b)": [(98, 99), (97, 98)],
+               "(b, space)": [(98, 32)]}  # and "learnt": the reference's merges of SAMPLE to vocab_size 320
+ENCODE_CASES = {  # name: (merge list, text)
+    "é, no merges": ("none", "é"),  # ids are UTF-8 bytes, not code points
+    "aaa": ("(a, a)", "aaa"),  # left to right, skipping past a merge: [aa, a]
+    "abc": ("(b, c) then (a, b)", "abc"),  # the lowest rank first: (b, c) -> [a, bc]
+    "b a": ("(b, space)", "b a"),  # b' ' never learnt across the words 'b', ' a'
+    **{f"learnt: {text[:20]!r}": ("learnt", text) for text in (
+        "", " ", "   ", "\n\n\n", "hello", "cat's 😀😀", "日本語 héllo", "a  b\t\tc \n", "😀", "x" * 50, SAMPLE,
+        "\ud800", "a\udfffb", "\ud83d\ude00")},  # lone surrogates, and a pair of them (6 bytes, not the 4 of 😀)
+}
+
+
+def tokenizer_fixture(ref, generator):
+    """Task 2: the reference's encode of each case, and the decode of split and invalid bytes and of every case."""
+    try:
+        learnt = ref["train_bpe"](SAMPLE, 320)
+    except Exception:  # noqa: BLE001 -- a planted mistake's trainer may crash; its encode is still recognised
+        learnt = []  # on the hand-made merges (the learnt cases' "weights" then differ: nothing stored for them)
+    merge_lists = {**MERGE_LISTS, "learnt": learnt}
+    tokenizers = {name: ref["BPETokenizer"](merges) for name, merges in merge_lists.items()}
+    encode, decode = {}, {"é split over two ids": dict(merges="none", tokens=padded_ids([195, 169], 2), text="é"),
+                          "a byte that is no UTF-8": dict(merges="none", tokens=padded_ids([255], 1), text="\ufffd")}
+    for name, (merges, text) in ENCODE_CASES.items():
+        case = encode[name] = dict(merges=merges, text=text)
+        if merges == "learnt":  # tools/make_fixtures.py keeps a mistake's ids only where its merges are the same
+            case["weights"] = dict(merges=padded_merges(learnt, len(learnt)))
+        length = len(text.encode("utf-8", errors="surrogatepass")) + 4  # a token is at least one byte
+        try:
+            case["ids"] = padded_ids(tokenizers[merges].encode(text), length)
+        except Exception:  # noqa: BLE001 -- a planted mistake that crashes has no ids to recognise
+            continue
+        decode[f"round trip of {name}"] = dict(merges=merges, tokens=case["ids"].clone(), text=text)
+    return dict(merge_lists={name: padded_merges(merges, len(merges)) for name, merges in merge_lists.items()},
+                learnt_on=SAMPLE, encode=encode, decode=decode)
+
+
+BUILDERS = {1: trainer_fixture, 2: tokenizer_fixture}  # {task: builder(reference namespace, generator) -> fixture}
+
+
+def main(folder=None):
+    """Write checkers/llm/fixtures/task_N.pt for the tasks with a builder (tools/make_fixtures.py's steps)."""
+    from tools import make_fixtures
+    torch.set_default_dtype(torch.float64)
+    torch.set_num_threads(1)
+    source = reference_source(WORK_IN_PROGRESS)
+    reference = load_reference(source)
+    folder = Path(folder or make_fixtures.fixtures_folder(WORK_IN_PROGRESS))
+    folder.mkdir(exist_ok=True)
+    for task, builder in BUILDERS.items():
+        fixture = make_fixtures.build_fixture(builder, task, reference)
+        fixture = make_fixtures.add_mistakes(builder, task, fixture, source, WORK_IN_PROGRESS, OUTPUT_KEYS)
+        make_fixtures.save(folder, f"task_{task}", fixture)
+        print(f"wrote {folder / f'task_{task}.pt'}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else None)

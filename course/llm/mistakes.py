@@ -1,0 +1,79 @@
+"""Known student mistakes of the llm assignment, each a few edits of the reference source (the solutions notebook),
+from the BPE prototype (/work/llm-proto/bpe/mistakes.py, rewritten against the notebook's answers). Tasks 3-6 and 8
+have none yet. See course/transformer/mistakes.py for how they are used. Instructor-side only: never shipped.
+"""
+from checkers.llm import _bpe, tokenizer as _tokenizer, training as _training
+from course.mutant import Mutant
+
+# ---- Task 1: the reference lines the mistakes edit ----
+BEST = "    return max(tied, key=lambda pair: (vocab[pair[0]], vocab[pair[1]]))"
+TOP = "    top = max(counts.values())\n"
+WORDS = 'word_counts = Counter(tuple(word.encode("utf-8", errors="surrogatepass")) for word in PRETOKENIZE.findall(text))'
+FREQS = "    freqs = list(word_counts.values())"
+UPDATE = ("            add_pairs(counts, where, old, -freqs[index], index)  # forget the word's old pairs ...\n"
+          "            add_pairs(counts, where, new, freqs[index], index)  # ... and count its new ones\n")
+WHERE = "        for index in where.pop(pair):"
+STORE = "            words[index] = new\n"
+NEW_IDS = "    for new_id in range(256, vocab_size):"
+DROP = "        counts = +counts  # drop the pairs whose count fell to 0: they no longer occur\n"
+STOP = DROP + "        if not counts:\n            break\n"
+STEP = "            merged.append(new_id)\n            i += 2"
+SCAN = "    merged, i = [], 0\n    while i < len(ids):"
+RIGHT_TO_LEFT = ("    if pair[0] == pair[1]:  # a run such as 'aaa': scanned from the right\n"
+                 "        merged, i = [], len(ids) - 1\n"
+                 "        while i >= 0:\n"
+                 "            if i > 0 and ids[i - 1] == pair[0] and ids[i] == pair[1]:\n"
+                 "                merged.append(new_id)\n                i -= 2\n"
+                 "            else:\n                merged.append(ids[i])\n                i -= 1\n"
+                 "        return merged[::-1]\n" + SCAN)
+
+TRAINER_MUTANTS = [
+    Mutant(1, "ties to the smaller pair", ((BEST, BEST.replace("return max(", "return min(")),), _training.TIE_SMALLER),
+    Mutant(1, "ties to the pair counted first", ((TOP, "    return max(counts, key=counts.get)\n"),),
+           _training.TIE_FIRST_SEEN),
+    Mutant(1, "ties by ids", ((BEST, "    return max(tied)"),), _training.TIE_BY_IDS),
+    Mutant(1, "pairs across words", ((WORDS, WORDS.replace("for word in PRETOKENIZE.findall(text))",
+                                                           "for word in [text])")),), _training.CROSS_WORD),
+    Mutant(1, "no frequency weights", ((FREQS, "    freqs = [1] * len(word_counts)"),),
+           _training.NO_FREQUENCY_WEIGHTS),
+    Mutant(1, "only the merged pair forgotten", ((UPDATE, ""), (WHERE, "        del counts[pair]\n" + WHERE)),
+           _training.STALE_COUNTS),
+    Mutant(1, "merged words not stored", ((STORE, ""),)),  # a KeyError, which a wrong merge_word raises too
+    Mutant(1, "new ids from 0", ((NEW_IDS, "    for new_id in range(vocab_size - 256):"),), _training.IDS_FROM_ZERO),
+    Mutant(1, "vocab_size merges", ((NEW_IDS, "    for new_id in range(256, 256 + vocab_size):"),),
+           _training.MERGE_COUNT),
+    Mutant(1, "no early stop", ((STOP, DROP),), _training.NO_EARLY_STOP),
+    Mutant(1, "plain UTF-8 in training", ((WORDS, WORDS.replace('word.encode("utf-8", errors="surrogatepass")',
+                                                                'word.encode("utf-8")')),), _bpe.NO_SURROGATEPASS),
+    Mutant(1, "overlapping merges in training", ((STEP, STEP.replace("i += 2", "i += 1")),)),  # Task 2 names it
+    Mutant(1, "right to left in training", ((SCAN, RIGHT_TO_LEFT),), _bpe.MERGE_RIGHT_TO_LEFT),
+    Mutant(1, "a full recount after every merge",  # right merges, the whole text's cost per merge
+           ((DROP, "        counts, where = Counter(), defaultdict(set)\n"
+                   "        for index, word in enumerate(words):\n"
+                   "            add_pairs(counts, where, word, freqs[index], index)\n"), (UPDATE, "")),
+           _training.TOO_SLOW),
+]
+
+# ---- Task 2 ----
+START = '    ids = list(word.encode("utf-8", errors="surrogatepass"))'
+LOWEST = "        pair = min(zip(ids, ids[1:]), key=lambda p: ranks.get(p, math.inf))"
+JOIN = '        data = b"".join(self.vocab[i] for i in ids)\n'
+FALLBACK = '        except UnicodeDecodeError:\n            return data.decode("utf-8", errors="replace")'
+
+TOKENIZER_MUTANTS = [
+    Mutant(2, "code points", ((START, "    ids = [ord(c) for c in word]"),), _tokenizer.ENCODES_CODE_POINTS),
+    Mutant(2, "first mergeable pair from the left",
+           ((LOWEST, "        pair = next((p for p in zip(ids, ids[1:]) if p in ranks), None)"),),
+           _tokenizer.ENCODE_MERGE_ORDER),
+    Mutant(2, "no pre-tokenizer in encode", (("        for word in PRETOKENIZE.findall(text):",
+                                              "        for word in [text]:"),), _tokenizer.ENCODE_NO_PRETOKENIZE),
+    Mutant(2, "decode per token", ((JOIN, '        return "".join(self.vocab[i].decode("utf-8", errors="replace") '
+                                          'for i in ids)\n'),), _tokenizer.DECODE_PER_TOKEN),
+    Mutant(2, "no replace fallback", ((FALLBACK, "        finally:\n            pass"),), _tokenizer.DECODE_NOT_REPLACE),
+    Mutant(2, "plain UTF-8 in encode", ((START, START.replace(', errors="surrogatepass"', "")),),
+           _bpe.NO_SURROGATEPASS),
+    Mutant(2, "overlapping merges", ((STEP, STEP.replace("i += 2", "i += 1")),), _bpe.MERGE_OVERLAPPING),
+    Mutant(2, "right to left", ((SCAN, RIGHT_TO_LEFT),), _bpe.MERGE_RIGHT_TO_LEFT),
+]
+
+MUTANTS = tuple(TRAINER_MUTANTS + TOKENIZER_MUTANTS)
