@@ -1,7 +1,7 @@
 """The llm assignment's data and defaults: Python's help topics as training text, the pre-tokenizer students are given,
 the held-out rule, and the default sizes the notebook and its checks use.
 
-Work in progress: the assignment is not in course.toml yet (see the notebook's Task 7 placeholder). The training text
+Work in progress: the assignment is not in course.toml yet (the trained model's section is a placeholder). The text
 is `pydoc_data.topics.topics`, which ships with every Python: a dict {topic name: help text} (79 topics in 3.11). Its
 size and contents follow the Python version, so nothing here or in the checks depends on its bytes: the held-out
 topics are chosen by a rule over the sorted names, never by a list.
@@ -10,12 +10,13 @@ import re
 
 # Data
 
-# GPT-2's pre-tokenizer, 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+, written for the
-# built-in `re` (which has no \p{...}): [^\W\d_] for a letter, \d for a digit, (?:[^\s\w]|_) for anything else that is
-# not a space. Every character matches a branch, so the words join back to the text exactly. One known difference
-# from GPT-2: non-decimal numerics ('²', '½') count as letters here.
+# The pre-tokenizer of OpenAI's 2019 byte-level BPE (tiktoken's "gpt2" encoding),
+# 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+, written for the built-in `re`
+# (which has no \p{...}): [^\W\d_] for a letter, \d for a digit, (?:[^\s\w]|_) for anything else that is not a
+# space. Every character matches a branch, so the words join back to the text exactly. One known difference from
+# the original: non-decimal numerics ('²', '½') count as letters here.
 PRETOKENIZE = re.compile(r"""'(?:[sdmt]|ll|ve|re)| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+""")
-HELD_OUT_EVERY = 10  # placeholder rule, pinned with Task 7: every 10th topic in sorted order is held out
+HELD_OUT_EVERY = 10  # placeholder rule, pinned with the trained model: every 10th topic (sorted) is held out
 
 
 def help_topics():
@@ -45,12 +46,14 @@ def utf8_size(text):
     return len(text.encode("utf-8", errors="surrogatepass"))
 
 
-# Defaults: the notebook's examples (Tasks 1-2)
+# Defaults: the notebook's tokenizer examples
 
 VOCAB_SIZE = 1000  # 256 bytes + 744 merges: the tokenizer the notebook trains on the help topics
 EXAMPLE_MERGES_SHOWN = 20  # the first merges the notebook prints
 
 # Defaults: the checks' sizes
 
-SPEED_CHARS = 50_000  # Task 1's speed probe: the first 50,000 characters of the training text ...
-SPEED_VOCAB_SIZE = 456  # ... to 200 merges
+# The trainer check's timed text: 20,000 characters of made-up words (drawn from torch's generator, so every
+# Python gets the same text, which the help topics are not) to 150 merges.
+SPEED_CHARS = 20_000
+SPEED_VOCAB_SIZE = 406

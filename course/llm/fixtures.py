@@ -14,6 +14,7 @@ import torch
 from checkers.llm._bpe import padded_ids, padded_merges
 from course.llm import WORK_IN_PROGRESS
 from course.reference import load_reference, reference_source
+from course_lib.llm import SPEED_CHARS, SPEED_VOCAB_SIZE  # the timed text (checkers/llm/training.py: SPEED_LIMIT)
 
 OUTPUT_KEYS = ("merges", "ids")  # Tasks 1-2
 
@@ -32,7 +33,6 @@ TRAINER_PROBES = {  # name: (text, vocab_size); what each one isolates
     "broken Unicode": ("x\ud800y x\ud800y x\ud800y", 260),  # a lone surrogate: 3 bytes with surrogatepass
     "mixed text": ("hello hello world, héllo wörld 😀😀 日本 日本語\n\n  the  cat's   cat\t\tcat 123 1234!!", 300),
 }
-SPEED_CHARS, SPEED_VOCAB_SIZE = 20_000, 406  # the timed text: 150 merges (checkers/llm/training.py: SPEED_LIMIT)
 # English letter frequencies (percent), for made-up words whose pairs are as uneven as a real text's
 LETTERS = "etaoinshrdlcumwfgypbvkjxqz"
 LETTER_PERCENT = (12.7, 9.1, 8.2, 7.5, 7.0, 6.7, 6.3, 6.1, 6.0, 4.3, 4.0, 2.8, 2.8, 2.4, 2.4, 2.2, 2.0, 2.0, 1.9, 1.5,
