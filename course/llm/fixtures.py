@@ -1,5 +1,5 @@
 """How the llm assignment's fixtures are built: small constructed texts and hand-made merges, run through the
-reference (Tasks 1 and 2 so far; Tasks 3-6 and 8 have no builder yet).
+reference (Tasks 1-4 so far; Tasks 5, 6 and 8 have no builder yet).
 
 Merge lists and id lists are stored as padded LongTensors (checkers/llm/_bpe.py), so that tools/make_fixtures.py
 stores each known mistake's output beside the reference's (course/llm/mistakes.py). The assignment is not registered
@@ -12,11 +12,13 @@ from pathlib import Path
 import torch
 
 from checkers.llm._bpe import padded_ids, padded_merges
+from checkers.llm._roles import rms_norm_slots, swiglu_slots
 from course.llm import WORK_IN_PROGRESS
 from course.reference import load_reference, reference_source
+from course.transformer.fixtures import randomize, weights
 from course_lib.llm import SPEED_CHARS, SPEED_VOCAB_SIZE  # the timed text (checkers/llm/training.py: SPEED_LIMIT)
 
-OUTPUT_KEYS = ("merges", "ids")  # Tasks 1-2
+OUTPUT_KEYS = ("merges", "ids", "outputs")  # Tasks 1-2, 3-4
 
 # ---- Task 1: train_bpe ----
 TRAINER_PROBES = {  # name: (text, vocab_size); what each one isolates
@@ -114,7 +116,42 @@ def tokenizer_fixture(ref, generator):
                 learnt_on=SAMPLE, encode=encode, decode=decode)
 
 
-BUILDERS = {1: trainer_fixture, 2: tokenizer_fixture}  # {task: builder(reference namespace, generator) -> fixture}
+# ---- Tasks 3-4: RMSNorm and SwiGLU ----
+NORM_DIM, HIDDEN_DIM = 6, 10
+
+
+def rows_of_many_scales(generator):
+    """(2, 4, NORM_DIM) inputs whose rows' root mean squares run from 1e-3 to 10, each row off zero mean: where eps
+    sits, and whether the mean is subtracted, both show."""
+    scales = torch.tensor([1e-3, 1.0, 10.0, 0.3]).view(1, 4, 1)
+    offsets = torch.randn(2, 4, 1, generator=generator)  # (2, 4, 1)
+    return (torch.randn(2, 4, NORM_DIM, generator=generator) + offsets) * scales  # (2, 4, NORM_DIM)
+
+
+def rms_norm_fixture(ref, generator):
+    """Task 3: RMSNorm's initial weight; random weights on 3-D and 2-D inputs, and with eps = 0.1."""
+    x = rows_of_many_scales(generator)
+    rows = torch.randn(5, NORM_DIM, generator=generator) * 2 + 1
+    cases = {}
+    for name, inputs, eps in (("a 3-D input", x, 1e-6), ("a 2-D input", rows, 1e-6), ("the 3-D input again", x, 0.1)):
+        norm = randomize(ref["RMSNorm"](NORM_DIM, eps=eps), generator)
+        cases[name] = dict(x=inputs, eps=eps, weights=weights(rms_norm_slots(norm)), outputs=norm(inputs))
+    initial = ref["RMSNorm"](NORM_DIM).weight.detach().clone()
+    return dict(embed_dim=NORM_DIM, initial=initial, cases=cases)
+
+
+def swiglu_fixture(ref, generator):
+    """Task 4: SwiGLU with random weights on 3-D and 2-D inputs."""
+    cases = {}
+    for name, inputs in (("a 3-D input", torch.randn(2, 5, NORM_DIM, generator=generator) * 1.5),
+                         ("a 2-D input", torch.randn(4, NORM_DIM, generator=generator))):
+        ffn = randomize(ref["SwiGLU"](NORM_DIM, HIDDEN_DIM), generator)
+        cases[name] = dict(x=inputs, weights=weights(swiglu_slots(ffn)), outputs=ffn(inputs))
+    return dict(embed_dim=NORM_DIM, hidden_dim=HIDDEN_DIM, cases=cases)
+
+
+BUILDERS = {1: trainer_fixture, 2: tokenizer_fixture,  # {task: builder(reference namespace, generator) -> fixture}
+            3: rms_norm_fixture, 4: swiglu_fixture}
 
 
 def main(folder=None):

@@ -1,8 +1,8 @@
 """Known student mistakes of the llm assignment, each a few edits of the reference source (the solutions notebook),
-from the BPE prototype (/work/llm-proto/bpe/mistakes.py, rewritten against the notebook's answers). Tasks 3-6 and 8
-have none yet. See course/transformer/mistakes.py for how they are used. Instructor-side only: never shipped.
+from the prototypes (/work/llm-proto/bpe/ and layers/ mistakes.py, rewritten against the notebook's answers). Tasks 5,
+6 and 8 have none yet. See course/transformer/mistakes.py for how they are used. Instructor-side only: never shipped.
 """
-from checkers.llm import _bpe, tokenizer as _tokenizer, training as _training
+from checkers.llm import _bpe, layers as _layers, tokenizer as _tokenizer, training as _training
 from course.mutant import Mutant
 
 # ---- Task 1: the reference lines the mistakes edit ----
@@ -76,4 +76,44 @@ TOKENIZER_MUTANTS = [
     Mutant(2, "right to left", ((SCAN, RIGHT_TO_LEFT),), _bpe.MERGE_RIGHT_TO_LEFT),
 ]
 
-MUTANTS = tuple(TRAINER_MUTANTS + TOKENIZER_MUTANTS)
+# ---- Tasks 3-4 ----
+RMS = "rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (..., 1)"
+NORMED = "return x / rms * self.weight  # (..., D)"
+GAIN = "self.weight = nn.Parameter(torch.ones(embed_dim))  # (D,)"
+GATED = "hidden = F.silu(self.gate_proj(x)) * self.up_proj(x)  # (..., hidden_dim)"
+PROJECTIONS = ("self.gate_proj = nn.Linear(embed_dim, hidden_dim, bias=False)\n"
+               "        self.up_proj = nn.Linear(embed_dim, hidden_dim, bias=False)\n"
+               "        self.down_proj = nn.Linear(hidden_dim, embed_dim, bias=False)")
+
+LAYER_MUTANTS = [
+    Mutant(3, "mean subtracted (LayerNorm)", ((RMS, "x = x - x.mean(dim=-1, keepdim=True)\n        " + RMS),),
+           _layers.RMS_SUBTRACTS_MEAN),
+    Mutant(3, "eps outside the square root",
+           ((RMS, "rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True)) + self.eps  # (..., 1)"),),
+           _layers.RMS_EPS_OUTSIDE),
+    Mutant(3, "eps argument ignored", ((RMS, RMS.replace("self.eps", "1e-6")),), _layers.RMS_EPS_IGNORED),
+    Mutant(3, "squares summed", ((RMS, RMS.replace(".mean(dim=-1", ".sum(dim=-1")),), _layers.RMS_SUM_NOT_MEAN),
+    Mutant(3, "standard deviation", ((RMS, "rms = x.std(dim=-1, keepdim=True) + self.eps  # (..., 1)"),),
+           _layers.RMS_STD),
+    Mutant(3, "mean over dim 1", ((RMS, RMS.replace("mean(dim=-1", "mean(dim=1")),), _layers.RMS_WRONG_DIM),
+    Mutant(3, "weight not applied", ((NORMED, "return x / rms  # (..., D)"),), _layers.RMS_NO_WEIGHT),
+    Mutant(3, "weight added", ((NORMED, "return x / rms + self.weight  # (..., D)"),), _layers.RMS_WEIGHT_ADDED),
+    Mutant(3, "weight starts at zeros", ((GAIN, GAIN.replace("torch.ones", "torch.zeros")),),
+           _layers.RMS_WEIGHT_INIT),
+    Mutant(3, "a bias", ((GAIN, GAIN + "\n        self.bias = nn.Parameter(torch.zeros(embed_dim))"),
+                         (NORMED, "return x / rms * self.weight + self.bias  # (..., D)")), _layers.RMS_BIAS),
+    Mutant(3, "mean of |x|", ((RMS, "rms = x.abs().mean(dim=-1, keepdim=True) + self.eps  # (..., 1)"),)),
+    Mutant(4, "sigmoid gate (GLU)", ((GATED, GATED.replace("F.silu(", "torch.sigmoid(")),), _layers.SWIGLU_SIGMOID),
+    Mutant(4, "gate and up swapped", ((GATED, "hidden = F.silu(self.up_proj(x)) * self.gate_proj(x)"),),
+           _layers.SWIGLU_SWAPPED),
+    Mutant(4, "GELU gate (GeGLU)", ((GATED, GATED.replace("F.silu(", "F.gelu(")),), _layers.SWIGLU_GELU),
+    Mutant(4, "silu of the product", ((GATED, "hidden = F.silu(self.gate_proj(x) * self.up_proj(x))"),),
+           _layers.SWIGLU_SILU_OF_PRODUCT),
+    Mutant(4, "silu on both", ((GATED, "hidden = F.silu(self.gate_proj(x)) * F.silu(self.up_proj(x))"),),
+           _layers.SWIGLU_BOTH_ACTIVATED),
+    Mutant(4, "up_proj unused", ((GATED, "hidden = F.silu(self.gate_proj(x))"),), _layers.SWIGLU_UP_UNUSED),
+    Mutant(4, "biases", ((PROJECTIONS, PROJECTIONS.replace("bias=False", "bias=True")),), _layers.SWIGLU_BIAS),
+    Mutant(4, "tanh gate", ((GATED, GATED.replace("F.silu(", "torch.tanh(")),)),
+]
+
+MUTANTS = tuple(TRAINER_MUTANTS + TOKENIZER_MUTANTS + LAYER_MUTANTS)

@@ -23,7 +23,10 @@ def test_reference_passes(task, capsys):
     assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: f"{m.task}: {m.name}")
+BPE_MUTANTS = [mutant for mutant in MUTANTS if mutant.task in CHECKS]
+
+
+@pytest.mark.parametrize("mutant", BPE_MUTANTS, ids=lambda m: f"{m.task}: {m.name}")
 def test_planted_mistake_fails(mutant):
     """Named where the evidence identifies the mistake; otherwise a plain failure of its task."""
     check, name = CHECKS[mutant.task]
@@ -36,7 +39,7 @@ def test_planted_mistake_fails(mutant):
 
 
 def test_at_least_the_prototype_mistakes_are_planted():
-    slugs = {mutant.diagnosis.slug for mutant in MUTANTS if mutant.diagnosis}
+    slugs = {mutant.diagnosis.slug for mutant in BPE_MUTANTS if mutant.diagnosis}
     assert {"tie-smaller", "tie-first-seen", "tie-by-ids", "cross-word", "no-frequency-weights", "stale-counts",
             "ids-from-zero", "merge-overlapping", "merge-right-to-left", "decode-per-token", "decode-not-replace",
             "encodes-code-points", "encode-merge-order", "encode-no-pretokenize", "merge-count", "no-surrogatepass",

@@ -1,0 +1,127 @@
+"""Tasks 3 and 4: RMSNorm and SwiGLU with fixed weights on inputs of several scales, their structure and gradients."""
+import torch
+
+from .._compare import expect_close
+from .._core import Diagnosis, check_function, expect_module_class, load_fixture
+from .._modules import build, expect_gradients_everywhere, expect_output, load
+from ._roles import SWIGLU_LINEARS, rms_norm_slots, swiglu_slots
+
+ATOL, RTOL = 1e-6, 1e-6
+# Sentences the known mistakes' diagnoses quote (course/llm/mistakes.py).
+RMS_SUBTRACTS_MEAN = Diagnosis(
+    "rms-subtracts-mean",
+    "the mean is subtracted before dividing (that is LayerNorm): RMSNorm divides x itself by "
+    "sqrt(mean(x²) + eps), with no centring.")
+RMS_EPS_OUTSIDE = Diagnosis(
+    "rms-eps-outside", "eps is added after the square root: divide by sqrt(mean(x²) + eps), eps inside.")
+RMS_EPS_IGNORED = Diagnosis(
+    "rms-eps-ignored",
+    "the eps given to the constructor is not used (the check built RMSNorm(embed_dim, eps=0.1)): store it and add "
+    "self.eps inside the square root.")
+RMS_SUM_NOT_MEAN = Diagnosis(
+    "rms-sum-not-mean",
+    "the squares are summed, not averaged: the root MEAN square divides their sum by D, "
+    "x.pow(2).mean(dim=-1, keepdim=True).")
+RMS_STD = Diagnosis(
+    "rms-std",
+    "x is divided by its standard deviation (x.std() subtracts the mean): the root mean square is "
+    "sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps).")
+RMS_WRONG_DIM = Diagnosis(
+    "rms-wrong-dim",
+    "the mean of the squares is taken over another axis than the features: mean(dim=-1, keepdim=True), which "
+    "also works for inputs of any number of leading axes.")
+RMS_NO_WEIGHT = Diagnosis(
+    "rms-no-weight", "the output is not multiplied by self.weight (the check loads a weight other than ones).")
+RMS_WEIGHT_ADDED = Diagnosis(
+    "rms-weight-added", "self.weight is added to the normalised x instead of multiplying it.")
+RMS_BIAS = Diagnosis(
+    "rms-bias", "RMSNorm has a bias parameter: it has only a weight (a gain), no shift.")
+RMS_WEIGHT_INIT = Diagnosis(
+    "rms-weight-init",
+    "self.weight should start at ones, nn.Parameter(torch.ones(embed_dim)), so that a new RMSNorm only normalises.")
+SWIGLU_BIAS = Diagnosis(
+    "swiglu-bias",
+    "the SwiGLU projections are bias-free (as in Llama and Mistral): build them with nn.Linear(..., bias=False).")
+SWIGLU_SIGMOID = Diagnosis(
+    "swiglu-sigmoid",
+    "the gate uses sigmoid(g) instead of silu(g) = g·sigmoid(g) (that is GLU, not SwiGLU): use "
+    "F.silu(self.gate_proj(x)).")
+SWIGLU_SWAPPED = Diagnosis(
+    "swiglu-swapped",
+    "silu is applied to up_proj(x) and gate_proj(x) is the linear factor: silu(gate_proj(x)) * up_proj(x) (trained "
+    "from scratch the two would swap roles, but pretrained weights load by these names).")
+SWIGLU_GELU = Diagnosis("swiglu-gelu", "the gate uses GELU (that is GeGLU): SwiGLU's gate is silu.")
+SWIGLU_SILU_OF_PRODUCT = Diagnosis(
+    "swiglu-silu-of-product",
+    "silu is applied to the product gate(x) * up(x): apply it to the gate alone, silu(gate(x)) * up(x).")
+SWIGLU_BOTH_ACTIVATED = Diagnosis(
+    "swiglu-both-activated", "silu is applied to both projections: only the gate goes through silu; up(x) stays "
+    "linear.")
+SWIGLU_UP_UNUSED = Diagnosis(
+    "swiglu-up-unused", "up_proj is not used: down(silu(gate(x))) is a plain MLP; multiply by up_proj(x).")
+
+
+def _forward(task, module, x, what):
+    result = task.call(what, module, x)
+    return expect_output(task, what, result, x.shape, x.dtype, attention_api=False)
+
+
+def _expect_rms_parameters(task, norm, fixture):
+    """Only `weight`, of shape (D,), starting where the reference's starts (ones)."""
+    names = [name for name, _ in norm.named_parameters()]
+    if any("bias" in name for name in names):
+        task.fail(f"{RMS_BIAS} (its parameters: {', '.join(names)})", RMS_BIAS.slug)
+    if names != ["weight"]:
+        task.fail(f"RMSNorm should have one parameter, `self.weight`; found {', '.join(names) or 'none'}.")
+    if tuple(norm.weight.shape) != tuple(fixture["initial"].shape):
+        task.fail(f"RMSNorm({fixture['embed_dim']}).weight has shape {tuple(norm.weight.shape)}, expected "
+                  f"{tuple(fixture['initial'].shape)}.")
+    if not torch.equal(norm.weight.detach(), fixture["initial"]):
+        task.fail(RMS_WEIGHT_INIT, RMS_WEIGHT_INIT.slug)
+
+
+@check_function(3)
+def check_task_3(task, RMSNorm):
+    """Check RMSNorm(embed_dim, eps): its one parameter, fixed weights on rows of very different scales, gradients."""
+    expect_module_class(task, RMSNorm, "RMSNorm")
+    fixture = load_fixture(__package__, 3)
+    _expect_rms_parameters(task, build(task, RMSNorm, "RMSNorm", fixture["embed_dim"]), fixture)
+    for name, case in fixture["cases"].items():
+        norm = build(task, RMSNorm, "RMSNorm", fixture["embed_dim"], eps=case["eps"])
+        norm = load(task, norm, rms_norm_slots, case["weights"], "RMSNorm")
+        what = f"RMSNorm({fixture['embed_dim']}, eps={case['eps']:g}) on {name}"
+        outputs = _forward(task, norm, case["x"], what)
+        expect_close(task, what, outputs, case["outputs"], ATOL, RTOL, case.get("mistakes", {}).get("outputs"))
+    x = case["x"].clone().requires_grad_(True)
+    expect_gradients_everywhere(task, norm, _forward(task, norm, x, "RMSNorm.forward").pow(2).sum(), x, "RMSNorm")
+    task.passed("x / sqrt(mean(x², last axis) + eps) * weight, weight starting at ones, no bias, gradients flow.")
+
+
+def _expect_swiglu_structure(task, ffn, fixture):
+    """gate_proj, up_proj: embed_dim -> hidden_dim; down_proj: hidden_dim -> embed_dim; no biases."""
+    embed_dim, hidden_dim = fixture["embed_dim"], fixture["hidden_dim"]
+    for name, shape in zip(SWIGLU_LINEARS, ((hidden_dim, embed_dim), (hidden_dim, embed_dim), (embed_dim, hidden_dim))):
+        layer = getattr(ffn, name, None)
+        if layer is not None and getattr(layer, "bias", None) is not None:
+            task.fail(f"SwiGLU.{name} has a bias: {SWIGLU_BIAS}", SWIGLU_BIAS.slug)
+        weight = getattr(layer, "weight", None)
+        if weight is not None and tuple(weight.shape) != shape:
+            task.fail(f"SwiGLU.{name}.weight has shape {tuple(weight.shape)}, expected {shape} (nn.Linear(in, out) "
+                      "stores (out, in)).")
+
+
+@check_function(4)
+def check_task_4(task, SwiGLU):
+    """Check SwiGLU(embed_dim, hidden_dim): its three bias-free projections, fixed weights, gradients."""
+    expect_module_class(task, SwiGLU, "SwiGLU")
+    fixture = load_fixture(__package__, 4)
+    for name, case in fixture["cases"].items():
+        ffn = build(task, SwiGLU, "SwiGLU", fixture["embed_dim"], fixture["hidden_dim"])
+        _expect_swiglu_structure(task, ffn, fixture)
+        ffn = load(task, ffn, swiglu_slots, case["weights"], "SwiGLU")
+        what = f"SwiGLU({fixture['embed_dim']}, {fixture['hidden_dim']}) on {name}"
+        outputs = _forward(task, ffn, case["x"], what)
+        expect_close(task, what, outputs, case["outputs"], ATOL, RTOL, case.get("mistakes", {}).get("outputs"))
+    x = case["x"].clone().requires_grad_(True)
+    expect_gradients_everywhere(task, ffn, _forward(task, ffn, x, "SwiGLU.forward").pow(2).sum(), x, "SwiGLU")
+    task.passed("down_proj(silu(gate_proj(x)) * up_proj(x)), no biases, gradients flow.")
