@@ -1,5 +1,5 @@
 """How the llm assignment's fixtures are built: small constructed texts and hand-made merges, run through the
-reference (Tasks 1-4 so far; Tasks 5, 6 and 8 have no builder yet).
+reference (Tasks 1-4 and 6 so far; Tasks 5 and 8 have no builder yet).
 
 Merge lists and id lists are stored as padded LongTensors (checkers/llm/_bpe.py), so that tools/make_fixtures.py
 stores each known mistake's output beside the reference's (course/llm/mistakes.py). The assignment is not registered
@@ -150,8 +150,37 @@ def swiglu_fixture(ref, generator):
     return dict(embed_dim=NORM_DIM, hidden_dim=HIDDEN_DIM, cases=cases)
 
 
+# ---- Task 6: tiled attention ----
+TILED_RUNS = {  # name: (L, block_size, causal, scores near ±150)
+    "L 37, block 8": (37, 8, False, False), "L 37, block 8, causal": (37, 8, True, False),
+    "L 37, block 64, causal": (37, 64, True, False), "L 32, block 8, causal": (32, 8, True, False),
+    "large scores": (37, 8, False, True), "large scores, causal": (37, 8, True, True),
+}
+
+
+def tiled_run(ref, generator, length, block_size, causal, large):
+    """One tiled_attention run on (1, 2, L, 8) inputs; with large, rows of scores near +150 (even positions) and near
+    -150 (odd ones), beyond what exp can take in float32 without a running max."""
+    query, key, value = torch.randn(3, 1, 2, length, 8, generator=generator).unbind(0)  # (1, 2, L, 8) each
+    run = dict(block_size=block_size, causal=causal)
+    if large:
+        signs = torch.where(torch.arange(length) % 2 == 0, 1.0, -1.0)  # (L,)
+        query[..., 0] += 21 * signs
+        key[..., 0] += 21
+        run["signs"] = signs
+    # the check's float32 inputs, kept in float64: the expected values are those inputs' exact attention
+    query, key, value = (tensor.float().double() for tensor in (query, key, value))
+    outputs = ref["tiled_attention"](query, key, value, block_size, causal)  # (1, 2, L, 8)
+    return dict(run, query=query, key=key, value=value, outputs=outputs)
+
+
+def tiled_fixture(ref, generator):
+    """Task 6: tiled_attention with a partial last block, a block longer than L, whole blocks, and large scores."""
+    return dict(runs={name: tiled_run(ref, generator, *spec) for name, spec in TILED_RUNS.items()})
+
+
 BUILDERS = {1: trainer_fixture, 2: tokenizer_fixture,  # {task: builder(reference namespace, generator) -> fixture}
-            3: rms_norm_fixture, 4: swiglu_fixture}
+            3: rms_norm_fixture, 4: swiglu_fixture, 6: tiled_fixture}
 
 
 def main(folder=None):

@@ -1,8 +1,8 @@
 """Known student mistakes of the llm assignment, each a few edits of the reference source (the solutions notebook),
-from the prototypes (/work/llm-proto/bpe/ and layers/ mistakes.py, rewritten against the notebook's answers). Tasks 5,
-6 and 8 have none yet. See course/transformer/mistakes.py for how they are used. Instructor-side only: never shipped.
+from the prototypes (/work/llm-proto/bpe/ and layers/ mistakes.py, rewritten against the notebook's answers). Tasks 5 and
+8 have none yet. See course/transformer/mistakes.py for how they are used. Instructor-side only: never shipped.
 """
-from checkers.llm import _bpe, layers as _layers, tokenizer as _tokenizer, training as _training
+from checkers.llm import _bpe, layers as _layers, tiled as _tiled, tokenizer as _tokenizer, training as _training
 from course.mutant import Mutant
 
 # ---- Task 1: the reference lines the mistakes edit ----
@@ -116,4 +116,46 @@ LAYER_MUTANTS = [
     Mutant(4, "tanh gate", ((GATED, GATED.replace("F.silu(", "torch.tanh(")),)),
 ]
 
-MUTANTS = tuple(TRAINER_MUTANTS + TOKENIZER_MUTANTS + LAYER_MUTANTS)
+# ---- Task 6 ----
+SUM = "row_sum = row_sum * correction + probs.sum(dim=-1, keepdim=True)  # (B, H, L, 1)"
+ACC = "out = out * correction + probs @ value[..., start:end, :]  # (B, H, L, head_dim)"
+FUTURE = "future = positions[start:end][None, :] > positions[:, None]  # (L, block)"
+END = "end = min(start + block_size, seq_len)  # the last block may be shorter"
+BLOCK_SCORES = "scores = query @ key[..., start:end, :].transpose(-2, -1) / math.sqrt(head_dim)  # (B, H, L, block)"
+MAX_START = 'row_max = query.new_full(query.shape[:-1] + (1,), float("-inf"))  # (B, H, L, 1)'
+NEW_MAX = "new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))  # (B, H, L, 1)"
+PROBS = "probs = torch.exp(scores - new_max)  # (B, H, L, block)"
+
+TILED_MUTANTS = [
+    Mutant(6, "accumulator not rescaled", ((ACC, ACC.replace("out * correction", "out")),), _tiled.NO_RESCALE_ACC),
+    Mutant(6, "running sum not rescaled", ((SUM, SUM.replace("row_sum * correction", "row_sum")),),
+           _tiled.NO_RESCALE_SUM),
+    Mutant(6, "divided by the running sum each block",
+           ((ACC, "out = out * correction + probs @ value[..., start:end, :] / (row_sum * correction + "
+                  "probs.sum(dim=-1, keepdim=True))"),
+            ("    return out / row_sum  # (B, H, L, head_dim)", "    return out  # (B, H, L, head_dim)")),
+           _tiled.DIVIDE_EARLY),
+    Mutant(6, "block-local key indices in the mask", ((FUTURE, FUTURE.replace("positions[start:end]",
+                                                                              "positions[:end - start]")),),
+           _tiled.LOCAL_MASK),
+    Mutant(6, "diagonal masked", ((FUTURE, FUTURE.replace("] > positions", "] >= positions")),),
+           _tiled.DIAGONAL_HIDDEN),
+    Mutant(6, "last partial block dropped",
+           (("for start in range(0, seq_len, block_size):", "for start in range(0, seq_len - block_size + 1, "
+                                                            "block_size):"),), _tiled.LAST_BLOCK_DROPPED),
+    Mutant(6, "causal flag ignored", (("        if causal:\n            future", "        if False:\n            future"),),
+           _tiled.NOT_CAUSAL),
+    Mutant(6, "not scaled", ((BLOCK_SCORES, BLOCK_SCORES.replace(" / math.sqrt(head_dim)", "")),), _tiled.NOT_SCALED),
+    Mutant(6, "no running max", ((PROBS, "probs = torch.exp(scores)  # (B, H, L, block)"),
+                                 ("correction = torch.exp(row_max - new_max)", "correction = 1.0")), _tiled.NO_MAX),
+    Mutant(6, "running max from 0", ((MAX_START, MAX_START.replace('float("-inf")', "0.0")),), _tiled.MAX_FROM_ZERO),
+    Mutant(6, "calls scaled_dot_product_attention",
+           (("    seq_len, head_dim = query.shape[-2:]\n", "    return F.scaled_dot_product_attention(query, key, "
+                                                           "value, is_causal=causal)\n"),), _tiled.CALLS_SDPA),
+    Mutant(6, "full scores", ((BLOCK_SCORES, "scores = (query @ key.transpose(-2, -1) / math.sqrt(head_dim))"
+                                             "[..., start:end]  # (B, H, L, block)"),),
+           "the full L × L score matrix"),  # a fragment of the template _tiled.FULL_SCORES, which the message fills
+    Mutant(6, "exp with the old max", ((PROBS, "probs = torch.exp(scores - row_max)  # (B, H, L, block)"),)),
+]
+
+MUTANTS = tuple(TRAINER_MUTANTS + TOKENIZER_MUTANTS + LAYER_MUTANTS + TILED_MUTANTS)
