@@ -1,5 +1,5 @@
 """How the llm assignment's fixtures are built: small constructed texts and hand-made merges, run through the
-reference (Tasks 1-4 and 6 so far; Tasks 5 and 8 have no builder yet).
+reference (Tasks 1-4, 6 and 8 so far; Task 5 has no builder yet).
 
 Merge lists and id lists are stored as padded LongTensors (checkers/llm/_bpe.py), so that tools/make_fixtures.py
 stores each known mistake's output beside the reference's (course/llm/mistakes.py). The assignment is not registered
@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import torch
+import torch.nn as nn
 
 from checkers.llm._bpe import padded_ids, padded_merges
 from checkers.llm._roles import rms_norm_slots, swiglu_slots
@@ -18,7 +19,7 @@ from course.reference import load_reference, reference_source
 from course.transformer.fixtures import randomize, weights
 from course_lib.llm import SPEED_CHARS, SPEED_VOCAB_SIZE  # the timed text (checkers/llm/training.py: SPEED_LIMIT)
 
-OUTPUT_KEYS = ("merges", "ids", "outputs")  # Tasks 1-2, 3-4
+OUTPUT_KEYS = ("merges", "ids", "outputs", "merged_outputs")  # Tasks 1-2, 3-4 and 6, 8
 
 # ---- Task 1: train_bpe ----
 TRAINER_PROBES = {  # name: (text, vocab_size); what each one isolates
@@ -179,8 +180,38 @@ def tiled_fixture(ref, generator):
     return dict(runs={name: tiled_run(ref, generator, *spec) for name, spec in TILED_RUNS.items()})
 
 
+# ---- Task 8: LoRA ----
+# name: (in, out, rank, alpha), the square one first (there a transposed B @ A fits); alpha / rank, rank / alpha,
+# alpha, 1 / rank, alpha / √rank and 1 all differ in each
+LORA_CASES = {"square": (8, 8, 2, 6.0), "12 -> 10": (12, 10, 3, 6.0)}
+
+
+def lora_case(ref, generator, in_features, out_features, rank, alpha):
+    """LoRALinear around a random nn.Linear, with random A and B: outputs, and the merged layer's outputs."""
+    base = randomize(nn.Linear(in_features, out_features), generator)
+    layer = ref["LoRALinear"](base, rank, alpha)
+    a = torch.randn(rank, in_features, generator=generator)  # (r, in)
+    b = torch.randn(out_features, rank, generator=generator)  # (out, r)
+    with torch.no_grad():
+        layer.A.copy_(a), layer.B.copy_(b)
+    x = torch.randn(3, 4, in_features, generator=generator)  # (3, 4, in)
+    case = dict(rank=rank, alpha=alpha, x=x, outputs=layer(x),
+                weights={"base.weight": base.weight.detach().clone(), "base.bias": base.bias.detach().clone(),
+                         "A": a, "B": b})
+    try:
+        case["merged_outputs"] = layer.merge()(x)
+    except Exception:  # noqa: BLE001 -- a planted merge that fails (a transposed update on a non-square layer)
+        pass
+    return case
+
+
+def lora_fixture(ref, generator):
+    """Task 8: LoRALinear on a square and a non-square layer."""
+    return dict(cases={name: lora_case(ref, generator, *spec) for name, spec in LORA_CASES.items()})
+
+
 BUILDERS = {1: trainer_fixture, 2: tokenizer_fixture,  # {task: builder(reference namespace, generator) -> fixture}
-            3: rms_norm_fixture, 4: swiglu_fixture, 6: tiled_fixture}
+            3: rms_norm_fixture, 4: swiglu_fixture, 6: tiled_fixture, 8: lora_fixture}
 
 
 def main(folder=None):

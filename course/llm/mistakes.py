@@ -1,8 +1,9 @@
 """Known student mistakes of the llm assignment, each a few edits of the reference source (the solutions notebook),
-from the prototypes (/work/llm-proto/bpe/ and layers/ mistakes.py, rewritten against the notebook's answers). Tasks 5 and
-8 have none yet. See course/transformer/mistakes.py for how they are used. Instructor-side only: never shipped.
+from the prototypes (/work/llm-proto/bpe/ and layers/ mistakes.py, rewritten against the notebook's answers). Task 5 has
+none yet. See course/transformer/mistakes.py for how they are used. Instructor-side only: never shipped.
 """
-from checkers.llm import _bpe, layers as _layers, tiled as _tiled, tokenizer as _tokenizer, training as _training
+from checkers.llm import _bpe, layers as _layers, lora as _lora, tiled as _tiled, tokenizer as _tokenizer
+from checkers.llm import training as _training
 from course.mutant import Mutant
 
 # ---- Task 1: the reference lines the mistakes edit ----
@@ -158,4 +159,46 @@ TILED_MUTANTS = [
     Mutant(6, "exp with the old max", ((PROBS, "probs = torch.exp(scores - row_max)  # (B, H, L, block)"),)),
 ]
 
-MUTANTS = tuple(TRAINER_MUTANTS + TOKENIZER_MUTANTS + LAYER_MUTANTS + TILED_MUTANTS)
+# ---- Task 8 ----
+INIT_A = "self.A = nn.Parameter(torch.randn(rank, base.in_features) / math.sqrt(base.in_features))  # (r, in)"
+INIT_B = "self.B = nn.Parameter(torch.zeros(base.out_features, rank))  # (out, r)"
+SCALING = "self.scaling = alpha / rank"
+UPDATED = "return self.base(x) + self.scaling * update"
+MERGED_WEIGHT = "merged.weight.copy_(self.base.weight + self.scaling * self.B @ self.A)"
+NEW_LINEAR = ("merged = nn.Linear(self.base.in_features, self.base.out_features, bias=self.base.bias is not None)\n"
+              "        merged = merged.to(self.base.weight)  # the base's dtype and device")
+BIAS_COPY = "            if self.base.bias is not None:\n                merged.bias.copy_(self.base.bias)\n"
+
+LORA_MUTANTS = [
+    Mutant(8, "base not frozen", (("self.base = base.requires_grad_(False)", "self.base = base"),),
+           _lora.BASE_NOT_FROZEN),
+    Mutant(8, "B random too", ((INIT_B, "self.B = nn.Parameter(torch.randn(base.out_features, rank))"),),
+           _lora.BOTH_RANDOM),
+    Mutant(8, "A zero too", ((INIT_A, "self.A = nn.Parameter(torch.zeros(rank, base.in_features))"),),
+           _lora.BOTH_ZERO),
+    Mutant(8, "A zero and B random", ((INIT_A, "self.A = nn.Parameter(torch.zeros(rank, base.in_features))"),
+                                      (INIT_B, "self.B = nn.Parameter(torch.randn(base.out_features, rank))")),
+           _lora.INIT_SWAPPED),
+    Mutant(8, "A and B layouts transposed",
+           ((INIT_A, "self.A = nn.Parameter(torch.randn(base.in_features, rank) / math.sqrt(base.in_features))"),
+            (INIT_B, "self.B = nn.Parameter(torch.zeros(rank, base.out_features))"),
+            ("update = x @ self.A.T @ self.B.T", "update = x @ self.A @ self.B")), _lora.AB_LAYOUT),
+    Mutant(8, "no scaling", ((SCALING, "self.scaling = 1.0"),), _lora.SCALING_MISSING),
+    Mutant(8, "rank / alpha", ((SCALING, "self.scaling = rank / alpha"),), _lora.SCALING_INVERTED),
+    Mutant(8, "alpha alone", ((SCALING, "self.scaling = alpha"),), _lora.SCALING_ALPHA),
+    Mutant(8, "1 / rank", ((SCALING, "self.scaling = 1 / rank"),), _lora.SCALING_RANK),
+    Mutant(8, "alpha / sqrt(rank)", ((SCALING, "self.scaling = alpha / math.sqrt(rank)"),), _lora.SCALING_SQRT),
+    Mutant(8, "base omitted", ((UPDATED, "return self.scaling * update"),), _lora.BASE_OMITTED),
+    Mutant(8, "merge without the scaling", ((MERGED_WEIGHT, MERGED_WEIGHT.replace("self.scaling * ", "")),),
+           _lora.MERGE_NO_SCALE),
+    Mutant(8, "merge transposed", ((MERGED_WEIGHT, MERGED_WEIGHT.replace("self.B @ self.A", "(self.B @ self.A).T")),),
+           _lora.MERGE_TRANSPOSED),
+    Mutant(8, "merge without the bias", ((NEW_LINEAR, NEW_LINEAR.replace("bias=self.base.bias is not None",
+                                                                         "bias=False")), (BIAS_COPY, "")),
+           _lora.MERGE_NO_BIAS),
+    Mutant(8, "merge in place", ((NEW_LINEAR, "merged = self.base"),
+                                 (MERGED_WEIGHT, "merged.weight.add_(self.scaling * self.B @ self.A)")),
+           _lora.MERGE_IN_PLACE),
+]
+
+MUTANTS = tuple(TRAINER_MUTANTS + TOKENIZER_MUTANTS + LAYER_MUTANTS + TILED_MUTANTS + LORA_MUTANTS)

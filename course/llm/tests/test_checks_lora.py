@@ -1,0 +1,98 @@
+"""check_task_8 (LoRALinear) both ways: the reference and a PEFT-style layer pass, planted mistakes fail with their
+names, bad input is answered cleanly, within a second; the fixture's outputs follow the formula."""
+import copy
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+
+from checkers._core import load_fixture
+from checkers.llm import CheckFailure, NotImplementedYet, check_task_8
+from course.llm.mistakes import MUTANTS
+from .checks import expect_named, reference, timings, variant
+
+TASK_8 = [mutant for mutant in MUTANTS if mutant.task == 8]
+
+
+def test_reference_passes(capsys):
+    check_task_8(reference()["LoRALinear"])
+    assert capsys.readouterr().out.startswith("✓ Task 8 passed")
+
+
+@pytest.mark.parametrize("mutant", TASK_8, ids=lambda m: m.name)
+def test_planted_mistake_fails_with_its_name(mutant):
+    with pytest.raises(CheckFailure, match="^Task 8: ") as failure:
+        check_task_8(variant(mutant)["LoRALinear"])
+    expect_named(failure.value, mutant)
+
+
+class DeepcopyLoRA(nn.Module):
+    """The prototype's layout: A and B Parameters, the update as F.linear twice, merge by deepcopy."""
+
+    def __init__(self, base, rank, alpha):
+        super().__init__()
+        self.base = base
+        for parameter in base.parameters():
+            parameter.requires_grad = False
+        self.A = nn.Parameter(torch.empty(rank, base.in_features))
+        nn.init.kaiming_uniform_(self.A, a=math.sqrt(5))
+        self.B = nn.Parameter(torch.zeros(base.out_features, rank))
+        self.scale = alpha / rank
+
+    def forward(self, x):
+        return self.base(x) + nn.functional.linear(nn.functional.linear(x, self.A), self.B) * self.scale
+
+    def merge(self):
+        merged = copy.deepcopy(self.base)
+        with torch.no_grad():
+            merged.weight += self.scale * self.B @ self.A
+        return merged
+
+
+def test_another_layout_passes(capsys):
+    check_task_8(DeepcopyLoRA)
+    assert capsys.readouterr().out.startswith("✓ Task 8 passed")
+
+
+class _NoA(nn.Module):
+    def __init__(self, base, rank, alpha):
+        super().__init__()
+        self.base = base.requires_grad_(False)
+
+    def forward(self, x):
+        return self.base(x)
+
+
+class _NoMerge(DeepcopyLoRA):
+    def merge(self):
+        return self.B @ self.A
+
+
+BAD = {
+    "None": (None, "got None instead of the class `LoRALinear`"),
+    "an object": (nn.Linear(2, 2), "pass the class itself"),
+    "no A": (_NoA, "should have a parameter `A` of shape (2, 8), found nothing"),
+    "merge returns a tensor": (_NoMerge, "should return an nn.Linear, got Tensor"),
+}
+
+
+@pytest.mark.parametrize("kind", BAD)
+def test_bad_input_fails_cleanly(kind):
+    student, words = BAD[kind]
+    with pytest.raises(CheckFailure, match="^Task 8") as failure:
+        check_task_8(student)
+    assert words in str(failure.value) or isinstance(failure.value, NotImplementedYet), str(failure.value)
+
+
+def test_check_takes_under_a_second():
+    assert max(timings(lambda: check_task_8(reference()["LoRALinear"]), runs=3)) <= 1.0
+
+
+def test_fixture_outputs_follow_the_formula():
+    for name, case in load_fixture("checkers.llm", 8)["cases"].items():
+        weights, x = case["weights"], case["x"]
+        weight = weights["base.weight"] + case["alpha"] / case["rank"] * weights["B"] @ weights["A"]
+        expected = x @ weight.T + weights["base.bias"]
+        assert torch.allclose(case["outputs"], expected, atol=1e-12), name
+        assert torch.allclose(case["merged_outputs"], expected, atol=1e-12), name
