@@ -1,5 +1,5 @@
 """How the llm assignment's fixtures are built: small constructed texts and hand-made merges, run through the
-reference (Tasks 1-4, 6 and 8 so far; Task 5 has no builder yet).
+reference (every task answered by definitions: 1-6 and 8).
 
 Merge lists and id lists are stored as padded LongTensors (checkers/llm/_bpe.py), so that tools/make_fixtures.py
 stores each known mistake's output beside the reference's (course/llm/mistakes.py). The assignment is not registered
@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
+from checkers._weights import attention_slots
 from checkers.llm._bpe import padded_ids, padded_merges
 from checkers.llm._roles import rms_norm_slots, swiglu_slots
 from course.llm import WORK_IN_PROGRESS
@@ -19,7 +20,8 @@ from course.reference import load_reference, reference_source
 from course.transformer.fixtures import randomize, weights
 from course_lib.llm import SPEED_CHARS, SPEED_VOCAB_SIZE  # the timed text (checkers/llm/training.py: SPEED_LIMIT)
 
-OUTPUT_KEYS = ("merges", "ids", "outputs", "merged_outputs")  # Tasks 1-2, 3-4 and 6, 8
+OUTPUT_KEYS = ("merges", "ids", "outputs", "merged_outputs",  # Tasks 1-2, 3-4 and 6, 8
+               "new_keys", "new_values", "continued", "continued_keys", "continued_values")  # Task 5
 
 # ---- Task 1: train_bpe ----
 TRAINER_PROBES = {  # name: (text, vocab_size); what each one isolates
@@ -151,6 +153,29 @@ def swiglu_fixture(ref, generator):
     return dict(embed_dim=NORM_DIM, hidden_dim=HIDDEN_DIM, cases=cases)
 
 
+# ---- Task 5: grouped-query attention ----
+GQA_CONFIGS = {"2 query heads per key/value head": dict(embed_dim=16, num_heads=4, num_kv_heads=2, max_len=16),
+               "multi-query (1 key/value head)": dict(embed_dim=16, num_heads=4, num_kv_heads=1, max_len=16),
+               "multi-head (4 key/value heads)": dict(embed_dim=16, num_heads=4, num_kv_heads=4, max_len=16)}
+GQA_PAST = 4  # cached positions before the last ones
+
+
+def gqa_fixture(ref, generator):
+    """Task 5: each grouping without a cache (outputs, keys, values) and on the last positions after a cache of
+    GQA_PAST (outputs, and the whole cache it returns)."""
+    x = torch.randn(2, 7, 16, generator=generator)  # (B, L, D)
+    cases = {}
+    for name, config in GQA_CONFIGS.items():
+        layer = randomize(ref["GroupedQueryAttention"](**config), generator, scale=0.3)
+        outputs, (keys, values) = layer(x)
+        _, cache = layer(x[:, :GQA_PAST])
+        continued, (all_keys, all_values) = layer(x[:, GQA_PAST:], cache=cache)
+        cases[name] = dict(config=config, weights=weights(attention_slots(layer)), outputs=outputs, new_keys=keys,
+                           new_values=values, continued=continued, continued_keys=all_keys,
+                           continued_values=all_values)  # the whole cache: equal to keys and values when right
+    return dict(x=x, past=GQA_PAST, cases=cases)
+
+
 # ---- Task 6: tiled attention ----
 TILED_RUNS = {  # name: (L, block_size, causal, scores near ±150)
     "L 37, block 8": (37, 8, False, False), "L 37, block 8, causal": (37, 8, True, False),
@@ -211,7 +236,7 @@ def lora_fixture(ref, generator):
 
 
 BUILDERS = {1: trainer_fixture, 2: tokenizer_fixture,  # {task: builder(reference namespace, generator) -> fixture}
-            3: rms_norm_fixture, 4: swiglu_fixture, 6: tiled_fixture, 8: lora_fixture}
+            3: rms_norm_fixture, 4: swiglu_fixture, 5: gqa_fixture, 6: tiled_fixture, 8: lora_fixture}
 
 
 def main(folder=None):

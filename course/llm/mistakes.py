@@ -1,8 +1,9 @@
 """Known student mistakes of the llm assignment, each a few edits of the reference source (the solutions notebook),
-from the prototypes (/work/llm-proto/bpe/ and layers/ mistakes.py, rewritten against the notebook's answers). Task 5 has
-none yet. See course/transformer/mistakes.py for how they are used. Instructor-side only: never shipped.
+from the prototypes (/work/llm-proto/bpe/ and layers/ mistakes.py, rewritten against the notebook's answers). Task 7 has
+none yet (it has no answer by definitions). See course/transformer/mistakes.py for how they are used. Instructor-side only: never shipped.
 """
-from checkers.llm import _bpe, layers as _layers, lora as _lora, tiled as _tiled, tokenizer as _tokenizer
+from checkers.llm import _bpe, gqa as _gqa, layers as _layers, lora as _lora, tiled as _tiled
+from checkers.llm import tokenizer as _tokenizer
 from checkers.llm import training as _training
 from course.mutant import Mutant
 
@@ -201,4 +202,53 @@ LORA_MUTANTS = [
            _lora.MERGE_IN_PLACE),
 ]
 
-MUTANTS = tuple(TRAINER_MUTANTS + TOKENIZER_MUTANTS + LAYER_MUTANTS + TILED_MUTANTS + LORA_MUTANTS)
+# ---- Task 5 ----
+KV_LINEARS = ("self.k_proj = nn.Linear(embed_dim, num_kv_heads * self.head_dim, bias=False)\n"
+              "        self.v_proj = nn.Linear(embed_dim, num_kv_heads * self.head_dim, bias=False)")
+Q_ROTATED = "query = self.rotary(heads(self.q_proj(x), self.num_heads), offset=past)  # (B, H, L, hd)"
+K_ROTATED = "key = self.rotary(heads(self.k_proj(x), self.num_kv_heads), offset=past)  # (B, H_kv, L, hd)"
+V_HEADS = "value = heads(self.v_proj(x), self.num_kv_heads)  # (B, H_kv, L, hd)"
+REPEATED = ("keys, values = key.repeat_interleave(group, dim=1), value.repeat_interleave(group, dim=1)  "
+            "# (B, H, L_all, hd)")
+SCALED = "scores = query @ keys.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, L, L_all)"
+MASKED = "weights = scores.masked_fill(~allowed, float(\"-inf\")).softmax(dim=-1)  # (B, H, L, L_all)"
+ALLOWED = "torch.ones(seq_len, past + seq_len, dtype=torch.bool, device=x.device).tril(past)  # (L, L_all)"
+RETURNED = "return self.o_proj(out), (key, value)"
+
+GQA_MUTANTS = [
+    Mutant(5, "projections with biases", (("self.q_proj = nn.Linear(embed_dim, embed_dim, bias=False)",
+                                           "self.q_proj = nn.Linear(embed_dim, embed_dim)"),), _gqa.GQA_BIAS),
+    Mutant(5, "k_proj and v_proj to every head",
+           ((KV_LINEARS, KV_LINEARS.replace("num_kv_heads * self.head_dim", "embed_dim")),
+            ("heads(self.k_proj(x), self.num_kv_heads)", "heads(self.k_proj(x), self.num_heads)"),
+            ("heads(self.v_proj(x), self.num_kv_heads)", "heads(self.v_proj(x), self.num_heads)"),
+            ("group = self.num_heads // self.num_kv_heads", "group = 1")), _gqa.KV_FULL),
+    Mutant(5, "heads tiled with repeat", ((REPEATED, "keys, values = key.repeat(1, group, 1, 1), "
+                                                     "value.repeat(1, group, 1, 1)"),), _gqa.REPEAT_GROUPING),
+    Mutant(5, "the cache holds the repeated heads", ((RETURNED, "return self.o_proj(out), (keys, values)"),),
+           _gqa.EXPANDED_CACHE),
+    Mutant(5, "values rotated", ((V_HEADS, "value = self.rotary(heads(self.v_proj(x), self.num_kv_heads), "
+                                           "offset=past)"),), _gqa.VALUES_ROTATED),
+    Mutant(5, "no RoPE", ((Q_ROTATED, "query = heads(self.q_proj(x), self.num_heads)"),
+                          (K_ROTATED, "key = heads(self.k_proj(x), self.num_kv_heads)")), _gqa.NO_ROPE),
+    Mutant(5, "scaled by sqrt(embed_dim)", ((SCALED, SCALED.replace("self.head_dim", "embed_dim")),),
+           _gqa.SCALE_EMBED),
+    Mutant(5, "not causal", ((MASKED, "weights = scores.softmax(dim=-1)  # (B, H, L, L_all)"),), _gqa.NOT_CAUSAL),
+    Mutant(5, "mask aligned to the top left", ((ALLOWED, ALLOWED.replace(".tril(past)", ".tril(0)")),),
+           _gqa.MASK_IGNORES_PREFIX),
+    Mutant(5, "offset ignored", ((Q_ROTATED, Q_ROTATED.replace("offset=past", "offset=0")),
+                                 (K_ROTATED, K_ROTATED.replace("offset=past", "offset=0"))), _gqa.OFFSET_IGNORED),
+    Mutant(5, "keys cached before RoPE",  # right outputs; only the cache says it
+           ((K_ROTATED, "key = heads(self.k_proj(x), self.num_kv_heads)  # (B, H_kv, L, hd)"),
+            (REPEATED, REPEATED.replace("key.repeat_interleave", "self.rotary(key).repeat_interleave"))),
+           _gqa.KEYS_UNROTATED),
+    Mutant(5, "the cache in (B, L, H_kv, hd)", ((RETURNED, "return self.o_proj(out), (key.transpose(1, 2), "
+                                                           "value.transpose(1, 2))"),
+                                                ("key, value = torch.cat([cache[0], key], dim=2), "
+                                                 "torch.cat([cache[1], value], dim=2)",
+                                                 "key, value = torch.cat([cache[0].transpose(1, 2), key], dim=2), "
+                                                 "torch.cat([cache[1].transpose(1, 2), value], dim=2)")),
+           _gqa.CACHE_LAYOUT),
+]
+
+MUTANTS = tuple(TRAINER_MUTANTS + TOKENIZER_MUTANTS + LAYER_MUTANTS + GQA_MUTANTS + TILED_MUTANTS + LORA_MUTANTS)
