@@ -1,4 +1,5 @@
-"""train()'s progress bar ends complete (green in a notebook) when training stops early, and red only on an error."""
+"""train()'s progress bar ends complete (green in a notebook) when training stops early, and red only on an error;
+LiveCurves keeps its redrawing to a share of the training time."""
 import io
 import re
 import tomllib
@@ -12,7 +13,7 @@ import tqdm.std
 from torch.utils.data import DataLoader, TensorDataset
 
 import course_lib.training
-from course_lib import stop_at_accuracy, train
+from course_lib import LiveCurves, stop_at_accuracy, train
 
 ROOT = Path(__file__).resolve().parent.parent
 NUM_EPOCHS = 50  # far more than the separable toy problem needs: training stops at the accuracy target
@@ -138,3 +139,10 @@ def test_training_runs_on_one_cpu_thread_and_restores_the_setting():
     finally:
         torch.set_num_threads(previous)
     assert set(seen) == {1} and after_run == 2 and after_error == 2
+
+
+def test_live_curves_spend_at_most_their_share_of_the_time_drawing():
+    curves = LiveCurves(min_seconds=2.0, max_share=0.1)
+    assert curves.pause_after(0.05) == 2.0  # a cheap draw: every min_seconds
+    assert curves.pause_after(0.56) == pytest.approx(5.04)  # 0.56 s of 5.6 s
+    assert 0.56 / (0.56 + curves.pause_after(0.56)) == pytest.approx(0.1)

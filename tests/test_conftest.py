@@ -1,4 +1,5 @@
-"""conftest.py's rule: a skip for want of a system package fails the run where the packages must be there (CI)."""
+"""conftest.py's rules: a skip for want of a system package fails where the packages must be there (CI); nbval's cells
+wait for their outputs as long as a loaded machine needs."""
 from types import SimpleNamespace
 
 import pytest
@@ -25,3 +26,9 @@ def test_a_missing_system_package_fails_only_where_it_is_required(monkeypatch):
     assert failed.outcome == "failed" and "test_y" in failed.longrepr and "apt-get install slurmd" in failed.longrepr
     assert reported("needs a GPU").outcome == "skipped"  # no package installs a GPU
     assert reported("x", skipped=False).longrepr == "AssertionError"
+
+
+def test_a_notebook_cell_may_wait_for_its_outputs_on_a_loaded_machine():
+    cell = SimpleNamespace(output_timeout=5)  # nbval's own, hard-coded
+    conftest.pytest_runtest_setup(cell)
+    assert cell.output_timeout == conftest.NBVAL_OUTPUT_SECONDS >= 60
