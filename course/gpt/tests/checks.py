@@ -2,7 +2,7 @@
 check (tests/check_timing.py), a planted mistake's failure named (its id too)."""
 import functools
 
-from check_timing import timings  # noqa: F401 -- the slice's tests import it from here
+from check_timing import cpu_seconds  # noqa: F401 -- the slice's tests import it from here
 from slice_reference import expect_named as expect_named_in, reference_helpers
 
 source, reference, variant = reference_helpers("gpt")

@@ -4,7 +4,7 @@ mistake's failure named (its id too)."""
 import functools
 
 import pytest
-from check_timing import timings  # noqa: F401 -- the slice's tests import it from here
+from check_timing import cpu_seconds  # noqa: F401 -- the slice's tests import it from here
 from slice_reference import expect_named as expect_named_in, reference_helpers
 
 import checkers.vit

@@ -14,7 +14,7 @@ from checkers.vit import CheckFailure, NotImplementedYet, _order, _tokens
 from course.mutant import Mutant
 from course.vit.mistakes import MUTANTS
 from . import patch_loops
-from .checks import expect_named, raised, reference, timings, variant
+from .checks import cpu_seconds, expect_named, raised, reference, variant
 from .layers_variants import EMBEDDINGS, PATCHIFIES
 
 OBJECTS = {1: "patchify", 2: "PatchEmbedding"}
@@ -360,20 +360,20 @@ def _failing(task, obj):
 @pytest.mark.parametrize("task", sorted(OBJECTS))
 def test_checks_take_under_a_second(task):
     obj = reference()[OBJECTS[task]]
-    assert max(timings(lambda: check(task)(obj))) <= 1.0
+    assert cpu_seconds(lambda: check(task)(obj)) <= 1.0
 
 
 @pytest.mark.parametrize("patchify", PATCHIFIES, ids=lambda f: f.__name__)
 def test_every_valid_patchify_takes_under_a_second(patchify):
-    assert max(timings(lambda: check(1)(patchify))) <= 1.0
+    assert cpu_seconds(lambda: check(1)(patchify)) <= 1.0
 
 
 @pytest.mark.parametrize("patchify", patch_loops.LOOPS, ids=lambda f: f.__name__)
 def test_rejecting_a_python_loop_takes_under_a_second(patchify):
-    assert max(timings(_failing(1, patchify), runs=2)) <= 1.0
+    assert cpu_seconds(_failing(1, patchify), runs=3) <= 1.0
 
 
 @pytest.mark.parametrize("mutant", PLANTED, ids=lambda m: f"task{m.task}-{m.name}")
 def test_diagnosing_a_planted_mistake_takes_under_a_second(mutant):
     obj = variant(mutant)[OBJECTS[mutant.task]]
-    assert max(timings(_failing(mutant.task, obj), runs=2)) <= 1.0
+    assert cpu_seconds(_failing(mutant.task, obj), runs=3) <= 1.0
