@@ -3,7 +3,7 @@ failure named (its id too). The assignment is not registered yet, so its referen
 course.llm.WORK_IN_PROGRESS instead of tests/slice_reference.py's registry lookup."""
 import functools
 
-from check_timing import timings  # noqa: F401 -- the slice's tests import it from here
+from check_timing import cpu_seconds  # noqa: F401 -- the slice's tests import it from here
 from course.llm import WORK_IN_PROGRESS
 from course.reference import load_reference, reference_source
 from slice_reference import expect_named as expect_named_in
