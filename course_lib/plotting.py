@@ -81,7 +81,7 @@ def plot_history(history, target_accuracy=0.95,
 
     Args:
         history: a training History.
-        target_accuracy: drawn as the accuracy's target line, labelled target_label and the number.
+        target_accuracy: drawn as the accuracy's target line, labelled target_label and the number; None draws none.
         chance_loss, chance_label: the loss of a uniform guess, drawn as a dotted line, and its legend entry.
         check_accuracy: optional, what the task's check asks, drawn as its own line where it differs from the target.
     """
@@ -92,13 +92,15 @@ def plot_history(history, target_accuracy=0.95,
     loss_ax.set(title="Loss", xlabel="optimizer step", ylabel="cross-entropy (nats)")
     loss_ax.legend()
     acc_ax.plot(history.step, history.val_accuracy, color="tab:green")
-    acc_ax.axhline(target_accuracy, color="red", linestyle="--", label=f"{target_label} {percent(target_accuracy)}")
+    if target_accuracy is not None:  # None: a task judged by another measure (a language model's bits per byte)
+        acc_ax.axhline(target_accuracy, color="red", linestyle="--", label=f"{target_label} {percent(target_accuracy)}")
     if check_accuracy is not None and check_accuracy != target_accuracy:
         acc_ax.axhline(check_accuracy, color="tab:orange", linestyle=":",
                        label=f"the check needs {percent(check_accuracy)}")
     lowest = min([0.4, *(accuracy for accuracy in history.val_accuracy if accuracy == accuracy)])  # NaN skipped
     acc_ax.set(title="Validation accuracy", xlabel="optimizer step", ylabel="accuracy", ylim=(lowest - 0.01, 1.01))
-    acc_ax.legend()
+    if acc_ax.get_legend_handles_labels()[0]:
+        acc_ax.legend()
     lr_ax.plot(history.step, history.lr, color="tab:purple")
     lr_ax.set(title="Learning rate", xlabel="optimizer step", ylabel="learning rate")
     fig.tight_layout()
