@@ -1,0 +1,142 @@
+"""The llm assignment's bench (course/llm/bench.py): a quick run end to end through the runner, its merges' byte
+mapping, its attention routes and its LoRA count.
+
+llm is not in course.toml yet, so tools.bench cannot load it by name (runner.load_bench asks the registry); the
+quick run here goes through runner.bench in this process with load_bench and reference_of pointed at llm's module and
+reference (course.llm.WORK_IN_PROGRESS). Once it is registered, bench_reports.run_quick_bench replaces that.
+"""
+import contextlib
+import io
+import json
+import math
+
+import pytest
+import torch
+
+from course.llm import bench as bench_llm
+from course_lib import llm as llm_defaults
+from tools.bench import runner
+
+from bench_reports import assert_whole_report
+from .checks import reference
+
+NAME = "llm"
+SECTIONS = ("meta", "bpe_training", "tokenizers", "attention", "lora", "goals")
+
+
+@pytest.fixture(scope="module")
+def quick_report(tmp_path_factory):
+    """The llm bench's quick run through runner.bench, as `make bench ASSIGNMENT=llm --quick` will run it:
+    (report, out, stdout)."""
+    out, threads = tmp_path_factory.mktemp("bench_llm"), torch.get_num_threads()
+    patch = pytest.MonkeyPatch()
+    patch.setattr(runner, "load_bench", lambda name, root=None: bench_llm)
+    patch.setattr(runner, "reference_of", lambda name: reference())
+    stdout = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(stdout):
+            runner.bench(NAME, quick=True, out=out)
+    finally:
+        patch.undo()
+        torch.set_num_threads(threads)  # the runner sets one thread on the CPU
+    return json.loads((out / "bench.json").read_text()), out, stdout.getvalue()
+
+
+def test_the_bench_module_defines_the_sections_of_the_report():
+    assert list(bench_llm.SECTIONS) == list(SECTIONS[1:-1])
+
+
+def test_quick_bench_writes_every_section_and_both_plots(quick_report):
+    assert_whole_report(NAME, quick_report, SECTIONS)
+    report, out, _ = quick_report
+    assert sorted(p.split("/")[-1] for p in report["meta"]["plots"]) == ["attention_scaling.png",
+                                                                          "bpe_training_time.png"]
+
+
+def test_quick_bench_times_bpe_at_each_size(quick_report):
+    bpe = quick_report[0]["bpe_training"]
+    quick = bench_llm.SETTINGS["quick"]
+    assert len(bpe["bytes"]) == len(quick["bpe_sizes"]) and bpe["bytes"] == sorted(bpe["bytes"])
+    assert min(bpe["cpu_seconds"]) > 0 and bpe["merges"] == quick["vocab_size"] - 256
+    rows = [g for g in quick_report[0]["goals"] if g["section"] == "bpe"]
+    assert rows[0]["passed"] is None  # the quick sizes are far below the goal's 1 MB: no verdict
+
+
+def test_quick_bench_compares_with_tokenizers_where_installed(quick_report):
+    compared = quick_report[0]["tokenizers"]
+    if not compared["available"]:
+        pytest.skip("Hugging Face tokenizers is not installed (requirements.txt pins it)")
+    assert compared["round_trip"] is True
+    for side in ("training", "held_out"):
+        assert 0 < compared["tokenizers"][side] < 1 and 0 < compared["reference"][side] < 1
+    merges = compared["merges"]
+    assert merges["ours"] == merges["theirs"] == compared["vocab_size"] - 256
+    assert 0 < merges["common_prefix"] <= merges["shared"] <= merges["ours"]
+
+
+def test_quick_bench_checks_the_attention_routes_equal_before_measuring(quick_report):
+    attention = quick_report[0]["attention"]
+    assert attention["match"] is True and max(attention["max_abs_diff"].values()) <= bench_llm.EQUAL_ATOL
+    for curve in attention["routes"].values():
+        assert len(curve["peak_bytes"]) == len(curve["seconds"]) == len(attention["lengths"])
+        assert min(curve["seconds"]) > 0
+    naive = attention["routes"]["naive (full scores)"]
+    # the naive route's (B, H, L, L) float32 scores alone: a floor on its peak at every length
+    size = attention["size"]
+    floors = [4 * size["batch_size"] * size["num_heads"] * length**2 for length in attention["lengths"]]
+    assert all(peak >= floor for peak, floor in zip(naive["peak_bytes"], floors))
+
+
+def test_the_tiled_route_stays_below_the_full_scores_at_a_longer_length():
+    """At L = 1024 with blocks of 16 the tiled route holds a few (L, 16) tiles, far below the naive route's (L, L)."""
+    routes = bench_llm.attention_routes(reference(), 16)
+    size = dict(batch_size=1, num_heads=2, head_dim=8)
+    inputs = bench_llm.attention_inputs(size, 1024, "cpu")
+    with torch.no_grad():
+        peaks = {name: bench_llm.measure(lambda: routes[name](*inputs), "cpu", repeats=1).peak_bytes
+                 for name in ("tiled_attention (block 16)", "naive (full scores)")}
+    scores = 4 * 2 * 1024**2  # bytes of the (B, H, L, L) float32 scores
+    assert peaks["naive (full scores)"] >= scores > 4 * peaks["tiled_attention (block 16)"]
+
+
+def test_the_route_check_sees_a_wrong_route():
+    """The equality check can fail: attention without the causal mask differs from SDPA's causal output."""
+    routes = {"not causal": lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), -1) @ v}
+    inputs = bench_llm.attention_inputs(dict(batch_size=1, num_heads=2, head_dim=8), 20, "cpu")
+    assert bench_llm.route_differences(routes, inputs)["not causal"] > 1e-2
+
+
+def test_the_byte_level_alphabet_is_a_bijection_onto_256_printable_characters():
+    alphabet = bench_llm.byte_level_alphabet()
+    assert sorted(alphabet.values()) == list(range(256)) and all(char.isprintable() for char in alphabet)
+    assert alphabet["A"] == ord("A") and alphabet["Ġ"] == ord(" ")  # GPT-2 shows a space as Ġ
+
+
+def test_tokenizers_merges_read_back_as_the_bytes_they_join():
+    """On a text whose first two merges are certain (the pair a, b 6 times; then space, ab 5 times: the words are
+    "ab", " ab" 5 times and " xy"), both trainers' merges read as the same bytes."""
+    pytest.importorskip("tokenizers")
+    text = "ab ab ab ab ab ab xy"
+    theirs = bench_llm.hf_merges(bench_llm.hf_bpe(text, 258))
+    ours = bench_llm.reference_merges_as_bytes(reference()["train_bpe"](text, 258))
+    assert theirs[0] == ours[0] == (b"a", b"b") and theirs[1] == ours[1] == (b" ", b"ab")
+    assert bench_llm.merge_agreement(ours, theirs) == dict(common_prefix=2, shared=2, ours=2, theirs=2)
+
+
+def test_merge_agreement_counts_the_common_prefix_and_the_shared_merges():
+    ours = [(b"a", b"b"), (b"c", b"d"), (b"e", b"f")]
+    theirs = [(b"a", b"b"), (b"e", b"f"), (b"c", b"d"), (b"x", b"y")]
+    assert bench_llm.merge_agreement(ours, theirs) == dict(common_prefix=1, shared=3, ours=3, theirs=4)
+
+
+def test_lora_count_equals_rank_times_in_plus_out_on_the_attention_projections():
+    """Counted from the reference LoRALinear's parameters; checked against the Task 7 model's sizes (per block: q and
+    o map embed_dim to embed_dim, k and v embed_dim to num_kv_heads * head_dim), times its blocks."""
+    if "Llama" not in reference():
+        pytest.skip("the notebook has no Task 7 model yet")
+    lora = bench_llm.lora_section(reference(), dict(lora_ranks=(8,)), "cpu")
+    model = llm_defaults.MODEL
+    width, kv_features = model["embed_dim"], model["num_kv_heads"] * model["embed_dim"] // model["num_heads"]
+    per_block = 8 * (2 * (width + width) + 2 * (width + kv_features))  # q and o; k and v
+    assert lora["ranks"][8]["trainable"] == lora["ranks"][8]["formula"] == per_block * model["num_layers"]
+    assert lora["full"] > 10 * lora["ranks"][8]["trainable"]
