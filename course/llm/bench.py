@@ -15,9 +15,16 @@ Sections, on the device in use (CUDA if available, else CPU; the tokenizer secti
                 log-log slopes (course_lib.measure: the CUDA allocator's peak, or on the CPU the allocations and frees
                 torch's profiler records, as the transformer assignment's Linformer figure);
   lora          trainable parameters of LoRA on the attention projections of the notebook's Task 7 model, for each
-                rank, against full fine-tuning of the same model.
+                rank, against full fine-tuning of the same model;
+  training      Task 7's cell as the notebook runs it (course_lib.llm's defaults: the reference tokenizer trained on
+                the training topics, TextWindows, train() with next_token_loss, the curves scoring the first
+                EVAL_CHARS held-out characters), one run per seed: the training seconds and steps to the first
+                evaluation at check_task_7's bound in bits per byte, the final bits per byte on all held-out topics,
+                and check_task_7's verdict on the trained model.
 Each goal is one row of the table; figures() writes the BPE time and the attention memory and time plots.
 """
+import contextlib
+import io
 import math
 import statistics
 import time
@@ -32,10 +39,15 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from checkers.llm import CheckFailure, check_task_7
+from checkers.llm.trained import TARGET_BPB
 from course_lib import llm as llm_defaults
-from course_lib.llm import help_topics, split_topics, utf8_size
+from course_lib.device import seed_everything
+from course_lib.llm import (TextWindows, bits_per_byte, help_topics, next_token_loss, next_token_scores,
+                            split_topics, utf8_size)
 from course_lib.measure import measure
-from tools.bench.goals import Goal, ms
+from tools.bench import training as bench_training
+from tools.bench.goals import Goal, ms, seconds_or_not_reached, seeds_to_target
 from tools.bench.scaling import loglog_slope
 
 BPE_SECONDS_GOAL, BPE_GOAL_BYTES = 10.0, 1_000_000  # issue 26: 1 MB of text trained in at most 10 s of CPU
@@ -46,16 +58,18 @@ TOKENS_PER_BYTE_TOLERANCE = 0.02
 # routes that hold the (L, L) scores; within the transformer bench's 0.15 of each.
 SLOPE_TOLERANCE = 0.15
 EQUAL_ATOL = 1e-5  # issue 26: tiled attention equals SDPA within 1e-5 in float32
+TRAINING_SECONDS_GOAL = 60.0  # issue 26: an honest model reaches the bound within 60 s of training (median of 3)
 
 SETTINGS = {
     "full": dict(bpe_sizes=(100_000, 250_000, 500_000, 1_000_000), bpe_repeats=3,
                  vocab_size=llm_defaults.VOCAB_SIZE, tokenizer_chars=None,
                  attention_lens=(256, 512, 1024, 2048, 4096), attention_size=dict(batch_size=1, num_heads=4,
                                                                                   head_dim=16),
-                 block_size=64, attention_repeats=3, lora_ranks=(1, 2, 4, 8, 16, 32)),
+                 block_size=64, attention_repeats=3, lora_ranks=(1, 2, 4, 8, 16, 32),
+                 seeds=(0, 1, 2), steps=llm_defaults.STEPS, eval_every=llm_defaults.TRAINING["eval_every"]),
     "quick": dict(bpe_sizes=(4_000, 8_000), bpe_repeats=1, vocab_size=300, tokenizer_chars=20_000,
                   attention_lens=(32, 64, 128), attention_size=dict(batch_size=1, num_heads=2, head_dim=8),
-                  block_size=16, attention_repeats=1, lora_ranks=(1, 8)),
+                  block_size=16, attention_repeats=1, lora_ranks=(1, 8), seeds=(0,), steps=12, eval_every=6),
 }
 
 
@@ -311,13 +325,100 @@ def lora_section(ref, settings, device):
                 ranks=ranks)
 
 
+# ----------------------------------------------------------------------------- Task 7: time to the bound
+
+
+def notebook_data(ref, steps):
+    """The notebook's Task 7 data: (tokenizer, the loader of steps batches of windows, the scored held-out part's ids
+    and bytes, all held-out topics' ids and bytes), the tokenizer the reference one trained on the training topics."""
+    training_text, held_out_text = split_topics()
+    tokenizer = ref["BPETokenizer"](ref["train_bpe"](training_text, llm_defaults.VOCAB_SIZE))
+    max_len = llm_defaults.MODEL["max_len"]
+    windows = TextWindows(tokenizer.encode(training_text), max_len, steps * llm_defaults.BATCH_SIZE)
+    loader = torch.utils.data.DataLoader(windows, batch_size=llm_defaults.BATCH_SIZE)
+    scored = held_out_text[:llm_defaults.EVAL_CHARS]
+    return dict(tokenizer=tokenizer, loader=loader, scored=(tokenizer.encode(scored), utf8_size(scored)),
+                held_out=(tokenizer.encode(held_out_text), utf8_size(held_out_text)))
+
+
+def bpb_curve(history, ids, num_bytes):
+    """The history's held-out losses (mean nats per predicted token) as bits per byte of the scored part."""
+    return [loss * (len(ids) - 1) / math.log(2) / num_bytes for loss in history.val_loss]
+
+
+def notebook_run(ref, seed, data, settings, device):
+    """Task 7's cell with seed in place of its 0; the bound's first evaluation, the final score and the check.
+
+    Returns:
+        dict with seed, seconds and steps (the whole run's training), target_seconds / target_steps (first
+        evaluation at <= TARGET_BPB; None if none), bpb and curve_seconds (per evaluation: the scored part's bits
+        per byte, the training seconds so far), final_bpb (all held-out
+        topics), check (None where check_task_7 passed, else its message), step_ms and wall_seconds.
+    """
+    max_len, (ids, num_bytes) = llm_defaults.MODEL["max_len"], data["scored"]
+    seed_everything(seed)
+    model = ref["Llama"](**llm_defaults.MODEL).to(device)
+    warmup = llm_defaults.TRAINING["warmup_steps"] * settings["steps"] // llm_defaults.STEPS  # the same share
+    training = dict(llm_defaults.TRAINING, eval_every=settings["eval_every"], warmup_steps=warmup)
+    history, wall_seconds = bench_training.quiet_train(
+        model, data["loader"], None, device=device, **training, batch_loss=next_token_loss,
+        evaluate_fn=lambda model: next_token_scores(model, ids, max_len))
+    curve = bpb_curve(history, ids, num_bytes)
+    reached = next((k for k, bpb in enumerate(curve) if bpb <= TARGET_BPB), None)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # the check's ✓ line; the bench prints one table
+            check_task_7(model, data["tokenizer"])
+        verdict = None
+    except CheckFailure as failure:
+        verdict = str(failure)
+    return dict(seed=seed, seconds=history.seconds[-1], steps=history.step[-1], bpb=curve,
+                curve_seconds=list(history.seconds),
+                target_seconds=None if reached is None else history.seconds[reached],
+                target_steps=None if reached is None else history.step[reached],
+                final_bpb=bits_per_byte(model, *data["held_out"], max_len), check=verdict,
+                step_ms=1e3 * history.seconds[-1] / max(history.step[-1], 1), wall_seconds=wall_seconds)
+
+
+def training_section(ref, settings, device):
+    """The notebook's Task 7 run for every seed (the same windows; the seed draws the weights).
+
+    Returns:
+        dict with the bound, steps, runs, all_reached and the medians of the seconds and steps to the bound (None
+        where a seed never reached it).
+    """
+    data = notebook_data(ref, settings["steps"])
+    runs = [notebook_run(ref, seed, data, settings, device) for seed in settings["seeds"]]
+    reached = [run for run in runs if run["target_seconds"] is not None]
+    all_reached = len(reached) == len(runs)
+    median = lambda key: statistics.median(run[key] for run in runs) if all_reached else None
+    return dict(target_bpb=TARGET_BPB, steps=settings["steps"], eval_chars=llm_defaults.EVAL_CHARS, runs=runs,
+                all_reached=all_reached, target_median_seconds=median("target_seconds"),
+                target_median_steps=median("target_steps"))
+
+
 # ----------------------------------------------------------------------------- figures
 
 
 def figures(report, out):
-    """BPE training time against text size, and the attention routes' peak memory and time against L (log-log);
-    returns the paths written."""
-    return [bpe_figure(report["bpe_training"], out), attention_figure(report["attention"], out)]
+    """BPE training time against text size, the attention routes' peak memory and time against L (log-log), and
+    Task 7's held-out bits per byte against training time; returns the paths written."""
+    return [bpe_figure(report["bpe_training"], out), attention_figure(report["attention"], out),
+            training_figure(report["training"], out)]
+
+
+def training_figure(training, out):
+    """Bits per byte of the scored held-out part against training seconds, one line per seed, the bound drawn."""
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for run in training["runs"]:
+        ax.plot(run["curve_seconds"], run["bpb"], "o-", markersize=3, label=f"seed {run['seed']}")
+    ax.axhline(training["target_bpb"], color="red", linestyle=":", label=f"check's bound {training['target_bpb']}")
+    ax.set(xlabel="training time (s, evaluations excluded)", ylabel="held-out bits per byte",
+           title=f"Task 7 as in the notebook: held-out bits per byte ({training['eval_chars']:,} characters)")
+    ax.legend()
+    path = out / "training_bits_per_byte.png"
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
 
 
 def bpe_figure(bpe, out):
@@ -427,11 +528,30 @@ def lora_goals(lora):
     ]
 
 
+def training_goals(training):
+    """Median seconds to the bound (held to TRAINING_SECONDS_GOAL); each run's final score and the check's verdict."""
+    runs = training["runs"]
+    label = f"Task 7 as in the notebook, first evaluation <= {training['target_bpb']} bits/byte"
+    median = training["target_median_seconds"]
+    passed = [run for run in runs if run["check"] is None]
+    return [
+        Goal("training", f"{label} ({training['eval_chars']:,} held-out chars): median of {len(runs)} seeds",
+             f"{seconds_or_not_reached(median)} ({training['target_median_steps']} steps); {seeds_to_target(runs)}",
+             f"<= {TRAINING_SECONDS_GOAL:.0f} s", training["all_reached"] and median <= TRAINING_SECONDS_GOAL),
+        Goal("training", f"the whole run ({training['steps']:,} steps): seconds, bits/byte on all held-out topics",
+             ", ".join(f"seed {run['seed']}: {run['seconds']:.1f} s, {run['final_bpb']:.3f}" for run in runs)),
+        Goal("training", "training step time, per seed", ", ".join(f"{run['step_ms']:.1f} ms" for run in runs)),
+        Goal("training", "check_task_7 on each trained model", f"{len(passed)} of {len(runs)} pass"
+             + "".join(f"; seed {run['seed']}: {run['check'][:80]}" for run in runs if run["check"]),
+             "all pass", len(passed) == len(runs)),
+    ]
+
+
 def goals(report, settings):
     """Every row of the table, section by section."""
     return (bpe_goals(report["bpe_training"]) + tokenizer_goals(report["tokenizers"])
-            + attention_goals(report["attention"]) + lora_goals(report["lora"]))
+            + attention_goals(report["attention"]) + lora_goals(report["lora"]) + training_goals(report["training"]))
 
 
 SECTIONS = {"bpe_training": bpe_training_section, "tokenizers": tokenizers_section, "attention": attention_section,
-            "lora": lora_section}
+            "lora": lora_section, "training": training_section}

@@ -21,7 +21,7 @@ from bench_reports import assert_whole_report
 from .checks import reference
 
 NAME = "llm"
-SECTIONS = ("meta", "bpe_training", "tokenizers", "attention", "lora", "goals")
+SECTIONS = ("meta", "bpe_training", "tokenizers", "attention", "lora", "training", "goals")
 
 
 @pytest.fixture(scope="module")
@@ -46,11 +46,23 @@ def test_the_bench_module_defines_the_sections_of_the_report():
     assert list(bench_llm.SECTIONS) == list(SECTIONS[1:-1])
 
 
-def test_quick_bench_writes_every_section_and_both_plots(quick_report):
+def test_quick_bench_writes_every_section_and_its_plots(quick_report):
     assert_whole_report(NAME, quick_report, SECTIONS)
     report, out, _ = quick_report
-    assert sorted(p.split("/")[-1] for p in report["meta"]["plots"]) == ["attention_scaling.png",
-                                                                          "bpe_training_time.png"]
+    assert sorted(p.split("/")[-1] for p in report["meta"]["plots"]) == [
+        "attention_scaling.png", "bpe_training_time.png", "training_bits_per_byte.png"]
+
+
+def test_quick_bench_trains_as_the_notebook_and_checks_the_model(quick_report):
+    training, quick = quick_report[0]["training"], bench_llm.SETTINGS["quick"]
+    assert training["target_bpb"] == bench_llm.TARGET_BPB and training["eval_chars"] == llm_defaults.EVAL_CHARS
+    run = training["runs"][0]
+    assert run["steps"] == quick["steps"] and run["seconds"] > 0
+    assert len(run["bpb"]) == len(run["curve_seconds"]) == quick["steps"] // quick["eval_every"] + 1
+    # untrained (embedding N(0, 0.02)): about a uniform guess, log2(1024) = 10 bits a token at ~0.35 tokens a byte
+    assert run["bpb"][0] > 3 and run["bpb"][-1] < run["bpb"][0]
+    # a dozen steps reach no bound: the run is reported as not reached and the check fails, saying so
+    assert run["target_seconds"] is None and training["all_reached"] is False and "Task 7" in run["check"]
 
 
 def test_quick_bench_times_bpe_at_each_size(quick_report):
