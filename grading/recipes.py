@@ -6,6 +6,7 @@ compared. A recipe holds inputs and weights, never expected values, so a probe t
 learns nothing it could copy. This module is copied into the sandbox: it may import only
 torch and the public `checkers` package.
 """
+import contextlib
 import importlib
 
 import torch
@@ -106,14 +107,15 @@ def run(recipe, objects, namespace=None):
     """Run one recipe on objects (the arguments of the task's check call).
 
     Args:
-        recipe: dict with "task", "object" (index into objects) and optional "build", "facts",
-            "attribute" (with "rows"), "call", "calls" and "trained" entries (see grading/cases/parts.py).
+        recipe: dict with "task", "object" (index into objects) and optional "build", "facts", "attribute" (with
+            "rows"), "call", "calls", "values", "watch" and "trained" entries (see grading/cases/parts.py).
         objects: the student's (or the reference's) function, classes or trained model.
         namespace: the notebook's namespace, for a trained model's class.
 
     Returns:
         dict of plain data and tensors: "facts", "attribute", "structure", "outputs", "inputs_after", "grads",
-        "calls" (the torch functions each call made, when the recipe asks: see invoke).
+        "calls" (the torch functions each call made, when the recipe asks: see invoke), "values" (a result of plain
+        data, when the recipe asks: see values), "watched" (what the recipe's "watch" saw during the call).
     """
     task = Task(recipe["task"])
     target = objects[recipe["object"]]
@@ -141,7 +143,10 @@ def attribute(module, recipe):
 
 
 def make_module(task, cls, spec):
-    """Build the class with the pinned keywords, load the recipe's weights by role, set the mode."""
+    """Build the class with the pinned keywords, load the recipe's weights by role, set the mode; a spec of an
+    "instance" (a class that is no nn.Module, e.g. a tokenizer) is called with its arguments as they are."""
+    if spec.get("instance"):
+        return task.call(f"{spec['name']}(...)", cls, *[fresh(value) for value in spec.get("args", [])])
     kwargs = {key: decode(value) for key, value in spec.get("kwargs", {}).items()}
     dtype = DTYPES[spec.get("dtype", "float64")]
     # native: built under the default dtype, without the .to(dtype) that would hide a tensor of a fixed dtype
@@ -170,8 +175,10 @@ def call(task, target, recipe):
     if recipe.get("compare") == "devices":
         return devices(task, recipe, function, args, kwargs)
     calls = [] if "calls" in recipe else None
-    results = [invoke(task, recipe.get("what", "the call"), function, args, kwargs, calls)
-               for _ in range(spec.get("repeat", 1))]
+    watcher = helper(recipe["watch"]) if "watch" in recipe else contextlib.nullcontext()
+    with watcher:
+        results = [invoke(task, recipe.get("what", "the call"), function, args, kwargs, calls)
+                   for _ in range(spec.get("repeat", 1))]
     outputs = [leaves(result) for result in results]
     record = {"structure": describe(results[0]),
               "inputs_after": [snapshot(a) if isinstance(a, torch.Tensor) else None for a in args]}
@@ -191,7 +198,26 @@ def call(task, target, recipe):
     if recipe.get("grad"):
         record["grads"] = gradients(task, target, recipe, args, outputs[0])
     record["outputs"] = [[snapshot(t) for t in result] for result in outputs]
+    if recipe.get("values"):
+        record["values"] = values(results[0])
+    if "watch" in recipe:  # what a context of the public checkers package saw during the call, as plain data
+        record["watched"] = checkers_object(recipe["watch"]["report"])(watcher)
     return record
+
+
+VALUES_LIMIT = 100_000  # items of a result recorded as values: far above any case's, far below the record's limit
+
+
+def values(result, depth=0):
+    """A result that is plain data (ids, pairs, text) as plain data to compare exactly: an int, str, bool or float as
+    it is, a list or tuple as a list (the first VALUES_LIMIT items), a tensor as "tensor" (compared as an output),
+    anything else, a subclass included (its own __eq__ could answer anything), as its type's name."""
+    if type(result) in (int, str, bool, float):
+        return result
+    if type(result) in (list, tuple) and depth < 8:
+        return [values(item, depth + 1) for item in result[:VALUES_LIMIT]] + (["..."] if len(result) > VALUES_LIMIT
+                                                                                else [])
+    return "tensor" if isinstance(result, torch.Tensor) else {"type": type(result).__name__}
 
 
 def devices(task, recipe, function, args, kwargs):

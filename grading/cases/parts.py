@@ -15,8 +15,9 @@ def recipe(task, name, visible, obj=0, **parts):
         name: how reports and feedback name the case (never its expected values).
         visible: True for a case the notebook's own check also runs.
         obj: index of the object in the task's check call, e.g. 1 for the second name the check takes.
-        parts: "build", "call", "grad", "facts", "attribute", "trained", "calls" (see counted), and comparison
-            settings ("atol", "rtol", "row_atol", "compare", "grad_rows_sum_to_1").
+        parts: "build", "call", "grad", "facts", "attribute", "trained", "calls" (see counted), "watch" (see watch),
+            "values" (True: the result is plain data, ids or text, compared exactly), and comparison settings
+            ("atol", "rtol", "row_atol", "compare", "grad_rows_sum_to_1").
     """
     return {"task": task, "name": name, "visible": visible, "object": obj, **parts}
 
@@ -28,6 +29,12 @@ def module(name, slots=None, weights=None, dtype="float64", mode="eval", native=
     """
     return {"name": name, "kwargs": kwargs, "slots": slots, "weights": weights or {}, "dtype": dtype, "mode": mode,
             "native": native}
+
+
+def instance(name, *args):
+    """How to build an object of a class that is no nn.Module (e.g. a tokenizer): the pinned class name called with
+    args (plain data) as they are; nothing is loaded or cast."""
+    return {"name": name, "args": list(args), "instance": True}
 
 
 def called(*args, method=None, repeat=1, raises=False, names=(), **kwargs):
@@ -44,6 +51,14 @@ def counted(judge, *inputs):
     e.g. a larger image); judge ("checkers.<module>:<function>", the task's check uses the same) takes those counts
     and all the calls' arguments and says what is wrong, or None (see grading/judge/compare.py: compare_calls)."""
     return {"judge": judge, "inputs": [list(arguments) for arguments in inputs]}
+
+
+def watch(name, report, judge, **kwargs):
+    """A context of the public checkers package ("checkers.<module>:<class>", e.g. a torch function mode) the call
+    runs inside, in the probe; report ("checkers.<module>:<function>") gives what it saw as plain data, and judge (the
+    same package's) says in the grader what is wrong with that report, or None (e.g. a tensor the task's text says
+    never to build, which counted calls cannot see)."""
+    return {"helper": name, "kwargs": kwargs, "report": report, "judge": judge}
 
 
 def helper(name, report=None, mode=None, **kwargs):

@@ -103,6 +103,8 @@ def compare_outputs(recipe, got, expected):
         problem = compare_tensor("the output" if single else f"result[{index}]", mine, theirs, *tolerance)
         if problem:
             return problem
+    if "values" in expected and got.get("values") != expected["values"]:  # plain data (ids, pairs, text): exact
+        return "the result differs from the reference"
     for mine, theirs in zip(got.get("inputs_after", []), expected["inputs_after"]):
         if theirs is not None and (not isinstance(mine, torch.Tensor) or not torch.equal(mine, theirs)):
             return "the call modified its input in place (e.g. `x += ...`); build a new tensor instead"
@@ -181,6 +183,8 @@ def compare_case(recipe, got, expected):
         problem = compare_raised(got, expected) if raises else compare_outputs(recipe, got, expected)
     if not problem and "calls" in recipe:
         problem = compare_calls(recipe, got)
+    if not problem and "watch" in recipe:  # the judge of the public checkers package reads the probe's report
+        problem = checkers_object(recipe["watch"]["judge"])(got.get("watched"))
     return problem
 
 

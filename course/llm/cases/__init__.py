@@ -1,0 +1,20 @@
+"""The llm assignment's test cases: the visible checks' own, hidden ones, and the trained task's spec.
+
+See grading/cases/__init__.py for what an assignment's cases package provides.
+"""
+
+from grading.cases.parts import assemble
+from .facts import FACT_PROBLEMS
+from .hidden import hidden_cases
+from .visible import VISIBLE
+
+__all__ = ["FACT_PROBLEMS", "build_cases"]
+
+
+def trained_case(task):
+    raise NotImplementedError("Task 7's case comes with the trained model")
+
+
+def build_cases(reference, assignment):
+    """{task: [recipe, ...]} for every task of the registry's assignment: visible checks' cases, then hidden ones."""
+    return assemble(assignment, reference, VISIBLE, hidden_cases, trained_case)
