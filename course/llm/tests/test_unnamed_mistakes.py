@@ -1,0 +1,68 @@
+"""The held-out llm mistakes (unnamed_mistakes.py, written from the notebook without reading the checks): each one's
+edits apply to the reference source, and each fails its task's check with a sentence that starts "Task N:", within a
+second of CPU time.
+
+Run with -s to see each check's sentence (the held-out report judges whether it names the mistake).
+"""
+import contextlib
+import io
+
+import pytest
+
+import checkers.llm as checkers
+from check_timing import cpu_seconds
+from course.llm import WORK_IN_PROGRESS
+from course.reference import reference_source
+
+from . import unnamed_mistakes as heldout
+
+
+def _verdict(item):
+    """(passed, what the check printed or raised) for the mistake's object."""
+    check = getattr(checkers, f"check_task_{item['task']}")
+    obj = heldout.mistake_object(item)
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            check(obj)
+    except checkers.CheckFailure as failure:
+        return False, str(failure)
+    return True, printed.getvalue().strip()
+
+
+def test_every_task_has_six_held_out_mistakes():
+    names = [item["name"] for item in heldout.MISTAKES]
+    assert len(names) == len(set(names))
+    for task in heldout.CHECKED:
+        assert sum(item["task"] == task for item in heldout.MISTAKES) >= 6, task
+
+
+@pytest.mark.parametrize("item", heldout.MISTAKES, ids=lambda item: item["name"])
+def test_each_edit_applies_exactly_once(item):
+    """Mutant.apply replaces every occurrence: an old text found twice would plant a different mistake."""
+    source = reference_source(WORK_IN_PROGRESS)
+    for old, new in item["edits"]:
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    assert source == heldout.mistake_source(item)
+
+
+@pytest.mark.parametrize("item", heldout.MISTAKES, ids=lambda item: item["name"])
+def test_held_out_mistake_fails_its_check(item):
+    passed, message = _verdict(item)
+    print(f"\n[{item['name']}] {item['what']}\n  -> {message}")
+    assert not passed, f"GAP: the check passed {item['name']} ({item['what']}): {message}"
+    assert message.startswith(f"Task {item['task']}:"), message
+
+
+@pytest.mark.parametrize("item", heldout.MISTAKES, ids=lambda item: item["name"])
+def test_held_out_check_stays_within_a_second(item):
+    check = getattr(checkers, f"check_task_{item['task']}")
+    obj = heldout.mistake_object(item)
+
+    def run():
+        try:
+            check(obj)
+        except checkers.CheckFailure:
+            pass
+    assert cpu_seconds(run, runs=3) <= 1.0
