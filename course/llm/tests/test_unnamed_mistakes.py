@@ -1,10 +1,11 @@
 """The held-out llm mistakes (unnamed_mistakes.py, written from the notebook without reading the checks): each one's
-edits apply to the reference source, and each fails its task's check with a sentence that starts "Task N:", within a
-second of CPU time.
+edits apply to the reference source, each fails its task's check with a sentence that starts "Task N:", within a
+second of CPU time, and the grader's cases (course/llm/cases) score it 0.
 
 Run with -s to see each check's sentence (the held-out report judges whether it names the mistake).
 """
 import contextlib
+import dataclasses
 import io
 
 import pytest
@@ -12,7 +13,11 @@ import pytest
 import checkers.llm as checkers
 from check_timing import cpu_seconds
 from course.llm import WORK_IN_PROGRESS
-from course.reference import reference_source
+from course.reference import load_reference, reference_source
+from grading.cases import build_cases
+from grading.judge.expected import expected_records, reference_namespace
+from grading.match.notebook import check_cells, read, release_layout
+from in_process_grading import verdict_of
 
 from . import unnamed_mistakes as heldout
 
@@ -66,3 +71,29 @@ def test_held_out_check_stays_within_a_second(item):
         except checkers.CheckFailure:
             pass
     assert cpu_seconds(run, runs=3) <= 1.0
+
+
+@pytest.fixture(scope="module")
+def graded_cases():
+    """in_process_grading.graded_cases_of's tuple for the definition tasks, read from the solutions notebook.
+
+    llm has no release notebook yet and Task 7 no case, so this builds what graded_cases_of builds without them.
+    """
+    reference = reference_namespace(WORK_IN_PROGRESS)
+    definitions = dataclasses.replace(WORK_IN_PROGRESS, tasks={number: task for number, task
+                                                               in WORK_IN_PROGRESS.tasks.items() if not task.trains})
+    checks = {task: cell for task, cell in check_cells(release_layout(read(WORK_IN_PROGRESS.source_notebook))).items()
+              if task in definitions.tasks}
+    names = {task: cell.names for task, cell in checks.items()}
+    cases = build_cases(reference, definitions)
+    points = {task: cell.points for task, cell in checks.items()}
+    return cases, expected_records(cases, reference, names), names, points, reference
+
+
+@pytest.mark.parametrize("item", heldout.MISTAKES, ids=lambda item: item["name"])
+def test_the_grader_scores_the_mistake_zero(item, graded_cases):
+    """A ✓ from a check means the grader pays; a held-out mistake should be paid nothing."""
+    namespace = dict(graded_cases[4], **load_reference(heldout.mistake_source(item)))
+    verdict = verdict_of(item["task"], namespace, graded_cases)
+    print(f"\n[{item['name']}] grader: {verdict.score} -> {verdict.message}")
+    assert verdict.score == 0, verdict.message
