@@ -61,13 +61,13 @@ EQUAL_ATOL = 1e-5  # issue 26: tiled attention equals SDPA within 1e-5 in float3
 TRAINING_SECONDS_GOAL = 60.0  # issue 26: an honest model reaches the bound within 60 s of training (median of 3)
 
 SETTINGS = {
-    "full": dict(bpe_sizes=(100_000, 250_000, 500_000, 1_000_000), bpe_repeats=3,
+    "full": dict(bpe_chars=(100_000, 250_000, 500_000, 1_000_000), bpe_repeats=3,
                  vocab_size=llm_defaults.VOCAB_SIZE, tokenizer_chars=None,
                  attention_lens=(256, 512, 1024, 2048, 4096), attention_size=dict(batch_size=1, num_heads=4,
                                                                                   head_dim=16),
                  block_size=64, attention_repeats=3, lora_ranks=(1, 2, 4, 8, 16, 32),
                  seeds=(0, 1, 2), steps=llm_defaults.STEPS, eval_every=llm_defaults.TRAINING["eval_every"]),
-    "quick": dict(bpe_sizes=(4_000, 8_000), bpe_repeats=1, vocab_size=300, tokenizer_chars=20_000,
+    "quick": dict(bpe_chars=(4_000, 8_000), bpe_repeats=1, vocab_size=300, tokenizer_chars=20_000,
                   attention_lens=(32, 64, 128), attention_size=dict(batch_size=1, num_heads=2, head_dim=8),
                   block_size=16, attention_repeats=1, lora_ranks=(1, 8), seeds=(0,), steps=12, eval_every=6),
 }
@@ -81,11 +81,11 @@ def text_of_size(text, chars):
     return (text * math.ceil(chars / len(text)))[:chars]
 
 
-def cpu_seconds(fn, *args):
-    """(CPU seconds of this process, wall seconds) of one call fn(*args)."""
+def timed(fn, *args):
+    """(fn(*args), CPU seconds of this process during the call, wall seconds of the call)."""
     cpu, wall = time.process_time(), time.perf_counter()
-    fn(*args)
-    return time.process_time() - cpu, time.perf_counter() - wall
+    result = fn(*args)
+    return result, time.process_time() - cpu, time.perf_counter() - wall
 
 
 def bpe_training_section(ref, settings, device):
@@ -97,13 +97,13 @@ def bpe_training_section(ref, settings, device):
     """
     topics = "\n".join(help_topics().values())
     sizes, cpu, wall = [], [], []
-    for chars in settings["bpe_sizes"]:
+    for chars in settings["bpe_chars"]:
         text = text_of_size(topics, chars)
-        runs = [cpu_seconds(ref["train_bpe"], text, settings["vocab_size"]) for _ in range(settings["bpe_repeats"])]
+        runs = [timed(ref["train_bpe"], text, settings["vocab_size"]) for _ in range(settings["bpe_repeats"])]
         sizes.append(utf8_size(text))
-        cpu.append(statistics.median(run[0] for run in runs))
-        wall.append(statistics.median(run[1] for run in runs))
-    merges = len(ref["train_bpe"](text_of_size(topics, settings["bpe_sizes"][-1]), settings["vocab_size"]))
+        cpu.append(statistics.median(run[1] for run in runs))
+        wall.append(statistics.median(run[2] for run in runs))
+    merges = len(runs[-1][0])  # learnt from the largest text
     return dict(vocab_size=settings["vocab_size"], repeats=settings["bpe_repeats"], topics_bytes=utf8_size(topics),
                 bytes=sizes, cpu_seconds=cpu, wall_seconds=wall, merges=merges, slope=loglog_slope(sizes, cpu))
 
@@ -188,8 +188,8 @@ def tokenizers_section(ref, settings, device):
     if settings["tokenizer_chars"]:
         training, held_out = training[:settings["tokenizer_chars"]], held_out[:settings["tokenizer_chars"] // 4]
     texts = dict(training=training, held_out=held_out)
-    (merges,), ours_seconds = timed(ref["train_bpe"], training, settings["vocab_size"])
-    (theirs,), theirs_seconds = timed(hf_bpe, training, settings["vocab_size"])
+    merges, ours_seconds, _ = timed(ref["train_bpe"], training, settings["vocab_size"])
+    theirs, theirs_seconds, _ = timed(hf_bpe, training, settings["vocab_size"])
     if theirs is None:
         return dict(available=False, vocab_size=settings["vocab_size"])
     import tokenizers
@@ -202,13 +202,6 @@ def tokenizers_section(ref, settings, device):
                 round_trip=theirs.decode(theirs.encode(held_out).ids) == held_out,
                 merges=merge_agreement(reference_merges_as_bytes(merges), hf_merges(theirs)),
                 reference_cpu_seconds=ours_seconds, tokenizers_cpu_seconds=theirs_seconds)
-
-
-def timed(fn, *args):
-    """((fn(*args),), CPU seconds of the call)."""
-    start = time.process_time()
-    result = fn(*args)
-    return (result,), time.process_time() - start
 
 
 # ----------------------------------------------------------------------------- tiled attention against full scores
@@ -352,8 +345,8 @@ def notebook_run(ref, seed, data, settings, device):
     Returns:
         dict with seed, seconds and steps (the whole run's training), target_seconds / target_steps (first
         evaluation at <= TARGET_BPB; None if none), bpb and curve_seconds (per evaluation: the scored part's bits
-        per byte, the training seconds so far), final_bpb (all held-out
-        topics), check (None where check_task_7 passed, else its message), step_ms and wall_seconds.
+        per byte, the training seconds so far), final_bpb (all held-out topics), check (None where check_task_7
+        passed, else its message), step_ms and wall_seconds.
     """
     max_len, (ids, num_bytes) = llm_defaults.MODEL["max_len"], data["scored"]
     seed_everything(seed)
@@ -365,18 +358,23 @@ def notebook_run(ref, seed, data, settings, device):
         evaluate_fn=lambda model: next_token_scores(model, ids, max_len))
     curve = bpb_curve(history, ids, num_bytes)
     reached = next((k for k, bpb in enumerate(curve) if bpb <= TARGET_BPB), None)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):  # the check's ✓ line; the bench prints one table
-            check_task_7(model, data["tokenizer"])
-        verdict = None
-    except CheckFailure as failure:
-        verdict = str(failure)
     return dict(seed=seed, seconds=history.seconds[-1], steps=history.step[-1], bpb=curve,
                 curve_seconds=list(history.seconds),
                 target_seconds=None if reached is None else history.seconds[reached],
                 target_steps=None if reached is None else history.step[reached],
-                final_bpb=bits_per_byte(model, *data["held_out"], max_len), check=verdict,
-                step_ms=1e3 * history.seconds[-1] / max(history.step[-1], 1), wall_seconds=wall_seconds)
+                final_bpb=bits_per_byte(model, *data["held_out"], max_len),
+                check=check_verdict(model, data["tokenizer"]), wall_seconds=wall_seconds,
+                step_ms=1e3 * history.seconds[-1] / max(history.step[-1], 1))
+
+
+def check_verdict(model, tokenizer):
+    """None where check_task_7 passes the trained model with the tokenizer, else the check's message."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # the check's ✓ line; the bench prints one table
+            check_task_7(model, tokenizer)
+    except CheckFailure as failure:
+        return str(failure)
+    return None
 
 
 def training_section(ref, settings, device):

@@ -68,7 +68,7 @@ def test_quick_bench_trains_as_the_notebook_and_checks_the_model(quick_report):
 def test_quick_bench_times_bpe_at_each_size(quick_report):
     bpe = quick_report[0]["bpe_training"]
     quick = bench_llm.SETTINGS["quick"]
-    assert len(bpe["bytes"]) == len(quick["bpe_sizes"]) and bpe["bytes"] == sorted(bpe["bytes"])
+    assert len(bpe["bytes"]) == len(quick["bpe_chars"]) and bpe["bytes"] == sorted(bpe["bytes"])
     assert min(bpe["cpu_seconds"]) > 0 and bpe["merges"] == quick["vocab_size"] - 256
     rows = [g for g in quick_report[0]["goals"] if g["section"] == "bpe"]
     assert rows[0]["passed"] is None  # the quick sizes are far below the goal's 1 MB: no verdict
@@ -152,3 +152,15 @@ def test_lora_count_equals_rank_times_in_plus_out_on_the_attention_projections()
     per_block = 8 * (2 * (width + width) + 2 * (width + kv_features))  # q and o; k and v
     assert lora["ranks"][8]["trainable"] == lora["ranks"][8]["formula"] == per_block * model["num_layers"]
     assert lora["full"] > 10 * lora["ranks"][8]["trainable"]
+
+
+def test_the_curve_of_held_out_losses_reads_as_course_libs_bits_per_byte():
+    """bpb_curve turns next_token_scores' mean nats per predicted token into bits per byte: the same figure
+    course_lib.llm.bits_per_byte computes from the summed bits, on a small untrained model of the reference."""
+    torch.manual_seed(0)
+    model = reference()["Llama"](**dict(llm_defaults.MODEL, vocab_size=300, num_layers=1, max_len=16))
+    ids, num_bytes = torch.randint(300, (100,)).tolist(), 137
+    loss, _ = llm_defaults.next_token_scores(model, ids, 16)
+    history = type("History", (), dict(val_loss=[loss]))
+    (curve,) = bench_llm.bpb_curve(history, ids, num_bytes)
+    assert curve == pytest.approx(llm_defaults.bits_per_byte(model, ids, num_bytes, 16), rel=1e-6)
