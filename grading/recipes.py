@@ -343,7 +343,22 @@ def run_trained(task, model, spec, namespace):
         return record
     record["weights"], record["config"] = trained_weights(model, spec["slots"], spec.get("stacks"),
                                                           spec.get("attention_facts"))
+    if spec.get("notebook_data"):
+        record["notebook_data"] = notebook_data(spec["notebook_data"], namespace)
     return record
+
+
+def notebook_data(functions, namespace):
+    """{name: plain data} the notebook holds beside its trained model, e.g. what its inputs were made with (the
+    grader validates it, then uses it on its own data), each read by a function of the public checkers package
+    ("module:function", given the notebook's namespace); None where the function fails."""
+    data = {}
+    for name, function in functions.items():
+        try:
+            data[name] = facts_of(function)(namespace)
+        except Exception:  # noqa: BLE001 -- the notebook's objects may raise anything: nothing recorded
+            data[name] = None
+    return data
 
 
 def trained_weights(model, slots_name, stacks=None, attention_facts=None):

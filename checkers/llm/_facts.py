@@ -3,7 +3,8 @@ A and B, the base layer it adapts (built in the probe), and facts as plain data,
 import torch
 import torch.nn as nn
 
-from .._weights import MissingPart
+from .._weights import MissingPart, _child, attention_slots, encoder_blocks
+from ._roles import rms_norm_slots, swiglu_slots
 
 
 def linear(weight, bias=None):
@@ -81,3 +82,42 @@ def scores_problem(seen):
         return ("tiled_attention computed a tensor as large as the full L × L score matrix, which tiling exists to "
                 "avoid: compute the scores of one key block at a time")
     return None
+
+
+def llama_slots(model):
+    """Role name -> parameter of the given Llama: token_embedding.weight, per block blocks.<i>.attention_norm.weight,
+    blocks.<i>.attention.{q,k,v,o}_proj.weight, blocks.<i>.feedforward_norm.weight, blocks.<i>.feedforward.{gate,up,
+    down}_proj.weight, and final_norm.weight; the head has no role of its own: it must be tied (MissingPart else)."""
+    embedding = _child(model, "token_embedding", nn.Embedding, "")
+    head = getattr(model, "lm_head", None)
+    if not isinstance(head, nn.Linear) or head.bias is not None or head.weight is not embedding.weight:
+        raise MissingPart("`lm_head` should be the given bias-free nn.Linear tied to `token_embedding.weight`")
+    slots = {"token_embedding.weight": embedding.weight}
+    for index, block in enumerate(encoder_blocks(model, "blocks")):
+        prefix = f"blocks.{index}."
+        for name, roles in (("attention_norm", rms_norm_slots), ("attention", attention_slots),
+                            ("feedforward_norm", rms_norm_slots), ("feedforward", swiglu_slots)):
+            slots.update({f"{prefix}{name}.{role}": value
+                          for role, value in roles(_child(block, name, nn.Module, prefix)).items()})
+    slots["final_norm.weight"] = rms_norm_slots(_child(model, "final_norm", nn.Module, ""))["weight"]
+    return slots
+
+
+def rotary_pairs(attention):
+    """The width of an attention module's rotary table `rotary.cos` (head_dim // 2 for the given RoPE), or None."""
+    cos = getattr(getattr(attention, "rotary", None), "cos", None)
+    return int(cos.shape[-1]) if isinstance(cos, torch.Tensor) and cos.dim() == 2 else None
+
+
+MERGES_LIMIT = 100_000  # far more merges than any vocabulary the grader evaluates (4 x the notebook's 768)
+
+
+def notebook_merges(namespace):
+    """The notebook's `merges` (what its tokenizer was built from) as plain data: a list of [int, int], a pair that is
+    not two ints as None; anything else than a list or tuple as None (the grader validates them)."""
+    merges = namespace.get("merges")
+    if type(merges) not in (list, tuple):
+        return None
+    pair = lambda item: [item[0], item[1]] if type(item) in (list, tuple) and len(item) == 2 and \
+        all(type(i) is int for i in item) else None
+    return [pair(item) for item in merges[:MERGES_LIMIT + 1]]

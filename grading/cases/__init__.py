@@ -4,15 +4,16 @@ the builders they all share).
 An assignment's cases package defines `build_cases(reference, assignment)` ({task: [recipe, ...]}) and, when
 it has training tasks, what judge/trained_models.py needs for a trained task's spec: `evaluation_data(spec)` (the
 grader's own data), `trained_config(weights, settings, spec)` (the reference constructor's keywords) and
-`trained_accuracy(task, model, data, reference)` (the loaded reference model's accuracy on that data; reference:
-the reference namespace), and may define FACT_PROBLEMS ({(fact, key): sentence}: what the judge says when a fact
-differs from the reference's, see fact_problem). A recipe names the weight roles of a module it builds, and the facts
-it records of it, by the assignment's own functions of the public checkers package as "module:function"
-(recipes.slots_of, recipes.facts_of). An argument that is an object (a scripted model for a decoding loop) is a
-helper of the public checkers package built in the probe (parts.helper), and what it saw during the call (its
-report) is compared like an output. Adding an assignment adds its course/<name>/cases/ and nothing in grading/.
-`build_cases` is instructor-side: it needs the reference namespace, which never reaches a student or a probe; the
-recipes it returns hold inputs and weights only.
+`trained_accuracy(task, model, data, reference)` (the loaded reference model's accuracy on that data, or the measure
+its spec bounds, e.g. bits per byte; reference: the reference namespace; a spec that names "notebook_data" adds the
+keyword `notebook`: that plain data as the probe recorded it, to validate), and may define FACT_PROBLEMS ({(fact,
+key): sentence}: what the judge says when a fact differs from the reference's, see fact_problem). A recipe names
+the weight roles of a module it builds, and the facts it records of it, by the assignment's own functions of the
+public checkers package as "module:function" (recipes.slots_of, recipes.facts_of). An argument that is an object
+(a scripted model for a decoding loop) is a helper of the public checkers package built in the probe (parts.helper),
+and what it saw during the call (its report) is compared like an output. Adding an assignment adds its
+course/<name>/cases/ and nothing in grading/. `build_cases` is instructor-side: it needs the reference namespace,
+which never reaches a student or a probe; the recipes it returns hold inputs and weights only.
 """
 from course.slices import slice_of
 

@@ -141,7 +141,11 @@ def reference_model(task, reference, record, spec):
 def reference_accuracy(task, reference, record, data):
     """Accuracy of the reference loaded with the student's weights; raises InvalidModel."""
     model = reference_model(task, reference, record, data)
-    return cases_of(data["assignment"]).trained_accuracy(task, model, data, reference)
+    measure = cases_of(data["assignment"]).trained_accuracy
+    if data.get("notebook_data"):  # the notebook's plain data the spec asks for, validated by the cases package
+        notebook = record.get("notebook_data")
+        return measure(task, model, data, reference, notebook=notebook if isinstance(notebook, dict) else {})
+    return measure(task, model, data, reference)
 
 
 def trained_problem(task, record, data, reference):
@@ -151,11 +155,12 @@ def trained_problem(task, record, data, reference):
 
     Args:
         record: what the probe recorded ("facts", "weights", "config").
-        data: the grader's expected record: the task's spec ("class_name", "slots", "target") and its
+        data: the grader's expected record: the task's spec ("class_name", "slots", and "target", the accuracy
+            to reach, or "bound" and "measure", a measure to keep at most the bound, e.g. bits per byte) and its
             evaluation set ("tokens", "labels").
         reference: the reference namespace.
     """
-    facts, class_name, target = record.get("facts", {}), data["class_name"], data["target"]
+    facts, class_name, target = record.get("facts", {}), data["class_name"], data.get("target")
     if not isinstance(facts, dict) or not facts.get("module"):
         return "the trained model is not an nn.Module", ""
     if not facts.get("instance"):
@@ -167,7 +172,10 @@ def trained_problem(task, record, data, reference):
             if isinstance(error, BeyondDefaults) else ""
         return (f"the trained model cannot be judged: {error}; the grader measures accuracy with the reference "
                 f"{class_name} loaded with your weights"), flag
-    if mine < target:  # no points to check; a removed step hook is flagged all the same
+    if "bound" in data and not mine <= data["bound"]:  # a measure kept low (e.g. bits per byte); NaN fails too
+        return (f"{data.get('measure', 'the measure')} {mine:.3f} (the reference {class_name} loaded with your "
+                f"weights); at most {data['bound']:g} is needed"), tampering_flag(record)
+    if target is not None and mine < target:  # no points to check; a removed step hook is flagged all the same
         return (f"accuracy {mine:.1%} (the reference {class_name} loaded with your weights); at least {target:.0%} "
                 "is needed"), tampering_flag(record)
     return None, provenance_flag(record)  # its points stand; weights no optimizer step left are flagged

@@ -1,0 +1,184 @@
+"""The llm hidden grading cases (course/llm/cases/), scored in process as the grader scores them.
+
+The reference passes every task; every planted mistake of Tasks 1-6 and 8 (course/llm/mistakes.py's MUTANTS) scores
+0 on its task but the one only a stopwatch tells (below); the valid variants the checks' tests use score full marks;
+what a probe receives holds no expected values and no held-out text; and Task 7 is judged by the reference Llama
+loaded with the model's weights, on the grader's own held-out text cut by the reference tokenizer with the notebook's
+merges: a trained reference model earns it, merges that are not valid are refused with a reason, other valid merges
+are judged fairly, and re-drawn weights collapse.
+"""
+import copy
+
+import pytest
+import torch
+
+from checkers.llm.trained import TARGET_BPB
+from course.llm import WORK_IN_PROGRESS
+from course.llm.cases import trained_model
+from course.llm.mistakes import MUTANTS
+from course_lib import llm as llm_defaults
+from course_lib.llm import split_topics
+from grading.judge.trained_models import trained_problem
+from grading.recipes import run
+from in_process_grading import verdict_of
+
+from . import bpe_variants, layer_variants
+from .checks import reference, variant
+from .grading_cases import definition_cases, graded_cases_of
+from .test_checks_gqa import sdpa_layer
+from .test_checks_lora import DeepcopyLoRA
+from .test_checks_tiled import query_blocks
+from .trained_models import reference_merges, reference_tokenizer, trained_reference
+
+DEFINITION_TASKS = (1, 2, 3, 4, 5, 6, 8)
+# A planted mistake whose outputs are right: only its speed is wrong, which the check times against a calibration
+# loop on the student's machine. The grader's records hold no time (CPU seconds are not comparable between machines),
+# so it scores the points the check withholds (tests/test_check_grade_agreement.py lists it when llm is registered).
+SPEED_ONLY = {"a full recount after every merge"}
+
+
+@pytest.fixture(scope="module")
+def graded_cases():
+    """(cases, expected, names, points, reference) as the grader builds them, for the definition tasks."""
+    return definition_cases()
+
+
+def test_every_definition_task_has_hidden_cases(graded_cases):
+    assert set(graded_cases[0]) == set(DEFINITION_TASKS)
+    for task in DEFINITION_TASKS:
+        assert sum(not case["visible"] for case in graded_cases[0][task]) >= 5, task
+        assert sum(case["visible"] for case in graded_cases[0][task]) >= 1, task
+
+
+@pytest.mark.parametrize("task", DEFINITION_TASKS)
+def test_reference_passes_hidden_tests(task, graded_cases):
+    verdict = verdict_of(task, graded_cases[4], graded_cases)
+    assert verdict.score == graded_cases[3][task], verdict.message
+
+
+PLANTED = [mutant for mutant in MUTANTS if mutant.task in DEFINITION_TASKS and mutant.name not in SPEED_ONLY]
+
+
+@pytest.mark.parametrize("planted", PLANTED, ids=lambda m: f"task{m.task}-{m.name}")
+def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases):
+    verdict = verdict_of(planted.task, variant(planted), graded_cases)
+    assert verdict.score == 0 and verdict.message.startswith(f"Task {planted.task}"), verdict.message
+
+
+def test_the_speed_only_mistake_is_still_planted():
+    """SPEED_ONLY names a mistake of the catalogue (renamed there, it would be tested above and fail)."""
+    assert SPEED_ONLY <= {mutant.name for mutant in MUTANTS}
+
+
+def test_the_catalogue_covers_every_definition_task():
+    assert {mutant.task for mutant in MUTANTS} >= set(DEFINITION_TASKS)
+
+
+VALID = [(1, "train_bpe", bpe_variants.heap_train_bpe), (1, "train_bpe", bpe_variants.tuple_words_train_bpe),
+         (2, "BPETokenizer", bpe_variants.SequentialTokenizer), (2, "BPETokenizer", bpe_variants.ExplicitLoopTokenizer),
+         (3, "RMSNorm", layer_variants.RsqrtRMSNorm), (3, "RMSNorm", layer_variants.TorchRMSNorm),
+         (3, "RMSNorm", layer_variants.UpcastRMSNorm), (4, "SwiGLU", layer_variants.SequentialGateSwiGLU),
+         (4, "SwiGLU", layer_variants.HandSiluSwiGLU), (6, "tiled_attention", query_blocks),
+         (8, "LoRALinear", DeepcopyLoRA)]
+
+
+@pytest.mark.parametrize("task, name, answer", VALID, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_hidden_tests_accept_valid_variants(task, name, answer, graded_cases):
+    verdict = verdict_of(task, dict(reference(), **{name: answer}), graded_cases)
+    assert verdict.score == graded_cases[3][task], verdict.message
+
+
+def test_scaled_dot_product_attention_with_enable_gqa_is_a_valid_task_5(graded_cases):
+    """Task 5 may call SDPA (Task 6 may not): the Task 5 cases watch nothing."""
+    verdict = verdict_of(5, dict(reference(), GroupedQueryAttention=sdpa_layer()), graded_cases)
+    assert verdict.score == graded_cases[3][5], verdict.message
+
+
+def test_recipes_hold_no_expected_values(graded_cases):
+    """What a probe receives: inputs and weights only."""
+    text = repr(graded_cases[0])
+    assert "expected" not in text and "'outputs'" not in text
+
+
+# ----- Task 7 -------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def trained_cases():
+    """(cases, expected, names, points, reference) of Task 7 alone."""
+    return graded_cases_of(WORK_IN_PROGRESS, reference(), (7,))
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """(the reference Llama trained as the notebook trains it, the reference merges it was trained with)."""
+    return trained_reference(), reference_merges()
+
+
+def judged(trained_cases, model, merges, **namespace):
+    """(problem, flag) trained_problem gives the model's Task 7 record, the notebook's `merges` being merges."""
+    cases, expected, _, _, ref = trained_cases
+    namespace = dict({"Llama": type(model), "merges": merges}, **namespace)
+    record = run(cases[7][0], [model, reference_tokenizer()], namespace)
+    return trained_problem(7, record, expected[7][0], ref)
+
+
+def test_the_probe_gets_no_text_and_the_grader_scores_the_check_s_part(trained_cases):
+    cases, expected = trained_cases[0], trained_cases[1]
+    assert "text" not in cases[7][0]["trained"] and "text" not in repr(cases[7][0]["trained"]).replace("'measure'", "")
+    assert expected[7][0]["text"] == split_topics()[1][:llm_defaults.EVAL_CHARS]
+
+
+def test_a_trained_reference_model_earns_task_7(trained_cases, trained):
+    assert judged(trained_cases, *trained)[0] is None  # (its flag: the probe adds the optimizer steps, not here)
+
+
+def test_merges_as_lists_are_the_same_merges(trained_cases, trained):
+    model, merges = trained
+    assert judged(trained_cases, model, [list(pair) for pair in merges])[0] is None
+
+
+@pytest.mark.parametrize("forged, words", [
+    (None, "was not found"), ("not merges", "was not found"), ({(97, 98): 256}, "was not found"),
+    ([(97, 98), (256, 400)], "merge 1 of the notebook's `merges` is not a pair of ids below 257"),
+    ([(97, 98), (99,)], "merge 1"), ([(97, 98), (True, 99)], "merge 1"), ([(97, 98), ("a", "b")], "merge 1"),
+    ([(97, -1)], "merge 0"), ([(97, 98)] * 769, "769 merges but the model has 1024 tokens")],
+    ids=lambda v: str(v)[:30])
+def test_forged_merges_are_refused_with_a_reason(forged, words, trained_cases, trained):
+    problem, _ = judged(trained_cases, trained[0], forged)
+    assert problem.startswith("the trained model cannot be judged") and words in problem, problem
+
+
+def test_other_valid_merges_are_judged_fairly(trained_cases, trained):
+    """Bits per byte are per byte of text: merges the model was not trained with give a fair, worse number."""
+    model, merges = trained
+    problem, _ = judged(trained_cases, model, merges[:384])
+    assert problem.startswith("bits per byte ") and "at most 2.1 is needed" in problem, problem
+    assert float(problem.split()[3]) > 2.5, problem
+
+
+def test_the_model_must_be_of_the_notebook_s_class(trained_cases, trained):
+    problem, _ = judged(trained_cases, *trained, Llama=torch.nn.Linear)
+    assert problem == "the trained model is not a Llama", problem
+
+
+def test_an_untied_head_is_not_judged(trained_cases, trained):
+    model = copy.deepcopy(trained[0])
+    model.lm_head.weight = torch.nn.Parameter(model.token_embedding.weight.detach().clone())
+    problem, _ = judged(trained_cases, model, trained[1])
+    assert "cannot be judged" in problem and "tied to `token_embedding.weight`" in problem, problem
+
+
+def test_heads_that_do_not_divide_are_not_judged(trained_cases, trained):
+    cases, expected, _, _, ref = trained_cases
+    record = run(cases[7][0], [trained[0], reference_tokenizer()], {"Llama": type(trained[0]), "merges": trained[1]})
+    for pairs, words in (([3, 3], "does not divide"), ([8, 4], "disagree"), ([None, None], "not valid")):
+        forged = dict(record, config=dict(record["config"], rotary_pairs=pairs))
+        problem = trained_problem(7, forged, expected[7][0], ref)[0]
+        assert words in problem, problem
+
+
+def test_re_drawn_weights_collapse_on_the_reference_architecture(trained):
+    model, merges = trained
+    tokenizer, text = reference()["BPETokenizer"](merges), split_topics()[1][:llm_defaults.EVAL_CHARS]
+    chance = trained_model.held_out_bpb(trained_model.redrawn(model), tokenizer, text[:trained_model.COLLAPSE_CHARS])
+    assert chance > TARGET_BPB + trained_model.COLLAPSE_MARGIN
