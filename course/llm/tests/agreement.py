@@ -1,0 +1,19 @@
+"""The llm assignment's answers for tests/test_check_grade_agreement.py beyond its reference and planted mistakes: the
+valid variants its check tests use (other formulations of every definition task). Its held-out mistakes
+(unnamed_mistakes.py) are picked up by name. While llm is unregistered, test_agreement.py runs the same comparison."""
+from agreement_cases import by_names
+
+
+def _variants(ref):
+    from . import bpe_variants as bpe, layer_variants as layers
+    from .test_checks_gqa import sdpa_layer
+    from .test_checks_lora import DeepcopyLoRA
+    from .test_checks_tiled import query_blocks
+    return by_names([(1, (bpe.heap_train_bpe,)), (1, (bpe.tuple_words_train_bpe,)), (2, (bpe.SequentialTokenizer,)),
+                     (2, (bpe.ExplicitLoopTokenizer,)), (3, (layers.RsqrtRMSNorm,)), (3, (layers.TorchRMSNorm,)),
+                     (3, (layers.UpcastRMSNorm,)), (4, (layers.SequentialGateSwiGLU,)), (4, (layers.HandSiluSwiGLU,)),
+                     (5, (sdpa_layer(),)), (6, (query_blocks,)), (8, (DeepcopyLoRA,))], True)
+
+
+SOURCES = [("variants", _variants)]
+WRITTEN_HERE = []  # mistakes only the agreement test writes (Mutant)
