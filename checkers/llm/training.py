@@ -82,8 +82,9 @@ def train(task, train_bpe, text, vocab_size):
             diagnosis = _crash_diagnosis(error, text)
             if isinstance(error, KeyError) and error.args and isinstance(error.args[0], tuple):
                 task.fail(f"{what} raised KeyError {error.args[0]}: a pair it chose to merge is missing from the index "
-                          "of the words that hold it, so the counts and the stored words disagree (are the merged "
-                          "words stored back, and does merge_word replace every occurrence, skipping past each?).")
+                          "of the words that hold it, so the counts and the stored words disagree: are pairs whose "
+                          "count fell to 0 dropped before the next pick (counts = +counts), are the merged words "
+                          "stored back, and does merge_word replace every occurrence, skipping past each?")
             if diagnosis:
                 task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 80)}): {diagnosis}", diagnosis.slug)
             raise
