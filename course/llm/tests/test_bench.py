@@ -65,13 +65,20 @@ def test_quick_bench_trains_as_the_notebook_and_checks_the_model(quick_report):
     assert run["target_seconds"] is None and training["all_reached"] is False and "Task 7" in run["check"]
 
 
-def test_quick_bench_times_bpe_at_each_size(quick_report):
+def test_quick_bench_times_bpe_at_each_size_on_both_texts(quick_report):
     bpe = quick_report[0]["bpe_training"]
     quick = bench_llm.SETTINGS["quick"]
-    assert len(bpe["bytes"]) == len(quick["bpe_chars"]) and bpe["bytes"] == sorted(bpe["bytes"])
-    assert min(bpe["cpu_seconds"]) > 0 and bpe["merges"] == quick["vocab_size"] - 256
+    assert list(bpe["texts"]) == ["help topics, repeated", "stdlib source"]
+    for curve in bpe["texts"].values():
+        assert len(curve["bytes"]) == len(quick["bpe_chars"]) and curve["bytes"] == sorted(curve["bytes"])
+        assert min(curve["cpu_seconds"]) > 0 and curve["merges"] == quick["vocab_size"] - 256
     rows = [g for g in quick_report[0]["goals"] if g["section"] == "bpe"]
-    assert rows[0]["passed"] is None  # the quick sizes are far below the goal's 1 MB: no verdict
+    assert [row["passed"] for row in rows] == [None] * 4  # the quick sizes are far below the goal's 1 MB: no verdict
+
+
+def test_the_stdlib_text_is_python_source_of_the_size_asked():
+    text = bench_llm.stdlib_source(50_000)
+    assert len(text) == 50_000 and "def " in text and "import " in text
 
 
 def test_quick_bench_compares_with_tokenizers_where_installed(quick_report):
