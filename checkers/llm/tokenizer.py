@@ -26,6 +26,12 @@ DECODE_NOT_REPLACE = Diagnosis(
     "decode raises on ids whose bytes are not valid UTF-8 (e.g. [255]): catch the UnicodeDecodeError and decode "
     "again with errors=\"replace\".")
 
+SHARED_STATE = Diagnosis(
+    "tokenizer-shared-state",
+    "a second tokenizer, with other merges, gave the ids the first one gave for the same text: the tokenizers share "
+    "state (a cache or table made a class attribute, e.g. `cache = {}` in the class body); create it in __init__ "
+    "(self.cache = {}), so that each tokenizer keeps its own.")
+
 
 def _expect_class(task, obj):
     if not inspect.isclass(obj):
@@ -82,11 +88,14 @@ def _decode(task, tokenizer, ids, expected):
     task.fail(f"{what} gave {shorten(text)} where {shorten(expected)} is expected.")
 
 
-def _compare(task, case, got, merges_shown):
+def _compare(task, case, got, merges_shown, earlier):
+    """Fail unless got is the case's ids; earlier: {text: ids} the other tokenizers gave (and were right)."""
     expected = unpadded(case["ids"])
     if got == expected:
         return
     what = f"encode({shorten(case['text'])}) with the merges {merges_shown}"
+    if earlier.get(case["text"]) == got:
+        task.fail(f"{what} gave {listed(got)} where {listed(expected)} is expected: {SHARED_STATE}", SHARED_STATE.slug)
     for diagnosis, ids in case.get("mistakes", {}).get("ids", {}).items():
         if padded_ids(got, ids.size(0)).equal(ids) and len(got) == len(unpadded(ids)):
             task.fail(f"{what} gave {got[:8]} where {expected[:8]} is expected: {diagnosis}", slug_of(diagnosis))
@@ -102,11 +111,13 @@ def check_task_2(task, tokenizer_class):
     for name, merges in fixture["merge_lists"].items():
         pairs = unpadded(merges)
         tokenizers[name] = task.call(f"{NAME}({listed(pairs)})", tokenizer_class, pairs)
+    earlier = {}  # text: the ids a tokenizer gave it, right for its merges
     for case in fixture["encode"].values():
         pairs = unpadded(fixture["merge_lists"][case["merges"]])
         shown = listed(pairs) if len(pairs) <= 3 else f"learnt on {shorten(fixture['learnt_on'], 30)}"
         got = _encode(task, tokenizers[case["merges"]], case["text"], shown)
-        _compare(task, case, got, shown)
+        _compare(task, case, got, shown, earlier)
+        earlier[case["text"]] = got
     for case in fixture["decode"].values():
         _decode(task, tokenizers[case["merges"]], unpadded(case["tokens"]), case["text"])
     task.passed(f"BPETokenizer encodes {len(fixture['encode'])} texts as expected (bytes, merge order, overlaps, word "

@@ -87,6 +87,7 @@ MERGE_LISTS = {"none": [], "(a, a)": [(97, 97)], "(b, c) then (a, b)": [(98, 99)
 ENCODE_CASES = {  # name: (merge list, text)
     "é, no merges": ("none", "é"),  # ids are UTF-8 bytes, not code points
     "aaa": ("(a, a)", "aaa"),  # left to right, skipping past a merge: [aa, a]
+    "aaa, no merges": ("none", "aaa"),  # the same word again, another tokenizer: no state shared between the two
     "abc": ("(b, c) then (a, b)", "abc"),  # the lowest rank first: (b, c) -> [a, bc]
     "b a": ("(b, space)", "b a"),  # b' ' never learnt across the words 'b', ' a'
     **{f"learnt: {text[:20]!r}": ("learnt", text) for text in (

@@ -145,8 +145,6 @@ MISTAKES = [
     dict(task=2, name="tokenizer_ids_from_257",
          edits=(("self.ranks = {tuple(pair): 256 + k for k, pair", "self.ranks = {tuple(pair): 257 + k for k, pair"),),
          what="Merge k is given id 257 + k (off by one) instead of 256 + k."),
-    # GAP (2026-11-27): passes check_task_2 (no case encodes one word with two tokenizers of different merges).
-    # A real bug, harmless in the notebook (one tokenizer); the maintainer decides.
     dict(task=2, name="tokenizer_cache_shared",
          edits=(("        self.cache = {}  # word -> ids: real text repeats its words\n", ""),
                 ('decode(list of ids) -> str."""\n', 'decode(list of ids) -> str."""\n    cache = {}\n')),
