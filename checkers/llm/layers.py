@@ -1,7 +1,7 @@
 """Tasks 3 and 4: RMSNorm and SwiGLU with fixed weights on inputs of several scales, their structure and gradients."""
 import torch
 
-from .._compare import expect_close
+from .._compare import expect_close, expect_finite, matches
 from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._modules import build, expect_gradients_everywhere, expect_output, load
 from ._roles import SWIGLU_LINEARS, rms_norm_slots, swiglu_slots
@@ -36,6 +36,14 @@ RMS_WEIGHT_ADDED = Diagnosis(
     "rms-weight-added", "self.weight is added to the normalised x instead of multiplying it.")
 RMS_BIAS = Diagnosis(
     "rms-bias", "RMSNorm has a bias parameter: it has only a weight (a gain), no shift.")
+RMS_EPS_DEFAULT = Diagnosis(
+    "rms-eps-default",
+    "the default eps is not 1e-6: the same weights and input with eps=1e-6 given gave the expected outputs, with "
+    "eps left out they do not; the signature pins RMSNorm(embed_dim, eps=1e-6).")
+RMS_DETACHED = Diagnosis(
+    "rms-detached-statistic",
+    "the input's gradient is the one of x / rms * weight with rms held constant: the root mean square is detached "
+    "(.detach(), .data or torch.no_grad()); let the gradient flow through it, as through every other operation.")
 RMS_WEIGHT_INIT = Diagnosis(
     "rms-weight-init",
     "self.weight should start at ones, nn.Parameter(torch.ones(embed_dim)), so that a new RMSNorm only normalises.")
@@ -87,14 +95,45 @@ def check_task_3(task, RMSNorm):
     fixture = load_fixture(__package__, 3)
     _expect_rms_parameters(task, build(task, RMSNorm, "RMSNorm", fixture["embed_dim"]), fixture)
     for name, case in fixture["cases"].items():
-        norm = build(task, RMSNorm, "RMSNorm", fixture["embed_dim"], eps=case["eps"])
-        norm = load(task, norm, rms_norm_slots, case["weights"], "RMSNorm")
+        norm = _loaded(task, RMSNorm, fixture, case, eps=case["eps"])
         what = f"RMSNorm({fixture['embed_dim']}, eps={case['eps']:g}) on {name}"
         outputs = _forward(task, norm, case["x"], what)
         expect_close(task, what, outputs, case["outputs"], ATOL, RTOL, case.get("mistakes", {}).get("outputs"))
+    _expect_default_eps(task, RMSNorm, fixture)
+    _expect_input_gradient(task, RMSNorm, fixture)
+    task.passed("x / sqrt(mean(x², last axis) + eps) * weight, eps 1e-6 by default, weight starting at ones, no bias, "
+                "the input's gradient as expected.")
+
+
+def _loaded(task, RMSNorm, fixture, case, **eps):
+    """RMSNorm(embed_dim, **eps) with the case's weights."""
+    norm = build(task, RMSNorm, "RMSNorm", fixture["embed_dim"], **eps)
+    return load(task, norm, rms_norm_slots, case["weights"], "RMSNorm")
+
+
+def _expect_default_eps(task, RMSNorm, fixture):
+    """The first case again, eps left out: its rows of root mean square 1e-3 tell 1e-6 from another default."""
+    default = fixture["default_eps"]
+    case = fixture["cases"][default["case"]]  # checked above with eps=1e-6 given: only the default can differ
+    what = f"RMSNorm({fixture['embed_dim']}) (eps left to its default) on {default['case']}"
+    outputs = _forward(task, _loaded(task, RMSNorm, fixture, case), case["x"], what)
+    expect_finite(task, what, outputs)
+    if case["eps"] == 1e-6 and not matches(outputs, default["outputs"], ATOL, RTOL):
+        task.fail(f"{what}: {RMS_EPS_DEFAULT}", RMS_EPS_DEFAULT.slug)
+    expect_close(task, what, outputs, default["outputs"], ATOL, RTOL)
+
+
+def _expect_input_gradient(task, RMSNorm, fixture):
+    """Gradients reach the weight and the input; the input's is sum(outputs * upstream)'s."""
+    gradient = fixture["gradient"]
+    case = fixture["cases"][gradient["case"]]
+    norm = _loaded(task, RMSNorm, fixture, case, eps=case["eps"])
     x = case["x"].clone().requires_grad_(True)
-    expect_gradients_everywhere(task, norm, _forward(task, norm, x, "RMSNorm.forward").pow(2).sum(), x, "RMSNorm")
-    task.passed("x / sqrt(mean(x², last axis) + eps) * weight, weight starting at ones, no bias, gradients flow.")
+    outputs = _forward(task, norm, x, "RMSNorm.forward")
+    expect_gradients_everywhere(task, norm, (outputs * gradient["upstream"]).sum(), x, "RMSNorm")
+    expect_close(task, f"the gradient with respect to the input of RMSNorm({fixture['embed_dim']}, "
+                 f"eps={case['eps']:g}) on {gradient['case']}", x.grad, gradient["x_grad"], ATOL, RTOL,
+                 gradient.get("mistakes", {}).get("x_grad"))
 
 
 def _expect_swiglu_structure(task, ffn, fixture):

@@ -15,6 +15,7 @@ import torch.nn as nn
 from checkers._weights import attention_slots
 from checkers.llm._bpe import padded_ids, padded_merges
 from checkers.llm._roles import rms_norm_slots, swiglu_slots
+from checkers.llm.layers import RMS_DETACHED
 from course.llm import WORK_IN_PROGRESS
 from course.reference import load_reference, reference_source
 from course.transformer.fixtures import randomize, weights
@@ -133,7 +134,8 @@ def rows_of_many_scales(generator):
 
 
 def rms_norm_fixture(ref, generator):
-    """Task 3: RMSNorm's initial weight; random weights on 3-D and 2-D inputs, and with eps = 0.1."""
+    """Task 3: RMSNorm's initial weight; random weights on 3-D and 2-D inputs, and with eps = 0.1; the first case
+    again with the default eps; the input's gradient on the 2-D case."""
     x = rows_of_many_scales(generator)
     rows = torch.randn(5, NORM_DIM, generator=generator) * 2 + 1
     cases = {}
@@ -141,7 +143,40 @@ def rms_norm_fixture(ref, generator):
         norm = randomize(ref["RMSNorm"](NORM_DIM, eps=eps), generator)
         cases[name] = dict(x=inputs, eps=eps, weights=weights(rms_norm_slots(norm)), outputs=norm(inputs))
     initial = ref["RMSNorm"](NORM_DIM).weight.detach().clone()
-    return dict(embed_dim=NORM_DIM, initial=initial, cases=cases)
+    return dict(embed_dim=NORM_DIM, initial=initial, cases=cases, default_eps=default_eps_case(ref, cases),
+                gradient=rms_gradient_case(ref, cases, generator))
+
+
+def loaded(norm, weights):
+    """norm with a case's weights copied in by role."""
+    slots = rms_norm_slots(norm)
+    with torch.no_grad():
+        for role, value in weights.items():
+            slots[role].copy_(value)
+    return norm
+
+
+def default_eps_case(ref, cases, name="a 3-D input"):
+    """The case `name` (eps = 1e-6 given) with eps left to its default: its rows of root mean square 1e-3 tell 1e-6
+    from 1e-5 (LayerNorm's default)."""
+    norm = loaded(ref["RMSNorm"](NORM_DIM), cases[name]["weights"])
+    return dict(case=name, outputs=norm(cases[name]["x"]))
+
+
+def rms_gradient_case(ref, cases, generator, name="a 2-D input"):
+    """The gradient of sum(outputs * upstream) with respect to the input of the case `name`, and that gradient
+    with the root mean square held constant (a detached statistic), which the check names."""
+    case = cases[name]
+    norm = loaded(ref["RMSNorm"](NORM_DIM, eps=case["eps"]), case["weights"])
+    x = case["x"].clone().requires_grad_(True)
+    upstream = torch.randn(case["x"].shape, generator=generator)
+    with torch.enable_grad():  # the builders run under no_grad (tools/make_fixtures.py)
+        (norm(x) * upstream).sum().backward()
+    weight = case["weights"]["weight"]
+    rms = torch.sqrt(case["x"].pow(2).mean(dim=-1, keepdim=True) + case["eps"])  # (rows, 1)
+    detached = upstream * weight / rms  # d/dx of x / rms * weight with rms constant
+    return dict(case=name, upstream=upstream, x_grad=x.grad.detach(),
+                mistakes=dict(x_grad={str(RMS_DETACHED): detached}))
 
 
 def swiglu_fixture(ref, generator):

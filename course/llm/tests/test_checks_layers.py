@@ -104,8 +104,47 @@ def test_fixture_outputs_follow_torch():
         expected = F.rms_norm(case["x"], (case["x"].size(-1),), case["weights"]["weight"], case["eps"])
         assert torch.allclose(case["outputs"], expected, atol=1e-12), case["eps"]
     assert torch.equal(fixture["initial"], torch.ones(fixture["embed_dim"], dtype=fixture["initial"].dtype))
+    default = fixture["default_eps"]
+    case = fixture["cases"][default["case"]]
+    expected = F.rms_norm(case["x"], (case["x"].size(-1),), case["weights"]["weight"], 1e-6)
+    assert torch.allclose(default["outputs"], expected, atol=1e-12)
     fixture = load_fixture("checkers.llm", 4)
     for case in fixture["cases"].values():
         gate, up, down = (case["weights"][f"{name}.weight"] for name in ("gate_proj", "up_proj", "down_proj"))
         expected = F.linear(F.silu(F.linear(case["x"], gate)) * F.linear(case["x"], up), down)
         assert torch.allclose(case["outputs"], expected, atol=1e-12)
+
+
+def test_fixture_input_gradient_follows_torch():
+    """The expected gradient is F.rms_norm's; the detached statistic's signature differs from it visibly."""
+    fixture = load_fixture("checkers.llm", 3)
+    gradient = fixture["gradient"]
+    case = fixture["cases"][gradient["case"]]
+    x = case["x"].clone().requires_grad_(True)
+    (F.rms_norm(x, (x.size(-1),), case["weights"]["weight"], case["eps"]) * gradient["upstream"]).sum().backward()
+    assert torch.allclose(gradient["x_grad"], x.grad, atol=1e-12)
+    x = case["x"].clone().requires_grad_(True)
+    rms = x.pow(2).mean(-1, keepdim=True).add(case["eps"]).sqrt().detach()
+    (x / rms * case["weights"]["weight"] * gradient["upstream"]).sum().backward()
+    (detached,) = gradient["mistakes"]["x_grad"].values()
+    assert torch.allclose(detached, x.grad, atol=1e-12)
+    assert (detached - gradient["x_grad"]).abs().max() > 1e-2  # the check's tolerance is 1e-6
+
+
+def _edited(old, new):
+    return lambda source: source.replace(old, new) if source.count(old) == 1 else pytest.fail(old)
+
+
+NAMED_BY_EVIDENCE = {  # an edit of the reference: the slug its failure carries
+    "default eps 1e-5": (_edited("embed_dim, eps=1e-6):", "embed_dim, eps=1e-5):"), "rms-eps-default"),
+    "statistic detached": (_edited("keepdim=True) + self.eps)", "keepdim=True) + self.eps).detach()"),
+                           "rms-detached-statistic"),
+}
+
+
+@pytest.mark.parametrize("name", NAMED_BY_EVIDENCE)
+def test_rms_mistake_named_by_its_evidence(name):
+    edit, slug = NAMED_BY_EVIDENCE[name]
+    with pytest.raises(CheckFailure, match="^Task 3: ") as failure:
+        check_task_3(variant(edit)["RMSNorm"])
+    assert failure.value.diagnosis == f"llm.3.{slug}", str(failure.value)

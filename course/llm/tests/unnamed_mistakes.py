@@ -190,13 +190,9 @@ MISTAKES = [
     dict(task=3, name="rms_eps_ignored",
          edits=(("        self.eps = eps\n", "        self.eps = 1e-6\n"),),
          what="The eps argument is ignored (1e-6 hard-coded)."),
-    # GAP (2026-11-27): passes check_task_3 (every case passes eps explicitly). Near-valid: a spec deviation
-    # whose effect is ~1e-5 relative.
     dict(task=3, name="rms_eps_default_1e5",
          edits=(("def __init__(self, embed_dim, eps=1e-6):", "def __init__(self, embed_dim, eps=1e-5):"),),
          what="The default eps is 1e-5 (LayerNorm's) instead of the 1e-6 the signature pins."),
-    # GAP (2026-11-27): passes check_task_3 ('gradients flow' is checked, not their values). Not valid:
-    # the input gradient is wrong.
     dict(task=3, name="rms_detached_statistic",
          edits=(("rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)",
                  "rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps).detach()"),),
