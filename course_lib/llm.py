@@ -74,7 +74,7 @@ EXAMPLE_MERGES_SHOWN = 20  # the first merges the notebook prints
 SPEED_CHARS = 20_000
 SPEED_VOCAB_SIZE = 406
 
-# Defaults: the trained model (measured on a 2-core CPU: course/llm/study/train/FINDINGS.md, the notebook's Task 7)
+# Defaults: the trained model (measured on a 2-core CPU: course/llm/study/train/FINDINGS.md and the notebook)
 
 # 2 blocks of width 64 (158,016 parameters with the tied head): at about a minute of CPU, more optimizer steps on a
 # small model beat every wider or deeper one tried (width 96 or 128, 3 or 4 blocks); hidden 176 ≈ 8/3 · 64 as Llama

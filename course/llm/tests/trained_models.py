@@ -14,10 +14,15 @@ from .checks import reference, source
 
 
 @functools.lru_cache(maxsize=None)
+def reference_merges():
+    """The merges the reference train_bpe learns on the training topics, as the notebook does (about 2 s)."""
+    return reference()["train_bpe"](split_topics()[0], llm_defaults.VOCAB_SIZE)
+
+
+@functools.lru_cache(maxsize=None)
 def reference_tokenizer():
-    """The reference BPETokenizer with the merges the reference train_bpe learns on the training topics (about 2 s)."""
-    ref = reference()
-    return ref["BPETokenizer"](ref["train_bpe"](split_topics()[0], llm_defaults.VOCAB_SIZE))
+    """The reference BPETokenizer with reference_merges()."""
+    return reference()["BPETokenizer"](reference_merges())
 
 
 def trained_reference(seed=0, steps=llm_defaults.STEPS):
