@@ -39,18 +39,22 @@ def tokenizer_cases():
 
 
 def rms_norm_cases():
-    """Task 3: the initial weight and its one parameter, then each fixed-weight case; gradients."""
+    """Task 3: the initial weight and its one parameter, each fixed-weight case, the default eps, gradients."""
     fixture, cases = load_fixture("checkers.llm", 3), []
-    embed_dim = fixture["embed_dim"]
+    embed_dim, loaded = fixture["embed_dim"], {}
     fresh = module("RMSNorm", embed_dim=embed_dim)
     cases += [recipe(3, "check: the weight starts at ones", True, build=fresh, attribute="weight", atol=0.0),
               recipe(3, "check: one parameter", True, build=fresh, facts=[PARAMETERS])]
     for name, case in fixture["cases"].items():
-        built = module("RMSNorm", RMS_SLOTS, case["weights"], embed_dim=embed_dim, eps=case["eps"])
-        cases.append(recipe(3, f"check: {name}, eps {case['eps']:g}", True, build=built, call=called(case["x"]),
-                            **CHECK_TOLERANCE))
-    return cases + [recipe(3, "check: gradients", True, build=built, grad=True, call=called(case["x"]),
-                           **CHECK_TOLERANCE)]
+        loaded[name] = module("RMSNorm", RMS_SLOTS, case["weights"], embed_dim=embed_dim, eps=case["eps"])
+        cases.append(recipe(3, f"check: {name}, eps {case['eps']:g}", True, build=loaded[name],
+                            call=called(case["x"]), **CHECK_TOLERANCE))
+    default = fixture["cases"][fixture["default_eps"]["case"]]
+    cases.append(recipe(3, "check: eps left to its default", True, call=called(default["x"]), **CHECK_TOLERANCE,
+                        build=module("RMSNorm", RMS_SLOTS, default["weights"], embed_dim=embed_dim)))
+    gradient = fixture["gradient"]["case"]  # the check backpropagates another upstream: both compare gradients
+    return cases + [recipe(3, "check: gradients", True, build=loaded[gradient], grad=True,
+                           call=called(fixture["cases"][gradient]["x"]), **CHECK_TOLERANCE)]
 
 
 def swiglu_cases():
@@ -62,8 +66,8 @@ def swiglu_cases():
     for name, case in fixture["cases"].items():
         built = module("SwiGLU", SWIGLU_SLOTS, case["weights"], **sizes)
         cases.append(recipe(4, f"check: {name}", True, build=built, call=called(case["x"]), **CHECK_TOLERANCE))
-    return cases + [recipe(4, "check: gradients", True, build=built, grad=True, call=called(case["x"]),
-                           **CHECK_TOLERANCE)]
+    return cases + [recipe(4, "hidden: gradients of the check's input", False, build=built, grad=True,
+                           call=called(case["x"]), **CHECK_TOLERANCE)]
 
 
 def attention_cases():
@@ -112,8 +116,8 @@ def lora_cases():
         tolerance = dict(atol=lora_check.ATOL, rtol=lora_check.RTOL)
         cases += [recipe(8, f"check: {name}, at the start", True, build=start, facts=[LORA_START]),
                   recipe(8, f"check: {name}, outputs", True, build=built, call=called(case["x"]), **tolerance),
-                  recipe(8, f"check: {name}, gradients", True, build=built, grad=True, call=called(case["x"]),
-                         **tolerance),
+                  recipe(8, f"hidden: {name}, gradients", False, build=built, grad=True, call=called(case["x"]),
+                         **tolerance),  # the check asks only that A and B get non-zero gradients
                   recipe(8, f"check: {name}, merge()", True, build=built, facts=[LORA_MERGE])]
     return cases
 
