@@ -243,8 +243,9 @@ def tiled_fixture(ref, generator):
 
 # ---- Task 8: LoRA ----
 # name: (in, out, rank, alpha), the square one first (there a transposed B @ A fits); alpha / rank, rank / alpha,
-# alpha, 1 / rank, alpha / √rank and 1 all differ in each
-LORA_CASES = {"square": (8, 8, 2, 6.0), "12 -> 10": (12, 10, 3, 6.0)}
+# alpha, 1 / rank, alpha / √rank and 1 all differ in each, and alpha // rank differs from them all in the second
+# (7 / 3 is no integer: 2.33 against 2)
+LORA_CASES = {"square": (8, 8, 2, 6.0), "12 -> 10": (12, 10, 3, 7.0)}
 
 
 def lora_case(ref, generator, in_features, out_features, rank, alpha):

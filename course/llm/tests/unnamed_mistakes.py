@@ -379,8 +379,6 @@ MISTAKES = [
     dict(task=8, name="lora_scale_alpha_only",
          edits=(("self.scaling = alpha / rank", "self.scaling = alpha"),),
          what="The scale is alpha, not divided by the rank."),
-    # GAP (2026-11-27): passes check_task_8 (its cases use alpha=6, rank=2, where alpha // rank == alpha / rank);
-    # the grader's hidden case (rank 2, alpha 3) scores it 0, so the check's ✓ is not paid. Not a valid variant.
     dict(task=8, name="lora_scale_floor_division",
          edits=(("self.scaling = alpha / rank", "self.scaling = alpha // rank"),),
          what="The scale is alpha // rank (floor division): alpha=8, rank=16 gives 0 instead of 0.5."),
