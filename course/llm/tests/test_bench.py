@@ -171,3 +171,13 @@ def test_the_curve_of_held_out_losses_reads_as_course_libs_bits_per_byte():
     history = type("History", (), dict(val_loss=[loss]))
     (curve,) = bench_llm.bpb_curve(history, ids, num_bytes)
     assert curve == pytest.approx(llm_defaults.bits_per_byte(model, ids, num_bytes, 16), rel=1e-6)
+
+
+def test_a_run_stops_at_the_first_evaluation_at_the_bound(monkeypatch):
+    """With the bound moved to 3.4 bits per byte (an untrained model scores about 3.46, a dozen steps about 3.1),
+    the run stops at the first evaluation under it, which is also its time to the bound."""
+    monkeypatch.setattr(bench_llm, "TARGET_BPB", 3.4)
+    settings = dict(steps=12, eval_every=3, stop_at_bound=True)
+    run = bench_llm.notebook_run(reference(), 0, bench_llm.notebook_data(reference(), 12), settings, "cpu")
+    assert run["bpb"][0] > 3.4 >= run["bpb"][-1] and all(bpb > 3.4 for bpb in run["bpb"][:-1])
+    assert run["target_steps"] == run["steps"] < 12 and run["target_seconds"] == run["seconds"]
