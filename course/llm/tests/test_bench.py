@@ -63,6 +63,8 @@ def test_quick_bench_trains_as_the_notebook_and_checks_the_model(quick_report):
     assert run["bpb"][0] > 3 and run["bpb"][-1] < run["bpb"][0]
     # a dozen steps reach no bound: the run is reported as not reached and the check fails, saying so
     assert run["target_seconds"] is None and training["all_reached"] is False and "Task 7" in run["check"]
+    # on the CPU the goal reads the process's CPU seconds, on CUDA the wall clock
+    assert training["clock"] == ("cpu" if quick_report[0]["meta"]["device"] == "cpu" else "wall")
 
 
 def test_quick_bench_times_bpe_at_each_size_on_both_texts(quick_report):
@@ -181,3 +183,6 @@ def test_a_run_stops_at_the_first_evaluation_at_the_bound(monkeypatch):
     run = bench_llm.notebook_run(reference(), 0, bench_llm.notebook_data(reference(), 12), settings, "cpu")
     assert run["bpb"][0] > 3.4 >= run["bpb"][-1] and all(bpb > 3.4 for bpb in run["bpb"][:-1])
     assert run["target_steps"] == run["steps"] < 12 and run["target_seconds"] == run["seconds"]
+    # one CPU clock reading per evaluation, growing, the last at the stop
+    cpu = run["curve_cpu_seconds"]
+    assert len(cpu) == len(run["bpb"]) and cpu == sorted(cpu) and run["target_cpu_seconds"] == cpu[-1] > 0
