@@ -19,7 +19,6 @@ from checkers.llm.layers import RMS_DETACHED
 from course.llm import WORK_IN_PROGRESS
 from course.reference import load_reference, reference_source
 from course.transformer.fixtures import randomize, weights
-from course_lib.llm import SPEED_CHARS, SPEED_VOCAB_SIZE  # the timed text (checkers/llm/training.py: SPEED_LIMIT)
 
 OUTPUT_KEYS = ("merges", "ids", "outputs", "merged_outputs",  # Tasks 1-2, 3-4 and 6, 8
                "new_keys", "new_values", "continued", "continued_keys", "continued_values")  # Task 5
@@ -39,11 +38,29 @@ TRAINER_PROBES = {  # name: (text, vocab_size); what each one isolates
     "broken Unicode": ("x\ud800y x\ud800y x\ud800y", 260),  # a lone surrogate: 3 bytes with surrogatepass
     "mixed text": ("hello hello world, héllo wörld 😀😀 日本 日本語\n\n  the  cat's   cat\t\tcat 123 1234!!", 300),
 }
-# English letter frequencies (percent), for made-up words whose pairs are as uneven as a real text's
-LETTERS = "etaoinshrdlcumwfgypbvkjxqz"
-LETTER_PERCENT = (12.7, 9.1, 8.2, 7.5, 7.0, 6.7, 6.3, 6.1, 6.0, 4.3, 4.0, 2.8, 2.8, 2.4, 2.4, 2.2, 2.0, 2.0, 1.9, 1.5,
-                  1.0, 0.8, 0.15, 0.15, 0.1, 0.07)
-SEPARATORS = (" ", ", ", ". ", "\n", "  ")
+# The timed text (checkers/llm/training.py: SPEED_LIMIT): a few frequent words and many that occur once, over two
+# disjoint alphabets, as prose has a few function words making up much of it and most distinct words occurring once.
+# The first merges all join letters of the frequent words, so an incremental trainer touches a handful of words per
+# merge, where a full recount goes over every distinct word again. The check compares the CPU time to TIMED_MERGES
+# merges with the time to the first alone; 30 set the valid trainers (about 1 time) and the full recounts (7 and
+# more) far apart and keep a full recount's check within a second (the slowest held-out one: 0.5-0.8 s at load 4).
+TIMED_MERGES = 30
+FREQUENT_LETTERS, RARE_LETTERS = "abcdefgh", "ijklmnopqrstuvwx"
+FREQUENT_WORDS, FREQUENT_REPEATS, RARE_WORDS = 12, (200, 100), 1200  # repeats run from 200 (first word) to 100
+
+
+def drawn_word(generator, letters, shortest, longest):
+    """A word of shortest..longest letters drawn uniformly from letters."""
+    length = int(torch.randint(shortest, longest + 1, (1,), generator=generator))
+    return "".join(letters[i] for i in torch.randint(0, len(letters), (length,), generator=generator).tolist())
+
+
+def distinct_words(generator, count, letters, shortest, longest):
+    """count distinct drawn words, in the order drawn."""
+    words = {}
+    while len(words) < count:
+        words.setdefault(drawn_word(generator, letters, shortest, longest))
+    return list(words)
 
 
 def merge_rows(vocab_size):
@@ -51,18 +68,16 @@ def merge_rows(vocab_size):
     return 2 * (vocab_size - 256) + 4
 
 
-def made_up_text(generator, num_chars=SPEED_CHARS, num_words=3000):
-    """num_chars of made-up English-like text: 3,000 words of 1-10 letters drawn by letter frequency, used with
-    Zipf frequencies (word r drawn with probability ∝ 1 / r), so few distinct words repeat often, as in prose.
-    Drawn from torch's generator, so every Python version gets the same text (the help topics differ)."""
-    lengths = torch.randint(1, 11, (num_words,), generator=generator).tolist()
-    letters = torch.tensor(LETTER_PERCENT)
-    words = ["".join(LETTERS[i] for i in torch.multinomial(letters, n, replacement=True, generator=generator).tolist())
-             for n in lengths]
-    picks = torch.multinomial(1.0 / torch.arange(1, num_words + 1), num_chars // 4, replacement=True,
-                              generator=generator).tolist()
-    gaps = torch.multinomial(torch.tensor([85.0, 6, 4, 3, 2]), len(picks), replacement=True, generator=generator)
-    return "".join(words[i] + SEPARATORS[gap] for i, gap in zip(picks, gaps.tolist()))[:num_chars]
+def timed_text(generator):
+    """FREQUENT_WORDS words of 3-6 letters repeated 200 down to 100 times and RARE_WORDS words of 6-9 other letters
+    once each, shuffled, one per line (about 20,000 characters). Drawn from torch's generator, so every Python gets
+    the same text (the help topics differ)."""
+    frequent = distinct_words(generator, FREQUENT_WORDS, FREQUENT_LETTERS, 3, 6)
+    repeats = torch.linspace(*FREQUENT_REPEATS, FREQUENT_WORDS).long().tolist()
+    words = [word for word, times in zip(frequent, repeats) for _ in range(times)]
+    words += distinct_words(generator, RARE_WORDS, RARE_LETTERS, 6, 9)
+    order = torch.randperm(len(words), generator=generator).tolist()
+    return "\n".join(words[i] for i in order)
 
 
 def trainer_probe(ref, text, vocab_size):
@@ -78,7 +93,7 @@ def trainer_probe(ref, text, vocab_size):
 def trainer_fixture(ref, generator):
     """Task 1: train_bpe on each constructed probe, and on the timed made-up text."""
     probes = {name: trainer_probe(ref, text, vocab_size) for name, (text, vocab_size) in TRAINER_PROBES.items()}
-    return dict(probes=probes, speed=trainer_probe(ref, made_up_text(generator), SPEED_VOCAB_SIZE))
+    return dict(probes=probes, speed=trainer_probe(ref, timed_text(generator), 256 + TIMED_MERGES))
 
 
 # ---- Task 2: BPETokenizer ----

@@ -7,7 +7,8 @@ import pytest
 
 from checkers._core import load_fixture
 from checkers.llm import CheckFailure, NotImplementedYet, check_task_1, check_task_2
-from checkers.llm._bpe import unpadded
+from checkers.llm._bpe import token_bytes, unpadded
+from course.llm.fixtures import FREQUENT_LETTERS
 from course.llm.mistakes import MUTANTS
 from course_lib.llm import PRETOKENIZE
 from . import bpe_variants
@@ -179,6 +180,42 @@ def test_fixture_merges_follow_a_plain_recount():
     for name, probe in [*fixture["probes"].items(), ("speed", fixture["speed"])]:
         assert "merges" in probe, name
         assert unpadded(probe["merges"]) == _recount_train(probe["text"], probe["vocab_size"]), name
+
+
+def test_timed_text_merges_join_its_frequent_words_only():
+    """The speed rule's premise (checkers/llm/training.py): each timed merge touches a few frequent words, so an
+    incremental trainer's time hardly grows with the merges; most of the text's distinct words occur once."""
+    speed = load_fixture("checkers.llm", 1)["speed"]
+    merges = unpadded(speed["merges"])
+    vocab = token_bytes(merges)
+    assert len(merges) == speed["vocab_size"] - 256
+    assert all(set(vocab[256 + k]) <= set(FREQUENT_LETTERS.encode()) for k in range(len(merges)))
+    counts = Counter(speed["text"].split("\n"))
+    assert sum(count == 1 for count in counts.values()) >= 0.9 * len(counts)
+
+
+def test_speed_rule_takes_a_ratio_of_the_students_own_times():
+    """A trainer whose every merge costs a whole count fails; one that is slow by a constant passes (its first
+    count as slow as its others: a slow machine, a busy one, or slow but incremental code)."""
+    train_bpe = reference()["train_bpe"]
+
+    def slow_by_a_constant(text, vocab_size):
+        _count_everything(text, times=3)
+        return train_bpe(text, vocab_size)
+
+    def slow_per_merge(text, vocab_size):
+        _count_everything(text, times=vocab_size - 256)
+        return train_bpe(text, vocab_size)
+
+    check_task_1(slow_by_a_constant)
+    with pytest.raises(CheckFailure, match="too slow") as failure:
+        check_task_1(slow_per_merge)
+    assert failure.value.diagnosis == "llm.1.too-slow"
+
+
+def _count_everything(text, times):
+    for _ in range(times):
+        Counter(pair for word in PRETOKENIZE.findall(text) for pair in zip(word, word[1:]))
 
 
 def test_fixture_ids_follow_merges_applied_in_order():

@@ -97,10 +97,6 @@ MISTAKES = [
     dict(task=1, name="bpe_word_not_updated",
          edits=(("            words[index] = new\n", ""),),
          what="The merged word is never stored back (words[index] = new missing): later merges see its old form."),
-    # GAP, FLAKY (2026-11-27): check_task_1 passed it once at load 1.3 (0.57 s of CPU on its 20,000 characters) and
-    # failed it 7 times of 7 at load 4.4-4.7 (0.75-1.16 s); the reference takes ~0.05 s there: the verdict sits at
-    # the check's threshold. Not a valid variant (the task text says a full recount fails). The check then takes
-    # ~2.5 s of CPU.
     dict(task=1, name="bpe_full_recount",
          edits=((_INCREMENTAL, _RECOUNT),),
          what="Every merge re-merges every word and recounts every pair from scratch (correct merges, but too slow)."),
