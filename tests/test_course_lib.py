@@ -116,6 +116,17 @@ def test_plots_return_labelled_figures():
         assert any(ax.get_title() for ax in axes) or figure._suptitle is not None
 
 
+def test_history_plot_without_an_accuracy_target_draws_no_target_line():
+    """target_accuracy=None (a task judged by another measure, e.g. bits per byte): the accuracy panel has only the
+    curve; a number draws the dashed target line and its legend."""
+    train_loader, val_loader = toy_loaders()
+    history = train(nn.Linear(4, 1), train_loader, val_loader, num_epochs=1, lr=0.05)
+    for target, lines in ((None, 1), (0.9, 2)):
+        accuracy_panel = plot_history(history, target_accuracy=target).axes[1]
+        assert len(accuracy_panel.get_lines()) == lines
+        assert (accuracy_panel.get_legend() is not None) == (target is not None)
+
+
 def test_device_is_cuda_only_when_available():
     assert get_device().type == ("cuda" if torch.cuda.is_available() else "cpu")
 
