@@ -3,11 +3,12 @@ student's own tokenizer (the grade uses the course's encoder with the student's 
 
 The bits per byte of a model that sees the future say nothing: it reads the token it predicts; nor do those of a
 model whose forward looks the text up (the help topics ship with Python). So the check first makes sure the tokenizer
-gives back the scored text, the model cannot see the future and a copy of it with re-drawn weights scores far worse,
-then scores the first EVAL_CHARS characters of the held-out topics (course_lib.llm.bits_per_byte: the notebook's
-curves score the same part) against TARGET_BPB. The held-out topics are chosen by a rule over their names, so the
-part differs a little between Python versions; the bound leaves room for that (the notebook's Task 7 gives the
-measured values).
+gives back the scored text, the model is the given Llama (the grade loads its weights by role into the course's),
+cannot see the future, is built of classes that pass Tasks 3-5's checks (the grade pays Task 7 only with them), and
+that a copy of it with re-drawn weights scores far worse, then scores the first EVAL_CHARS characters of the
+held-out topics (course_lib.llm.bits_per_byte: the notebook's curves score the same part) against TARGET_BPB. The
+held-out topics are chosen by a rule over their names, so the part differs a little between Python versions; the
+bound leaves room for that (the notebook's Task 7 gives the measured values).
 """
 import math
 
@@ -18,7 +19,11 @@ from course_lib.llm import bits_per_byte, split_topics, utf8_size
 
 from .._compare import expect_finite, expect_tensor
 from .._core import Diagnosis, check_function
-from .._trained import expect_trained_model, model_device, redrawn
+from .._trained import expect_class_passes, expect_trained_model, model_device, redrawn
+from .._weights import MissingPart
+from ._facts import llama_slots
+from .gqa import check_task_5
+from .layers import check_task_3, check_task_4
 
 # On the first EVAL_CHARS held-out characters (Python 3.11.7), the reference trained as the notebook trains it needs
 # 1.680 / 1.688 / 1.684 bits per byte (seeds 0-2), 2.06 after a full schedule of 550 steps, 2.40 after 300; re-drawn
@@ -76,6 +81,30 @@ def _logits(task, model, tokens):
     return logits.float().cpu()
 
 
+def _expect_layout(task, model):
+    """The model is the given Llama's layout (the grade loads these weights by role) and holds no other weights."""
+    try:
+        slots = llama_slots(model)
+    except MissingPart as missing:
+        task.fail(f"the model should be the given Llama built from your layers: {missing}.")
+    pinned = {id(value) for value in slots.values()}
+    other = next((name for name, value in model.named_parameters() if id(value) not in pinned), None)
+    if other is not None:
+        task.fail(f"the model holds a weight outside the given Llama's layout, `{other}`: the grade loads only the "
+                  "Llama's own weights, so the model must learn with those alone.")
+
+
+def _expect_classes_pass(task, model):
+    """The model's RMSNorm, SwiGLU and GroupedQueryAttention classes pass Tasks 3-5's checks (the grade needs them)."""
+    blocks = list(model.blocks)
+    norms = {type(model.final_norm)} | {type(getattr(block, name)) for block in blocks
+                                        for name in ("attention_norm", "feedforward_norm")}
+    for number, check, classes in ((3, check_task_3, norms), (4, check_task_4, {type(b.feedforward) for b in blocks}),
+                                   (5, check_task_5, {type(block.attention) for block in blocks})):
+        for layer_class in sorted(classes, key=lambda cls: cls.__qualname__):
+            expect_class_passes(task, number, check, layer_class)
+
+
 def _expect_causal(task, model, tokens, vocab_size):
     """Fail unless changing the tokens from some position on leaves every earlier position's logits alone."""
     generator = torch.Generator().manual_seed(CHECK_SEED)
@@ -99,8 +128,9 @@ def _expect_from_weights(task, model, ids, num_bytes):
 
 @check_function(7)
 def check_task_7(task, model, tokenizer):
-    """Check the trained Llama: the tokenizer gives the held-out text back, the model cannot see the future, and it
-    needs at most TARGET_BPB bits per byte on the first EVAL_CHARS characters of the held-out topics."""
+    """Check the trained Llama: the tokenizer gives the held-out text back, the model is the given Llama and cannot see
+    the future, its layers' classes pass Tasks 3-5, and it needs at most TARGET_BPB bits per byte on the first
+    EVAL_CHARS characters of the held-out topics (a copy with re-drawn weights far more)."""
     expect_trained_model(task, model, "Llama")
     text = split_topics()[1][:llm_defaults.EVAL_CHARS]
     ids = _held_out_ids(task, tokenizer, text)
@@ -111,7 +141,9 @@ def check_task_7(task, model, tokenizer):
         if max(ids) >= vocab_size or min(ids) < 0:
             task.fail(f"the tokenizer gives ids up to {max(ids)}, but the model has {vocab_size} tokens: build it "
                       f"with the tokenizer's vocabulary (vocab_size = 256 + the number of merges).")
+        _expect_layout(task, model)
         _expect_causal(task, model, torch.tensor([ids[:MAX_LEN]]), vocab_size)
+        _expect_classes_pass(task, model)
         bpb = task.call(f"bits_per_byte({NAME}, ...)", bits_per_byte, model, ids, utf8_size(text), MAX_LEN)
         _expect_from_weights(task, model, ids, utf8_size(text))
     finally:

@@ -1,10 +1,16 @@
-"""Models for the Task 7 tests: the trained Llama written another way, and models that must fail the check although
-their bits per byte alone would pass (one reads the future, one looks the held-out text up)."""
+"""Models for the Task 7 tests: the given Llama built from layers written another way, the same function written
+outside the Llama's layout, and models that must fail the check although their bits per byte alone would pass (one
+reads the future, one looks the held-out text up)."""
+import json
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from course.llm import WORK_IN_PROGRESS
 from course_lib import llm as llm_defaults
+
+from .layer_variants import RsqrtRMSNorm, SequentialGateSwiGLU
 
 NAMES = {"attention.q_proj", "attention.k_proj", "attention.v_proj", "attention.o_proj", "feedforward.gate_proj",
          "feedforward.up_proj", "feedforward.down_proj"}
@@ -68,31 +74,94 @@ def other_llama(trained):
                       config["max_len"]).eval()
 
 
-class FutureReader(nn.Module):
-    """A trained model whose logits at position t also favour the token at t + 1: it reads the answer."""
-
-    def __init__(self, inner, scale=20.0):
-        super().__init__()
-        self.inner, self.scale = inner, scale
-
-    def forward(self, tokens, cache=None):
-        logits, new_cache = self.inner(tokens)  # (B, L, V)
-        following = F.one_hot(tokens.roll(-1, dims=1), logits.size(-1)).to(logits.dtype)  # (B, L, V)
-        return logits + self.scale * following, new_cache
+def with_weights(model, trained):
+    """model, holding trained's weights (the same parameter names), in eval mode."""
+    model.load_state_dict(trained.state_dict())
+    return model.eval()
 
 
-class TextLookup(nn.Module):
-    """Causal, but its forward adds bigram log-probabilities counted on the scored text itself (a buffer): its bits per
-    byte come from the text it looks up, not from weights, so re-drawn weights keep them."""
+def future_reader(ref, trained, scale=20.0):
+    """The given Llama with trained's weights, whose logits at position t also favour the token at t + 1."""
+    class FutureReader(ref["Llama"]):
+        def forward(self, tokens, cache=None):
+            logits, new_cache = super().forward(tokens, cache)  # (B, L, V)
+            following = F.one_hot(tokens.roll(-1, dims=1), logits.size(-1)).to(logits.dtype)  # (B, L, V)
+            return logits + scale * following, new_cache
 
-    def __init__(self, inner, ids, vocab_size):
-        super().__init__()
-        self.inner = inner
-        ids = torch.as_tensor(ids)
-        counts = torch.full((vocab_size, vocab_size), 1e-3).index_put_((ids[:-1], ids[1:]), torch.tensor(1.0),
-                                                                      accumulate=True)  # (V, V)
-        self.register_buffer("table", (counts / counts.sum(-1, keepdim=True)).log())  # (V, V)
+    return with_weights(FutureReader(**llm_defaults.MODEL), trained)
 
-    def forward(self, tokens, cache=None):
-        logits, new_cache = self.inner(tokens)  # (B, L, V)
-        return logits.log_softmax(-1) * 0.1 + self.table[tokens], new_cache
+
+def text_lookup(ref, trained, ids):
+    """The given Llama with trained's weights, causal, whose forward adds bigram log-probabilities counted on the
+    scored text itself (a buffer, not a weight): re-drawn weights keep the bits per byte it looks up."""
+    vocab_size = llm_defaults.MODEL["vocab_size"]
+    ids = torch.as_tensor(ids)
+    counts = torch.full((vocab_size, vocab_size), 1e-3).index_put_((ids[:-1], ids[1:]), torch.tensor(1.0),
+                                                                  accumulate=True)  # (V, V)
+
+    class TextLookup(ref["Llama"]):
+        def __init__(self, **config):
+            super().__init__(**config)
+            self.register_buffer("table", (counts / counts.sum(-1, keepdim=True)).log())  # (V, V)
+
+        def forward(self, tokens, cache=None):
+            logits, new_cache = super().forward(tokens, cache)  # (B, L, V)
+            return logits.log_softmax(-1) * 0.1 + self.table[tokens], new_cache
+
+    model = TextLookup(**llm_defaults.MODEL)
+    model.load_state_dict(trained.state_dict(), strict=False)  # all but the table
+    return model.eval()
+
+
+def einsum_gqa(rotary_class):
+    """GroupedQueryAttention written another way: projections created in another order, the query heads viewed as
+    (kv head, group) and contracted with einsum, the mask from position comparisons."""
+    class EinsumGQA(nn.Module):
+        def __init__(self, embed_dim, num_heads, num_kv_heads, max_len):
+            super().__init__()
+            self.num_heads, self.num_kv_heads, self.head_dim = num_heads, num_kv_heads, embed_dim // num_heads
+            self.o_proj = nn.Linear(embed_dim, embed_dim, bias=False)
+            self.v_proj = nn.Linear(embed_dim, num_kv_heads * self.head_dim, bias=False)
+            self.k_proj = nn.Linear(embed_dim, num_kv_heads * self.head_dim, bias=False)
+            self.q_proj = nn.Linear(embed_dim, embed_dim, bias=False)
+            self.rotary = rotary_class(self.head_dim, max_len)
+
+        def forward(self, x, cache=None):
+            batch, length, dim = x.shape
+            past = 0 if cache is None else cache[0].shape[-2]
+            split = lambda t, n: t.view(batch, length, n, self.head_dim).transpose(1, 2)  # (B, n, L, hd)
+            query = self.rotary(split(self.q_proj(x), self.num_heads), offset=past)
+            key = self.rotary(split(self.k_proj(x), self.num_kv_heads), offset=past)
+            value = split(self.v_proj(x), self.num_kv_heads)
+            if cache is not None:
+                key, value = torch.cat([cache[0], key], dim=2), torch.cat([cache[1], value], dim=2)
+            query = query.reshape(batch, self.num_kv_heads, -1, length, self.head_dim)  # (B, H_kv, G, L, hd)
+            scores = torch.einsum("bkgqd,bktd->bkgqt", query, key) * self.head_dim ** -0.5
+            positions = torch.arange(past + length, device=x.device)
+            later = positions[None, :] > positions[past:, None]  # (L, L_all): keys after the query
+            weights = scores.masked_fill(later, float("-inf")).softmax(dim=-1)
+            out = torch.einsum("bkgqt,bktd->bkgqd", weights, value).reshape(batch, self.num_heads, length, -1)
+            return self.o_proj(out.transpose(1, 2).reshape(batch, length, dim)), (key, value)
+
+    return EinsumGQA
+
+
+def given_llama_cell():
+    """The source of the notebook's given Llama cell (grade_id provided_llama)."""
+    cells = json.loads(WORK_IN_PROGRESS.source_notebook.read_text())["cells"]
+    return next("".join(cell["source"]) for cell in cells
+                if cell["metadata"].get("nbgrader", {}).get("grade_id") == "provided_llama")
+
+
+def llama_of(ref, **layers):
+    """The given Llama class built from the reference namespace's layers with some replaced (RMSNorm=..., ...)."""
+    namespace = {**ref, **layers}
+    exec(compile(given_llama_cell(), "<the given Llama>", "exec"), namespace)
+    return namespace["Llama"]
+
+
+def variant_llama(ref, trained):
+    """The given Llama built of valid layers written another way, holding trained's weights."""
+    Llama = llama_of(ref, RMSNorm=RsqrtRMSNorm, SwiGLU=SequentialGateSwiGLU,
+                     GroupedQueryAttention=einsum_gqa(ref["RotaryEmbedding"]))
+    return with_weights(Llama(**llm_defaults.MODEL), trained)

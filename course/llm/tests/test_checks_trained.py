@@ -1,7 +1,8 @@
 """check_task_7 (the trained Llama): the reference trained as the notebook trains it passes untouched, and so does the
-same function written another way with its weights; a re-drawn, an untrained and a briefly trained model fail with
-their bits per byte and the bound; future-reading and text-looking-up models fail at their step although their bits
-per byte alone would pass; bad models and tokenizers are answered cleanly; the check takes under a second."""
+given Llama built of layers written another way with its weights; a re-drawn, an untrained and a briefly trained model
+fail with their bits per byte and the bound; future-reading and text-looking-up models fail at their step although
+their bits per byte alone would pass; a model outside the given layout, with a weight of its own or with a layer class
+that fails its task fails by name; bad models and tokenizers are answered cleanly; the check takes under a second."""
 import math
 
 import pytest
@@ -15,7 +16,7 @@ from course_lib.llm import bits_per_byte, split_topics, utf8_size
 
 from .bpe_variants import SequentialTokenizer
 from .checks import cpu_seconds, reference
-from .llama_variants import FutureReader, TextLookup, other_llama
+from .llama_variants import future_reader, llama_of, other_llama, text_lookup, variant_llama, with_weights
 from .trained_models import reference_merges, reference_tokenizer, trained_reference
 
 FEW_STEPS = 100
@@ -53,12 +54,44 @@ def test_another_tokenizer_with_the_same_merges_passes(capsys):
     assert capsys.readouterr().out.startswith("✓ Task 7 passed")
 
 
-def test_the_model_written_another_way_with_the_trained_weights_passes(capsys):
+def test_the_llama_of_layers_written_another_way_with_the_trained_weights_passes(capsys):
+    variant, trained = variant_llama(reference(), trained_reference()), trained_reference()
+    tokens = torch.tensor([reference_tokenizer().encode(scored_text())[:MAX_LEN]])
+    assert torch.allclose(variant(tokens)[0], trained(tokens)[0], atol=1e-4)  # the same function, written apart
+    check_task_7(variant, reference_tokenizer())
+    assert capsys.readouterr().out.startswith("✓ Task 7 passed")
+
+
+def test_the_same_function_outside_the_given_layout_fails_by_name():
+    """The grade loads the weights by role into the course's Llama: a model without those roles cannot be graded."""
     other, trained = other_llama(trained_reference()), trained_reference()
     tokens = torch.tensor([reference_tokenizer().encode(scored_text())[:MAX_LEN]])
-    assert torch.allclose(other(tokens)[0], trained(tokens)[0], atol=1e-4)  # the same function, written apart
-    check_task_7(other, reference_tokenizer())
-    assert capsys.readouterr().out.startswith("✓ Task 7 passed")
+    assert torch.allclose(other(tokens)[0], trained(tokens)[0], atol=1e-4)
+    assert "the model should be the given Llama built from your layers: `token_embedding` should be" \
+        in failure_of(other)
+
+
+def test_a_weight_outside_the_layout_fails_by_name():
+    class Biased(reference()["Llama"]):
+        def __init__(self, **config):
+            super().__init__(**config)
+            self.logit_bias = torch.nn.Parameter(torch.zeros(config["vocab_size"]))
+
+    model = Biased(**llm_defaults.MODEL)
+    model.load_state_dict(trained_reference().state_dict(), strict=False)  # all but the bias
+    assert "a weight outside the given Llama's layout, `logit_bias`" in failure_of(model.eval())
+
+
+def test_a_layer_class_that_fails_its_task_fails_by_name():
+    """The trained weights in a Llama whose RMSNorm adds eps outside the root (a planted Task 3 mistake): the grade
+    pays Task 7 only with Tasks 3-5 paid."""
+    from course.llm.mistakes import MUTANTS
+
+    from .checks import variant
+    mutant = next(mutant for mutant in MUTANTS if mutant.task == 3 and mutant.name == "eps outside the square root")
+    Llama = llama_of(reference(), RMSNorm=variant(mutant)["RMSNorm"])
+    message = failure_of(with_weights(Llama(**llm_defaults.MODEL), trained_reference()))
+    assert "the model's class does not pass check_task_3: fix Task 3 first" in message
 
 
 def test_redrawn_and_untrained_models_fail_as_untrained():
@@ -82,8 +115,8 @@ def test_briefly_trained_model_fails_with_its_bits_per_byte_and_the_bound():
 
 
 @pytest.mark.parametrize("make, words", [
-    (lambda trained: FutureReader(trained), "the logits at position 0 change when only later tokens change"),
-    (lambda trained: TextLookup(trained, reference_tokenizer().encode(scored_text()), llm_defaults.VOCAB_SIZE),
+    (lambda trained: future_reader(reference(), trained), "the logits at position 0 change when only later tokens"),
+    (lambda trained: text_lookup(reference(), trained, reference_tokenizer().encode(scored_text())),
      "with every weight re-drawn the model still needs only"),
 ], ids=["reads the future", "looks the text up"])
 def test_cheat_fails_at_its_step_although_its_bits_per_byte_pass(make, words):
@@ -127,8 +160,8 @@ class LogitsOnly(Uniform):
     (torch.nn.Linear(3, 3), "raised RuntimeError"),
     (LogitsOnly(), "should return (logits, new_cache)"),
     (Uniform(float("nan")), "NaN"),
-    (Uniform(), "no better than a uniform guess over its 1024 tokens"),
-], ids=["None", "a class", "a string", "a model that raises", "logits alone", "NaN logits", "uniform logits"])
+    (Uniform(), "the model should be the given Llama built from your layers"),
+], ids=["None", "a class", "a string", "a model that raises", "logits alone", "NaN logits", "not the Llama"])
 def test_bad_model_fails_cleanly(model, words):
     assert words in failure_of(model)
 
