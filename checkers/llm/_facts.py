@@ -104,9 +104,13 @@ def llama_slots(model):
 
 
 def rotary_pairs(attention):
-    """The width of an attention module's rotary table `rotary.cos` (head_dim // 2 for the given RoPE), or None."""
-    cos = getattr(getattr(attention, "rotary", None), "cos", None)
-    return int(cos.shape[-1]) if isinstance(cos, torch.Tensor) and cos.dim() == 2 else None
+    """The width of the rotary table `cos` (max_len, head_dim // 2) of the given RoPE in an attention module, under
+    whatever name the module keeps it, or None."""
+    for part in attention.modules():
+        cos = getattr(part, "cos", None)
+        if isinstance(cos, torch.Tensor) and cos.dim() == 2:
+            return int(cos.shape[-1])
+    return None
 
 
 MERGES_LIMIT = 100_000  # far more merges than any vocabulary the grader evaluates (4 x the notebook's 768)

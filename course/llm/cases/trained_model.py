@@ -58,10 +58,14 @@ def layers(weights):
     return len({role.split(".")[1] for role in weights if role.startswith("blocks.")})
 
 
-def head_dim_of(settings):
-    """The head size every attention module's rotary table tells (twice its width)."""
-    pairs = one_setting(settings.get("rotary_pairs"), "the rotary table's width", lambda p: type(p) is int and p >= 1)
-    return 2 * pairs
+def head_dim_of(settings, embed_dim):
+    """The head size every attention module tells: twice its rotary table's width, else embed_dim over its
+    `num_heads` (neither is pinned: the given RoPE may be kept under any name, or written inline)."""
+    pairs, heads = settings.get("rotary_pairs"), settings.get("num_heads")
+    if isinstance(pairs, list) and pairs and all(type(p) is int for p in pairs):
+        return 2 * one_setting(pairs, "the rotary table's width", lambda p: p >= 1)
+    heads = one_setting(heads, "num_heads", lambda h: type(h) is int and 1 <= h <= embed_dim and embed_dim % h == 0)
+    return embed_dim // heads
 
 
 def trained_config(weights, settings, spec):
@@ -71,9 +75,10 @@ def trained_config(weights, settings, spec):
     num_layers = layers(weights)
     if num_layers < 1:
         raise InvalidModel("the model holds no blocks")
-    if len(settings.get("rotary_pairs") or []) != num_layers:
-        raise InvalidModel("the rotary tables were not recorded for every block")
-    head_dim = head_dim_of(settings)
+    if any(not isinstance(settings.get(key), list) or len(settings[key]) != num_layers
+           for key in ("rotary_pairs", "num_heads")):
+        raise InvalidModel("the heads were not recorded for every block")
+    head_dim = head_dim_of(settings, embed_dim)
     kv_dim, hidden_dim = shape(weights, "blocks.0.attention.k_proj.weight")[0], \
         shape(weights, "blocks.0.feedforward.gate_proj.weight")[0]
     if embed_dim % head_dim or kv_dim % head_dim or (embed_dim // head_dim) % max(kv_dim // head_dim, 1):

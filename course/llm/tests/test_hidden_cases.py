@@ -168,13 +168,22 @@ def test_an_untied_head_is_not_judged(trained_cases, trained):
     assert "cannot be judged" in problem and "tied to `token_embedding.weight`" in problem, problem
 
 
-def test_heads_that_do_not_divide_are_not_judged(trained_cases, trained):
+def test_heads_come_from_the_rotary_table_else_from_num_heads(trained_cases, trained):
+    """Neither the RoPE module's name nor `num_heads` is pinned: the table's width tells the head size, else
+    num_heads does; settings that do not divide, disagree between blocks or are missing are refused."""
     cases, expected, _, _, ref = trained_cases
     record = run(cases[7][0], [trained[0], reference_tokenizer()], {"Llama": type(trained[0]), "merges": trained[1]})
-    for pairs, words in (([3, 3], "does not divide"), ([8, 4], "disagree"), ([None, None], "not valid")):
-        forged = dict(record, config=dict(record["config"], rotary_pairs=pairs))
-        problem = trained_problem(7, forged, expected[7][0], ref)[0]
-        assert words in problem, problem
+    assert record["config"]["rotary_pairs"] == [8, 8] and record["config"]["num_heads"] == [4, 4]
+    judge = lambda **settings: trained_problem(7, dict(record, config=dict(record["config"], **settings)),
+                                               expected[7][0], ref)[0]
+    assert judge(rotary_pairs=[None, None]) is None
+    neither = dict(rotary_pairs=[None, None])
+    for settings, words in ((dict(rotary_pairs=[3, 3]), "does not divide"), (dict(rotary_pairs=[8, 4]), "disagree"),
+                            (dict(neither, num_heads=[None, None]), "`num_heads` = None is not valid"),
+                            (dict(neither, num_heads=[3, 3]), "`num_heads` = 3 is not valid"),
+                            (dict(num_heads=[4]), "not recorded for every block")):
+        problem = judge(**settings)
+        assert problem and words in problem, (settings, problem)
 
 
 def test_re_drawn_weights_collapse_on_the_reference_architecture(trained):
