@@ -23,9 +23,9 @@ from checkers.llm.trained import TARGET_BPB
 from checkers.llm.training import SPEED_LIMIT
 from course.llm import WORK_IN_PROGRESS as LLM
 from course_lib import llm as llm_defaults
-from notebook_text import (broken_copy, cell_length_problems, cells, check_cell_problems, checker_seeds, glossary,
-                           grade_id, import_cell, import_problems, index_of, measured_sentences, notebook_seeds,
-                           placeholders, plot_problems, seeded_model_problems, shape_name_problems,
+from notebook_text import (broken_copy, cell_length_problems, cells, check_cell_problems, checker_seeds, code_cell,
+                           glossary, grade_id, import_cell, import_problems, index_of, measured_sentences,
+                           notebook_seeds, placeholders, plot_problems, seeded_model_problems, shape_name_problems,
                            staff_note_problems, task_cell_order_problems, task_cells, task_text_problems,
                            text_macro_problems, time_claim_problems, training_seed_problems)
 
@@ -298,6 +298,15 @@ def test_the_defaults_task_7_states_are_the_defaults_it_runs():
     learning_rate = f"{training['lr']:.0e}".replace("e-0", "e-")  # 6e-3, as the text writes it
     assert (f"peak learning rate of {learning_rate} with {training['warmup_steps']} warm-up steps and a cosine "
             f"decay over {llm_defaults.STEPS:,} steps of {llm_defaults.BATCH_SIZE} windows") in text
+
+
+def test_task_7_s_cells_run_the_defaults_its_text_states():
+    """The text's defaults are llm_defaults' (the test above): the cells must build and train from those, unchanged."""
+    data_cell, training_cell = code_cell(SOURCE, "TextWindows(train_ids"), code_cell(SOURCE, "\nhistory = train(")
+    assert "model_config, train_config = dict(llm_defaults.MODEL), dict(llm_defaults.TRAINING)" in data_cell
+    assert "llm_defaults.STEPS * llm_defaults.BATCH_SIZE" in data_cell
+    assert "batch_size=llm_defaults.BATCH_SIZE" in data_cell
+    assert "**train_config" in training_cell and "LiveCurves(**llm_defaults.CURVES)" in training_cell
 
 
 def test_the_lora_demo_states_the_parameters_it_trains():
