@@ -38,13 +38,13 @@ test: $(STAMP)  ## all tests: lint, unit tests, checkers, release, notebooks (ev
 	$(BIN)/python tools/timed.py "lint (ruff)" -- $(BIN)/ruff check .
 	names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && \
 	OMP_NUM_THREADS=$(TEST_THREADS) MKL_NUM_THREADS=$(TEST_THREADS) $(BIN)/python tools/timed.py "unit tests, checkers and reference notebooks (nbval), $(WORKERS) workers" -- \
-		$(BIN)/pytest -q -rs -n $(WORKERS) --dist loadfile --no-loadscope-reorder tests course \
+		$(BIN)/pytest -q -n $(WORKERS) --dist loadfile --no-loadscope-reorder tests course \
 			--nbval-lax $$(for name in $$names; do echo solutions/$$name/$$name.ipynb; done)
 
 # make test-slurm: only the test that grades through a single-node Slurm it starts (tests/test_slurm.py, marker cluster;
 # root and Slurm's Debian packages, or skipped saying why); make test runs it too.
 test-slurm: $(STAMP)  ## grading through a real Slurm cluster, end to end (root; Debian's slurmctld, slurmd, munge)
-	$(BIN)/python tools/timed.py "Slurm, end to end" -- $(BIN)/pytest -q -rs -m cluster tests/test_slurm.py
+	$(BIN)/python tools/timed.py "Slurm, end to end" -- $(BIN)/pytest -q -m cluster tests/test_slurm.py
 
 release: $(STAMP)  ## regenerate the student notebooks from the references (nbgrader generate_assignment)
 	$(EACH_ASSIGNMENT) \

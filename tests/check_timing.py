@@ -5,8 +5,8 @@ on the wall clock: a busy machine does not change it, and on one thread it is ab
 on an idle core (a student's Colab has two).
 
 The tests compare the median of the timed calls with the limit. A check does the same work on every call, so a lone
-slow call is the machine's doing, not the check's: on CI one call of seq2seq's Task 7 check took 1.17 s of CPU time
-between four of 0.30-0.43 s, and the maximum failed the run.
+slow call is the machine's doing, not the check's: on CI one call of a trained model's check took 1.17 s of CPU
+time between four of 0.30-0.43 s, and the maximum failed the run.
 """
 import contextlib
 import io
