@@ -32,10 +32,12 @@ def lora_slots(layer):
 
 
 def lora_start(layer):
-    """How a new LoRALinear starts: its base frozen, which of A and B are zero, what trains (the numbers only)."""
+    """How a new LoRALinear starts: its base kept as `base` and frozen, which of A and B are zero, what trains (the
+    numbers only)."""
     base, (a, b) = getattr(layer, "base", None), lora_slots(layer).values()
     trainable = [p for p in layer.parameters() if p.requires_grad]
-    return {"base_frozen": isinstance(base, nn.Module) and not any(p.requires_grad for p in base.parameters()),
+    return {"base_kept": isinstance(base, nn.Linear),
+            "base_frozen": isinstance(base, nn.Module) and not any(p.requires_grad for p in base.parameters()),
             "a_zero": not bool(a.detach().any()), "b_zero": not bool(b.detach().any()),
             "a_shape": str(tuple(a.shape)), "b_shape": str(tuple(b.shape)),
             "trainable": sorted(p.numel() for p in trainable)}

@@ -10,6 +10,7 @@ FACT_PROBLEMS = {
     (PARAMETERS, "tensors"): ("the module has other parameters than the task names (RMSNorm: `weight` alone; "
                               "SwiGLU: its three projections' weights, no biases)"),
     (PARAMETERS, "numel"): "the module's parameters hold another number of values than the task's",
+    (LORA_START, "base_kept"): "LoRALinear should keep the nn.Linear it adapts as `self.base`",
     (LORA_START, "base_frozen"): ("the base layer's parameters should not require gradients "
                                   "(base.requires_grad_(False))"),
     (LORA_START, "a_zero"): "A should start random (and B at zeros)",

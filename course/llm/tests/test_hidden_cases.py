@@ -191,3 +191,20 @@ def test_re_drawn_weights_collapse_on_the_reference_architecture(trained):
     tokenizer, text = reference()["BPETokenizer"](merges), split_topics()[1][:llm_defaults.EVAL_CHARS]
     chance = trained_model.held_out_bpb(trained_model.redrawn(model), tokenizer, text[:trained_model.COLLAPSE_CHARS])
     assert chance > TARGET_BPB + trained_model.COLLAPSE_MARGIN
+
+
+def test_a_lora_layer_that_keeps_its_base_under_another_name_is_told_so(graded_cases):
+    """`self.base` is pinned (the Task 8 check holds it): the grader's sentence names it, not a frozen-base problem."""
+    class Renamed(DeepcopyLoRA):
+        def __init__(self, base, rank, alpha):
+            super().__init__(base, rank, alpha)
+            self.frozen = self.base
+            del self.base
+
+        def forward(self, x):
+            return self.frozen(x) + torch.nn.functional.linear(torch.nn.functional.linear(x, self.A), self.B) * \
+                self.scale
+
+    verdict = verdict_of(8, dict(reference(), LoRALinear=Renamed), graded_cases)
+    assert verdict.score == 0 and "should keep the nn.Linear it adapts as `self.base`" in verdict.message, \
+        verdict.message
