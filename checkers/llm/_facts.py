@@ -3,8 +3,19 @@ A and B, the base layer it adapts (built in the probe), and facts as plain data,
 import torch
 import torch.nn as nn
 
+from .._core import load_fixture
 from .._weights import MissingPart, _child, attention_slots, encoder_blocks
 from ._roles import rms_norm_slots, swiglu_slots
+from .training import cpu_seconds, speed_rule
+
+
+def bpe_speed(train_bpe):
+    """Whether train_bpe passes Task 1's speed rule (training.py: speed_rule, the check's own) on the check's timed
+    text: a ratio of two CPU times in this process, so the machine's speed and load cancel; its merges are compared by
+    the case that calls it on that text."""
+    speed = load_fixture(__package__, 1)["speed"]
+    fast, _, _ = speed_rule(lambda probe: cpu_seconds(train_bpe, probe["text"], probe["vocab_size"])[1], speed)
+    return {"fast_enough": bool(fast)}
 
 
 def linear(weight, bias=None):

@@ -2,15 +2,16 @@
 
 They run in the grader too, so a notebook that fools its own check cell (a monkeypatched checker, an edited check
 cell) is still held to them; their expected values are recomputed from the reference like every other case's, not
-read from the fixture. Task 1's timing is the check's alone (CPU seconds differ between machines): here the timed
-text's merges count, not their speed.
+read from the fixture. Task 1's speed is judged by the check's own rule, run in the probe (bpe_speed): a ratio of
+two CPU times there, so no time is compared between machines.
 """
 from checkers._core import load_fixture
 from checkers.llm import gqa as gqa_check, lora as lora_check, tiled as tiled_check
 from checkers.llm._bpe import unpadded
 
 from grading.cases.parts import called, helper, instance, module, recipe, watch
-from .facts import ATTENTION_SLOTS, BASE_LAYER, LORA_MERGE, LORA_SLOTS, LORA_START, PARAMETERS, RMS_SLOTS, SWIGLU_SLOTS
+from .facts import (ATTENTION_SLOTS, BASE_LAYER, BPE_SPEED, LORA_MERGE, LORA_SLOTS, LORA_START, PARAMETERS, RMS_SLOTS,
+                    SWIGLU_SLOTS)
 
 CHECK_TOLERANCE = dict(atol=1e-6, rtol=1e-6)
 SCORES = dict(name="checkers.llm.tiled:_Recorder", report="checkers.llm._facts:scores_seen",
@@ -18,11 +19,13 @@ SCORES = dict(name="checkers.llm.tiled:_Recorder", report="checkers.llm._facts:s
 
 
 def training_cases():
-    """Task 1: the merges of every constructed text and of the timed one."""
+    """Task 1: the merges of every constructed text and of the timed one, then the check's speed rule on the timed one
+    (after its merges, so a wrong merge is named first)."""
     fixture = load_fixture("checkers.llm", 1)
     probes = dict(fixture["probes"], **{"timed text": fixture["speed"]})
-    return [recipe(1, f"check: {name}", True, call=called(probe["text"], probe["vocab_size"]), values=True)
-            for name, probe in probes.items()]
+    cases = [recipe(1, f"check: {name}", True, call=called(probe["text"], probe["vocab_size"]), values=True)
+             for name, probe in probes.items()]
+    return cases + [recipe(1, "check: the timed text, its counts kept up to date", True, facts=[BPE_SPEED])]
 
 
 def tokenizer_cases():
