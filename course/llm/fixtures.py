@@ -2,12 +2,9 @@
 reference (every task answered by definitions: 1-6 and 8).
 
 Merge lists and id lists are stored as padded LongTensors (checkers/llm/_bpe.py), so that tools/make_fixtures.py
-stores each known mistake's output beside the reference's (course/llm/mistakes.py). The assignment is not registered
-yet: `python -m course.llm.fixtures` writes checkers/llm/fixtures/ (the same steps as `make fixtures`, for
-WORK_IN_PROGRESS). Instructor-side only: the fixtures ship, these builders do not.
+stores each known mistake's output beside the reference's (course/llm/mistakes.py); `make fixtures ASSIGNMENT=llm`
+writes checkers/llm/fixtures/. Instructor-side only: the fixtures ship, these builders do not.
 """
-import sys
-from pathlib import Path
 
 import torch
 import torch.nn as nn
@@ -16,8 +13,6 @@ from checkers._weights import attention_slots
 from checkers.llm._bpe import padded_ids, padded_merges
 from checkers.llm._roles import rms_norm_slots, swiglu_slots
 from checkers.llm.layers import RMS_DETACHED
-from course.llm import WORK_IN_PROGRESS
-from course.reference import load_reference, reference_source
 from course.transformer.fixtures import randomize, weights
 
 OUTPUT_KEYS = ("merges", "ids", "outputs", "merged_outputs",  # Tasks 1-2, 3-4 and 6, 8
@@ -290,22 +285,3 @@ def lora_fixture(ref, generator):
 BUILDERS = {1: trainer_fixture, 2: tokenizer_fixture,  # {task: builder(reference namespace, generator) -> fixture}
             3: rms_norm_fixture, 4: swiglu_fixture, 5: gqa_fixture, 6: tiled_fixture, 8: lora_fixture}
 
-
-def main(folder=None):
-    """Write checkers/llm/fixtures/task_N.pt for the tasks with a builder (tools/make_fixtures.py's steps)."""
-    from tools import make_fixtures
-    torch.set_default_dtype(torch.float64)
-    torch.set_num_threads(1)
-    source = reference_source(WORK_IN_PROGRESS)
-    reference = load_reference(source)
-    folder = Path(folder or make_fixtures.fixtures_folder(WORK_IN_PROGRESS))
-    folder.mkdir(exist_ok=True)
-    for task, builder in BUILDERS.items():
-        fixture = make_fixtures.build_fixture(builder, task, reference)
-        fixture = make_fixtures.add_mistakes(builder, task, fixture, source, WORK_IN_PROGRESS, OUTPUT_KEYS)
-        make_fixtures.save(folder, f"task_{task}", fixture)
-        print(f"wrote {folder / f'task_{task}.pt'}")
-
-
-if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else None)

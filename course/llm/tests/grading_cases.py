@@ -4,7 +4,7 @@ and released, tests/in_process_grading.graded_cases_of(assignment("llm"), ...) d
 import dataclasses
 import functools
 
-from course.llm import WORK_IN_PROGRESS
+from course.registry import assignment
 from grading.cases import build_cases
 from grading.judge.expected import expected_records
 from grading.match.notebook import check_cells, read, release_layout
@@ -30,4 +30,4 @@ def graded_cases_of(assignment, namespace, tasks=None):
 @functools.lru_cache(maxsize=None)
 def definition_cases():
     """The graded cases of every definition task, built once per run."""
-    return graded_cases_of(WORK_IN_PROGRESS, reference(), WORK_IN_PROGRESS.definition_tasks)
+    return graded_cases_of(assignment("llm"), reference(), assignment("llm").definition_tasks)

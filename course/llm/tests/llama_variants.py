@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course.llm import WORK_IN_PROGRESS
+from course.registry import assignment
 from course_lib import llm as llm_defaults
 
 from .layer_variants import RsqrtRMSNorm, SequentialGateSwiGLU
@@ -148,7 +148,7 @@ def einsum_gqa(rotary_class):
 
 def given_llama_cell():
     """The source of the notebook's given Llama cell (grade_id provided_llama)."""
-    cells = json.loads(WORK_IN_PROGRESS.source_notebook.read_text())["cells"]
+    cells = json.loads(assignment("llm").source_notebook.read_text())["cells"]
     return next("".join(cell["source"]) for cell in cells
                 if cell["metadata"].get("nbgrader", {}).get("grade_id") == "provided_llama")
 

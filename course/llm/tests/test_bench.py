@@ -1,13 +1,6 @@
 """The llm assignment's bench (course/llm/bench.py): a quick run end to end through the runner, its merges' byte
 mapping, its attention routes and its LoRA count.
-
-llm is not in course.toml yet, so tools.bench cannot load it by name (runner.load_bench asks the registry); the
-quick run here goes through runner.bench in this process with load_bench and reference_of pointed at llm's module and
-reference (course.llm.WORK_IN_PROGRESS). Once it is registered, bench_reports.run_quick_bench replaces that.
 """
-import contextlib
-import io
-import json
 import math
 
 import pytest
@@ -15,9 +8,8 @@ import torch
 
 from course.llm import bench as bench_llm
 from course_lib import llm as llm_defaults
-from tools.bench import runner
 
-from bench_reports import assert_whole_report
+from bench_reports import assert_whole_report, run_quick_bench
 from .checks import reference
 
 NAME = "llm"
@@ -26,20 +18,8 @@ SECTIONS = ("meta", "bpe_training", "tokenizers", "attention", "lora", "training
 
 @pytest.fixture(scope="module")
 def quick_report(tmp_path_factory):
-    """The llm bench's quick run through runner.bench, as `make bench ASSIGNMENT=llm --quick` will run it:
-    (report, out, stdout)."""
-    out, threads = tmp_path_factory.mktemp("bench_llm"), torch.get_num_threads()
-    patch = pytest.MonkeyPatch()
-    patch.setattr(runner, "load_bench", lambda name, root=None: bench_llm)
-    patch.setattr(runner, "reference_of", lambda name: reference())
-    stdout = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(stdout):
-            runner.bench(NAME, quick=True, out=out)
-    finally:
-        patch.undo()
-        torch.set_num_threads(threads)  # the runner sets one thread on the CPU
-    return json.loads((out / "bench.json").read_text()), out, stdout.getvalue()
+    """The llm bench's quick run, as `make bench ASSIGNMENT=llm --quick` runs it: (report, out, stdout)."""
+    return run_quick_bench(NAME, tmp_path_factory.mktemp("bench_llm"))
 
 
 def test_the_bench_module_defines_the_sections_of_the_report():

@@ -2,12 +2,11 @@
 function), the import cell, shapes in the glossary's names, short cells, titled plots whose axes name their units,
 seeded models, math that renders everywhere, claims that follow from the code they describe.
 
-The rules live in tests/notebook_text.py. llm is not in course.toml yet (course.llm.WORK_IN_PROGRESS), so
-tests/test_notebook_rules.py skips it and its course-wide rules run here, on the solutions notebook only: the student
-notebook (notebooks/llm/llm.ipynb) is released at registration. At registration: use assignment("llm") and
-tasks_of("llm"), run the rhythm, check-cell, import, glossary and shape tests on the release notebook too (as gpt's
-BOTH, with release=True for the TODO rule), drop the course-wide block below (tests/test_notebook_rules.py runs it
-then) and the registry patch of the training-seed test.
+The rules live in tests/notebook_text.py; the ones every notebook follows (the import cell, short cells, titled
+plots, no staff notes, no stray times) are tested for every assignment in tests/test_notebook_rules.py. Whether the
+student notebook is released from the current reference, and holds no solution, is tested for every registered
+assignment in tests/test_release.py; that it runs untouched and fails only with "not implemented yet", in
+tests/test_student_notebook.py.
 """
 import ast
 import re
@@ -18,19 +17,18 @@ matplotlib.use("Agg")
 
 import pytest
 
-import notebook_text
 from checkers.llm.trained import TARGET_BPB
 from checkers.llm.training import SPEED_LIMIT
-from course.llm import WORK_IN_PROGRESS as LLM
+from course.registry import assignment
 from course_lib import llm as llm_defaults
-from notebook_text import (broken_copy, cell_length_problems, cells, check_cell_problems, checker_seeds, code_cell,
-                           glossary, grade_id, import_cell, import_problems, index_of, measured_sentences,
-                           notebook_seeds, placeholders, plot_problems, seeded_model_problems, shape_name_problems,
-                           staff_note_problems, task_cell_order_problems, task_cells, task_text_problems,
-                           text_macro_problems, time_claim_problems, training_seed_problems)
+from notebook_text import (broken_copy, cells, check_cell_problems, checker_seeds, code_cell, glossary, grade_id,
+                           index_of, measured_sentences, notebook_seeds, seeded_model_problems, shape_name_problems,
+                           task_cell_order_problems, task_cells, task_text_problems, tasks_of, training_seed_problems)
 
-SOURCE = LLM.source_notebook
-TASKS = {number: task.trains for number, task in LLM.tasks.items()}  # {task: trains}; tasks_of("llm") once registered
+LLM = assignment("llm")
+SOURCE, RELEASE = LLM.source_notebook, LLM.release_notebook
+TASKS = tasks_of("llm")  # {task: trains}
+BOTH = pytest.mark.parametrize("path", [SOURCE, RELEASE], ids=["solutions", "notebooks"])
 # Designed: the BPE tasks' answers are several functions, one answer cell each in the order the text builds them, so
 # that a student runs each helper before the next; the check cell follows the last.
 ONE_CELL_PER_FUNCTION = {1: ["merge_word", "add_pairs", "best_pair", "train_bpe"], 2: ["encode_word", "BPETokenizer"]}
@@ -55,10 +53,11 @@ def glossary_or_fail(path):
 # ----------------------------------------------------------------------------- the rhythm of a task
 
 
+@BOTH
 @pytest.mark.parametrize("task", list(TASKS))
-def test_each_task_gives_its_motivation_formula_with_shapes_then_what_to_implement(task):
+def test_each_task_gives_its_motivation_formula_with_shapes_then_what_to_implement(path, task):
     formula_rule_applies = not TASKS[task] and task not in ALGORITHM  # task_text_problems skips it for `trains`
-    assert task_text_problems(SOURCE, task, not formula_rule_applies, glossary_or_fail(SOURCE)) == []
+    assert task_text_problems(path, task, not formula_rule_applies, glossary_or_fail(path)) == []
 
 
 @pytest.mark.parametrize("task", list(ALGORITHM))
@@ -68,9 +67,10 @@ def test_the_tokenizer_tasks_state_their_algorithm_with_math_before_what_to_impl
     assert 0 <= algorithm < implement and "$" in text[algorithm:implement]
 
 
+@BOTH
 @WITH_ONE_ANSWER_CELL
-def test_each_task_has_its_answer_cell_then_its_check_cell_then_an_example(task):
-    assert task_cell_order_problems(SOURCE, task, release=False) == []
+def test_each_task_has_its_answer_cell_then_its_check_cell_then_an_example(path, task):
+    assert task_cell_order_problems(path, task, release=path == RELEASE) == []
 
 
 def defined_names(source):
@@ -108,9 +108,10 @@ def multi_cell_section_problems(path, task, functions):
     return problems
 
 
+@BOTH
 @pytest.mark.parametrize("task", list(ONE_CELL_PER_FUNCTION))
-def test_the_bpe_tasks_give_one_answer_cell_per_function_then_their_check_then_an_example(task):
-    assert multi_cell_section_problems(SOURCE, task, ONE_CELL_PER_FUNCTION[task]) == []
+def test_the_bpe_tasks_give_one_answer_cell_per_function_then_their_check_then_an_example(path, task):
+    assert multi_cell_section_problems(path, task, ONE_CELL_PER_FUNCTION[task]) == []
 
 
 def test_the_one_cell_per_function_rule_catches_a_section_that_breaks_it(tmp_path):
@@ -136,58 +137,23 @@ def test_the_one_cell_per_function_rule_catches_a_section_that_breaks_it(tmp_pat
         assert any(problem in found for found in problems), (edit.__name__, problems)
 
 
-def test_each_check_cell_calls_one_registered_check():
-    assert check_cell_problems(SOURCE, TASKS) == []
+@BOTH
+def test_each_check_cell_calls_one_registered_check(path):
+    assert check_cell_problems(path, TASKS) == []
 
 
 # ----------------------------------------------------------------------------- the import cell and names
 
 
-def test_the_import_cell_imports_every_check_and_nothing_unused():
-    assert import_problems(SOURCE, "llm", TASKS) == []
+@BOTH
+def test_the_glossary_names_the_shapes_the_notebook_uses(path):
+    assert PINNED_NAMES <= glossary_or_fail(path)
 
 
-def test_the_import_cell_runs():
-    """Every name the import cell asks for exists in checkers and course_lib."""
-    namespace = {}
-    exec(compile(import_cell(SOURCE)[1]["source"], "<import cell>", "exec"), namespace)
-    assert all(f"check_task_{task}" in namespace for task in TASKS) and "llm_defaults" in namespace
-
-
-def test_the_glossary_names_the_shapes_the_notebook_uses():
-    assert PINNED_NAMES <= glossary_or_fail(SOURCE)
-
-
-def test_shape_comments_use_the_glossary_s_names():
-    glossary_or_fail(SOURCE)
-    assert shape_name_problems(SOURCE, allowed=LAMBDA_PARAMETERS) == []
-
-
-# ----------------------------------------------------------------------------- the course-wide rules, until registered
-
-
-def test_no_underscore_inside_text_macros():
-    assert text_macro_problems(SOURCE) == []
-
-
-def test_the_notebook_holds_no_note_for_course_staff():
-    assert staff_note_problems(SOURCE) == []
-
-
-def test_no_time_claim_outside_the_marked_sentences():
-    assert time_claim_problems(SOURCE) == []
-
-
-def test_no_placeholder_is_left_in_the_text():
-    assert placeholders(SOURCE) == []
-
-
-def test_given_code_cells_are_short():
-    assert cell_length_problems(SOURCE) == []
-
-
-def test_plots_have_titles_and_labelled_axes():
-    assert plot_problems(SOURCE) == []
+@BOTH
+def test_shape_comments_use_the_glossary_s_names(path):
+    glossary_or_fail(path)
+    assert shape_name_problems(path, allowed=LAMBDA_PARAMETERS) == []
 
 
 # ----------------------------------------------------------------------------- plots, seeds
@@ -235,9 +201,8 @@ def test_every_default_model_is_built_right_after_a_seed():
     assert seeded_model_problems(SOURCE, "Llama") == []
 
 
-def test_training_starts_from_the_seed_of_the_cell_before_it(monkeypatch):
+def test_training_starts_from_the_seed_of_the_cell_before_it():
     """Nothing random runs between the seed and the training cell (TextWindows draws from a seed of its own)."""
-    monkeypatch.setattr(notebook_text, "registered", lambda name: LLM)  # until llm is in course.toml
     assert training_seed_problems(SOURCE, "Llama", "TextWindows") == []
 
 

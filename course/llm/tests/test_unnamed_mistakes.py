@@ -5,19 +5,16 @@ second of CPU time, and the grader's cases (course/llm/cases) score it 0.
 Run with -s to see each check's sentence (the held-out report judges whether it names the mistake).
 """
 import contextlib
-import dataclasses
 import io
 
 import pytest
 
 import checkers.llm as checkers
 from check_timing import cpu_seconds
-from course.llm import WORK_IN_PROGRESS
+from course.registry import assignment
 from course.reference import load_reference, reference_source
-from grading.cases import build_cases
-from grading.judge.expected import expected_records, reference_namespace
-from grading.match.notebook import check_cells, read, release_layout
-from in_process_grading import verdict_of
+from grading.judge.expected import reference_namespace
+from in_process_grading import graded_cases_of, verdict_of
 
 from . import unnamed_mistakes as heldout
 
@@ -45,7 +42,7 @@ def test_every_task_has_six_held_out_mistakes():
 @pytest.mark.parametrize("item", heldout.MISTAKES, ids=lambda item: item["name"])
 def test_each_edit_applies_exactly_once(item):
     """Mutant.apply replaces every occurrence: an old text found twice would plant a different mistake."""
-    source = reference_source(WORK_IN_PROGRESS)
+    source = reference_source(assignment("llm"))
     for old, new in item["edits"]:
         assert source.count(old) == 1, old
         source = source.replace(old, new)
@@ -75,19 +72,8 @@ def test_held_out_check_stays_within_a_second(item):
 
 @pytest.fixture(scope="module")
 def graded_cases():
-    """in_process_grading.graded_cases_of's tuple for the definition tasks, read from the solutions notebook.
-
-    llm has no release notebook yet and Task 7 no case, so this builds what graded_cases_of builds without them.
-    """
-    reference = reference_namespace(WORK_IN_PROGRESS)
-    definitions = dataclasses.replace(WORK_IN_PROGRESS, tasks={number: task for number, task
-                                                               in WORK_IN_PROGRESS.tasks.items() if not task.trains})
-    checks = {task: cell for task, cell in check_cells(release_layout(read(WORK_IN_PROGRESS.source_notebook))).items()
-              if task in definitions.tasks}
-    names = {task: cell.names for task, cell in checks.items()}
-    cases = build_cases(reference, definitions)
-    points = {task: cell.points for task, cell in checks.items()}
-    return cases, expected_records(cases, reference, names), names, points, reference
+    """(cases, expected, names, points, reference) as the grader builds them (tests/in_process_grading.py)."""
+    return graded_cases_of(assignment("llm"), reference_namespace(assignment("llm")))
 
 
 @pytest.mark.parametrize("item", heldout.MISTAKES, ids=lambda item: item["name"])

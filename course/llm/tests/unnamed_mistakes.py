@@ -6,7 +6,7 @@ text) of the reference answer source, applied in order as course.mutant.Mutant a
 text occurs exactly once where it is applied (test_unnamed_mistakes.py holds that). `what` says what is wrong, in
 the words a check that names the mistake would need.
 """
-from course.llm import WORK_IN_PROGRESS
+from course.registry import assignment
 from course.mutant import Mutant
 from course.reference import load_reference, reference_source
 
@@ -438,7 +438,7 @@ MISTAKES = [
 
 def mistake_source(item):
     """The reference answer source with the mistake's edits applied in order (as a planted Mutant applies them)."""
-    return Mutant(item["task"], item["name"], item["edits"]).apply(reference_source(WORK_IN_PROGRESS))
+    return Mutant(item["task"], item["name"], item["edits"]).apply(reference_source(assignment("llm")))
 
 
 def mistake_object(item):
