@@ -27,5 +27,7 @@ def by_names(task_objects, right):
 
 
 def dict_entries(entries, right):
-    """Cases from dict(task=, name=, objects={name: obj}, what=) entries (course/<a>/tests/unnamed_mistakes.py)."""
-    return [Case(e["task"], e["name"], right, objects=dict(e["objects"])) for e in entries]
+    """Cases from dict(task=, name=, objects={name: obj} or edits=((old, new), ...), what=) entries
+    (course/<a>/tests/unnamed_mistakes.py): the objects by the check cell's names, or edits of the reference source."""
+    return [Case(e["task"], e["name"], right, objects=dict(e.get("objects", {})), edits=tuple(e.get("edits", ())))
+            for e in entries]

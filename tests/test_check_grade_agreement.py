@@ -11,7 +11,7 @@ task's full points.
 Where the cases come from is the assignment's own: course/<a>/tests/agreement.py, found by name, lists SOURCES
 ((label, reference namespace -> [Case])), WRITTEN_HERE (Mutant) and, where a check cell passes objects no definition
 task defines, stand_ins(namespace); a module course/<a>/tests/unnamed_mistakes.py with a MISTAKES or VARIANTS list of
-dict(task=, name=, objects={name: obj}, what=) is picked up too (tests/agreement_cases.py). Run this file as a
+dict(task=, name=, objects={name: obj} or edits=, what=) is picked up too (tests/agreement_cases.py). Run this file as a
 script to print the agreement matrix per assignment.
 """
 import contextlib

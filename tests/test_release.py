@@ -117,8 +117,10 @@ def test_every_task_has_one_locked_check_cell_with_its_points(assignment, kind):
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS, ids=NAMES)
-def test_every_assignment_is_worth_ten_points(assignment):
-    assert sum(assignment.points.values()) == 10
+def test_every_assignment_is_worth_a_whole_number_of_at_least_ten_points(assignment):
+    """10 for most assignments; a larger one may be worth more (README's table)."""
+    total = sum(assignment.points.values())
+    assert total >= 10 and total == int(total), total
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS, ids=NAMES)
