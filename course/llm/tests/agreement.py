@@ -1,6 +1,6 @@
 """The llm assignment's answers for tests/test_check_grade_agreement.py beyond its reference and planted mistakes: the
 valid variants its check tests use (other formulations of every definition task). Its held-out mistakes
-(unnamed_mistakes.py) are picked up by name. While llm is unregistered, test_agreement.py runs the same comparison."""
+(unnamed_mistakes.py) are picked up by name."""
 from agreement_cases import by_names
 
 

@@ -1,7 +1,8 @@
 """The llm hidden grading cases (course/llm/cases/), scored in process as the grader scores them.
 
 The reference passes every task; every planted mistake of Tasks 1-6 and 8 (course/llm/mistakes.py's MUTANTS) scores
-0 on its task but the one only a stopwatch tells (below); the valid variants the checks' tests use score full marks;
+0 on its task (the full recount by the check's own speed rule, run in the probe); the valid variants the checks'
+tests use score full marks;
 what a probe receives holds no expected values and no held-out text; and Task 7 is judged by the reference Llama
 loaded with the model's weights, on the grader's own held-out text cut by the reference tokenizer with the notebook's
 merges: a trained reference model earns it, merges that are not valid are refused with a reason, other valid merges
@@ -12,17 +13,19 @@ import copy
 import pytest
 import torch
 
+from checkers.llm._facts import bpe_speed
 from checkers.llm.trained import TARGET_BPB
-from course.llm import WORK_IN_PROGRESS
 from course.llm.cases import trained_model
+from course.llm.cases.facts import BPE_SPEED, FACT_PROBLEMS
 from course.llm.mistakes import MUTANTS
+from course.registry import assignment
 from course_lib import llm as llm_defaults
 from course_lib.llm import split_topics
 from grading.judge.trained_models import trained_problem
 from grading.recipes import run
 from in_process_grading import verdict_of
 
-from . import bpe_variants, layer_variants
+from . import bpe_variants, layer_variants, unnamed_mistakes as heldout
 from .checks import reference, variant
 from .grading_cases import definition_cases, graded_cases_of
 from .test_checks_gqa import sdpa_layer
@@ -31,10 +34,6 @@ from .test_checks_tiled import query_blocks
 from .trained_models import reference_merges, reference_tokenizer, trained_reference
 
 DEFINITION_TASKS = (1, 2, 3, 4, 5, 6, 8)
-# A planted mistake whose outputs are right: only its speed is wrong, which the check times against a calibration
-# loop on the student's machine. The grader's records hold no time (CPU seconds are not comparable between machines),
-# so it scores the points the check withholds (tests/test_check_grade_agreement.py lists it when llm is registered).
-SPEED_ONLY = {"a full recount after every merge"}
 
 
 @pytest.fixture(scope="module")
@@ -56,18 +55,13 @@ def test_reference_passes_hidden_tests(task, graded_cases):
     assert verdict.score == graded_cases[3][task], verdict.message
 
 
-PLANTED = [mutant for mutant in MUTANTS if mutant.task in DEFINITION_TASKS and mutant.name not in SPEED_ONLY]
+PLANTED = [mutant for mutant in MUTANTS if mutant.task in DEFINITION_TASKS]
 
 
 @pytest.mark.parametrize("planted", PLANTED, ids=lambda m: f"task{m.task}-{m.name}")
 def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases):
     verdict = verdict_of(planted.task, variant(planted), graded_cases)
     assert verdict.score == 0 and verdict.message.startswith(f"Task {planted.task}"), verdict.message
-
-
-def test_the_speed_only_mistake_is_still_planted():
-    """SPEED_ONLY names a mistake of the catalogue (renamed there, it would be tested above and fail)."""
-    assert SPEED_ONLY <= {mutant.name for mutant in MUTANTS}
 
 
 def test_the_catalogue_covers_every_definition_task():
@@ -88,6 +82,29 @@ def test_hidden_tests_accept_valid_variants(task, name, answer, graded_cases):
     assert verdict.score == graded_cases[3][task], verdict.message
 
 
+FULL_RECOUNTS = ["a full recount after every merge", "bpe_full_recount", "bpe_full_recount_all_words"]
+
+
+def recount(name):
+    """The planted full recount, or a held-out one (right merges, too slow), by name."""
+    planted = [variant(mutant)["train_bpe"] for mutant in MUTANTS if mutant.name == name]
+    return planted[0] if planted else heldout.mistake_object(next(i for i in heldout.MISTAKES if i["name"] == name))
+
+
+@pytest.mark.parametrize("train_bpe", [None, bpe_variants.heap_train_bpe, bpe_variants.tuple_words_train_bpe],
+                         ids=["reference", "heap", "tuple_words"])
+def test_valid_trainers_are_fast_enough_in_the_probe(train_bpe):
+    assert bpe_speed(train_bpe or reference()["train_bpe"]) == {"fast_enough": True}
+
+
+@pytest.mark.parametrize("name", FULL_RECOUNTS)
+def test_full_recounts_fail_the_speed_rule_in_the_grader(name, graded_cases):
+    """Their merges are right: only the speed fact (the check's rule, timed in the probe) scores them 0."""
+    assert bpe_speed(recount(name)) == {"fast_enough": False}
+    verdict = verdict_of(1, dict(reference(), train_bpe=recount(name)), graded_cases)
+    assert verdict.score == 0 and FACT_PROBLEMS[BPE_SPEED, "fast_enough"] in verdict.message, verdict.message
+
+
 def test_scaled_dot_product_attention_with_enable_gqa_is_a_valid_task_5(graded_cases):
     """Task 5 may call SDPA (Task 6 may not): the Task 5 cases watch nothing."""
     verdict = verdict_of(5, dict(reference(), GroupedQueryAttention=sdpa_layer()), graded_cases)
@@ -105,7 +122,7 @@ def test_recipes_hold_no_expected_values(graded_cases):
 @pytest.fixture(scope="module")
 def trained_cases():
     """(cases, expected, names, points, reference) of Task 7 alone."""
-    return graded_cases_of(WORK_IN_PROGRESS, reference(), (7,))
+    return graded_cases_of(assignment("llm"), reference(), (7,))
 
 
 @pytest.fixture(scope="module")
