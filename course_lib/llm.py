@@ -46,6 +46,7 @@ def is_held_out(name):
     return zlib.crc32(name.encode("utf-8")) % HELD_OUT_MODULUS == HELD_OUT_RESIDUE
 
 
+@student_call
 def split_topics(topics=None):
     """(training text, held-out text): each side's topics joined by "\\n" in sorted-name order.
 
@@ -60,6 +61,7 @@ def split_topics(topics=None):
     return "\n".join(training), "\n".join(held_out)
 
 
+@student_call
 def utf8_size(text):
     """Bytes of text in UTF-8, lone surrogates kept (as the tokenizer counts them)."""
     return len(text.encode("utf-8", errors="surrogatepass"))
@@ -197,6 +199,7 @@ ADAPT_CHARS = (200_000, 25_000)  # the training side's and the held-out side's c
 ADAPT_HELD_OUT_EVERY = 8  # docstring i is held out when i % 8 == 7
 
 
+@student_call
 def stdlib_docstrings(chars=ADAPT_CHARS):
     """(training text, held-out text): the module, class and function docstrings of the standard library's top-level
     modules (sorted by file name), every ADAPT_HELD_OUT_EVERY-th held out, each side joined by "\\n\\n" and cut.

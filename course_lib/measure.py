@@ -54,6 +54,7 @@ class Measurement:
         return self.peak_bytes / BYTES_PER_MIB
 
 
+@student_call
 def measure(fn, device, repeats=3, warmup=1):
     """Run fn() (no args) on `device` (torch.device or str), return peak memory and median time.
 

@@ -33,7 +33,9 @@ def notebook_imports():
     for path in sorted(ROOT.glob("solutions/*/*.ipynb")):
         code = "\n".join(cell.source for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code")
         for module, names in re.findall(r"^from (course_lib[\w.]*) import (\([^)]*\)|.*)$", code, re.M):
-            found |= {(module, name.split(" as ")[0].strip()) for name in names.strip("()").split(",") if name.strip()}
+            names = re.sub(r"#.*", "", names)  # a comment after the names
+            found |= {(module, name.split(" as ")[0].strip()) for name in names.strip().strip("()").split(",")
+                      if name.strip()}
     return sorted(found)
 
 

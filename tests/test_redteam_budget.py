@@ -118,7 +118,7 @@ def test_each_trained_task_names_defaults_that_bound_its_sizes(name, task):
     defaults = getattr(__import__(module, fromlist=[attribute]), attribute)
     sizes = {key: value for key, value in defaults.items() if type(value) is int}
     factor = judge_trained_module.SIZE_FACTOR
-    assert "embed_dim" in sizes and "feedforward_dim" in sizes
+    assert "embed_dim" in sizes and {"feedforward_dim", "hidden_dim"} & set(sizes)  # a width, a feed-forward width
     judge_trained_module.within_defaults(dict(defaults), spec)
     judge_trained_module.within_defaults({key: max(value, 1) * factor for key, value in sizes.items()}, spec)
     for key, value in sizes.items():

@@ -2,10 +2,11 @@
 
 For each assignment whose own tests say how (course/<a>/tests/trained_needs.py: WRONG_CLASS, a planted mistake of
 the class its trained model is made of; trained_on, the notebook's recipe, trained once per run; check_accuracy, on
-the trained check's own data), a model of the wrong class trained to the check's target fails the trained check
-with "fix Task N first" (N: the task it needs) and scores 0 for the trained task when the grader scores the notebook
-(tests/in_process_grading.verdicts_of); the reference trained the same way passes both. One short training per
-model, once per run and shared with the slice's own tests (tests/trained_cache.py).
+the trained check's own data; notebook_objects, if the trained check cell passes more than the model), a model of the
+wrong class trained to the check's target fails the trained check with "fix Task N first" (N: the task it needs) and
+scores 0 for the trained task when the grader scores the notebook (tests/in_process_grading.verdicts_of); the
+reference trained the same way passes both. The check is called with the objects its check cell names. One short
+training per model, once per run and shared with the slice's own tests (tests/trained_cache.py).
 """
 import functools
 import importlib
@@ -50,7 +51,8 @@ def student(name, kind):
     model = own_module(name).trained_on(namespace, code)  # the reference: the one its own tests train, shared
     seconds = time.perf_counter() - start
     print(f"{name}, {kind}: trained in {seconds:.1f} s")
-    return dict(namespace, model=model), model, seconds
+    others = getattr(own_module(name), "notebook_objects", lambda namespace: {})(namespace)  # e.g. its tokenizer
+    return dict(namespace, **others, model=model), model, seconds
 
 
 @functools.lru_cache(maxsize=None)
@@ -61,6 +63,11 @@ def graded(name):
 def check_of(name):
     task = assignment(name).tasks[trained_task(name)[0]]
     return getattr(importlib.import_module(task.check_module), task.check_function)
+
+
+def run_check(name, namespace):
+    """The trained check called as its check cell calls it: with the objects the cell names, from the namespace."""
+    return check_of(name)(*[namespace[key] for key in graded(name)[2][trained_task(name)[0]]])
 
 
 def grade(name, namespace):
@@ -77,7 +84,7 @@ def test_a_model_of_a_wrong_class_trained_to_the_target_fails_the_check_and_scor
     assert accuracy >= target, f"the {own_module(name).WRONG_CLASS} model did not reach the target ({accuracy:.1%})"
     task, needed = trained_task(name)
     with pytest.raises(CheckFailure) as failure:
-        check_of(name)(model)
+        run_check(name, namespace)
     message = str(failure.value)
     assert message.startswith(f"Task {task}: the model's class does not pass check_task_{needed}: fix Task {needed} "
                               f"first, then train again (check_task_{needed}: "), message
@@ -91,7 +98,7 @@ def test_the_reference_trained_the_same_way_passes_the_check_and_earns_the_point
     namespace, model, _ = student(name, "reference")
     capsys.readouterr()  # what training printed, if it trained here
     task = trained_task(name)[0]
-    check_of(name)(model)
+    run_check(name, namespace)
     assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
     verdicts = grade(name, namespace)
     assert all(verdict.score == verdict.points for verdict in verdicts.values()), \

@@ -1,21 +1,19 @@
 """What tests/test_trained_needs.py needs of the llm assignment: a planted mistake of a class its trained model is made
-of (Task 3's RMSNorm: the first task course.llm.TASKS says Task 7 needs), the notebook's training recipe, and the
-trained check's own measure and bound. Bits per byte are kept low where the test asks for an accuracy of at least
-its target: check_accuracy gives both negated.
-
-When llm is registered, tests/test_trained_needs.py must call check_task_7 with the tokenizer too (it calls a
-trained check with the model alone), and check_task_7 must refuse a model whose classes fail their checks
-(checkers/_trained.py: expect_class_passes, as the gpt's Task 7 check does) for its first test to hold."""
+of (Task 3's RMSNorm: the first task course.toml says Task 7 needs), the notebook's training recipe, the trained
+check's own measure and bound, and what the check cell and the grader read besides the model (notebook_objects: the
+tokenizer and its merges). Bits per byte are kept low where the test asks for an accuracy of at least its target:
+check_accuracy gives both negated.
+"""
 from course_lib import llm as llm_defaults
 from course_lib.llm import bits_per_byte, split_topics, utf8_size
 
 from checkers.llm.trained import TARGET_BPB
 from trained_cache import trained_once
 
-from .trained_models import reference_tokenizer, train_reference
+from .trained_models import reference_merges, reference_tokenizer, train_reference
 
 WRONG_CLASS = "eps outside the square root"  # a planted mistake (course/llm/mistakes.py) of the model's RMSNorm
-__all__ = ["WRONG_CLASS", "check_accuracy", "trained_on"]
+__all__ = ["WRONG_CLASS", "check_accuracy", "notebook_objects", "trained_on"]
 
 
 def trained_on(namespace, code):
@@ -31,3 +29,9 @@ def check_accuracy(model):
     text = split_topics()[1][:llm_defaults.EVAL_CHARS]
     ids = reference_tokenizer().encode(text)
     return -bits_per_byte(model, ids, utf8_size(text), llm_defaults.MODEL["max_len"]), -TARGET_BPB
+
+
+def notebook_objects(namespace):
+    """What the notebook binds besides the model for Task 7's check cell and its grading: the tokenizer and merges
+    (the reference's: the class under test is the model's)."""
+    return {"tokenizer": reference_tokenizer(), "merges": reference_merges()}
