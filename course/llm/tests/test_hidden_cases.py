@@ -23,11 +23,10 @@ from course_lib import llm as llm_defaults
 from course_lib.llm import split_topics
 from grading.judge.trained_models import trained_problem
 from grading.recipes import run
-from in_process_grading import verdict_of
+from in_process_grading import graded_cases_of, verdict_of
 
 from . import bpe_variants, layer_variants, unnamed_mistakes as heldout
 from .checks import reference, variant
-from .grading_cases import definition_cases, graded_cases_of
 from .test_checks_gqa import sdpa_layer
 from .test_checks_lora import DeepcopyLoRA
 from .test_checks_tiled import query_blocks
@@ -38,12 +37,12 @@ DEFINITION_TASKS = (1, 2, 3, 4, 5, 6, 8)
 
 @pytest.fixture(scope="module")
 def graded_cases():
-    """(cases, expected, names, points, reference) as the grader builds them, for the definition tasks."""
-    return definition_cases()
+    """(cases, expected, names, points, reference) as the grader builds them (tests/in_process_grading.py)."""
+    return graded_cases_of(assignment("llm"), reference())
 
 
 def test_every_definition_task_has_hidden_cases(graded_cases):
-    assert set(graded_cases[0]) == set(DEFINITION_TASKS)
+    assert set(graded_cases[0]) == set(assignment("llm").tasks)
     for task in DEFINITION_TASKS:
         assert sum(not case["visible"] for case in graded_cases[0][task]) >= 5, task
         assert sum(case["visible"] for case in graded_cases[0][task]) >= 1, task
@@ -120,9 +119,9 @@ def test_recipes_hold_no_expected_values(graded_cases):
 # ----- Task 7 -------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def trained_cases():
-    """(cases, expected, names, points, reference) of Task 7 alone."""
-    return graded_cases_of(assignment("llm"), reference(), (7,))
+def trained_cases(graded_cases):
+    """(cases, expected, names, points, reference): Task 7's are read from them."""
+    return graded_cases
 
 
 @pytest.fixture(scope="module")
