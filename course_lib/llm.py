@@ -2,10 +2,9 @@
 the held-out rule, the default sizes the notebook and its checks use, and the trained model's data, loss and score
 (bits per byte), shared by the notebook, the check and the grader.
 
-Work in progress: the assignment is not in course.toml yet. The text is `pydoc_data.topics.topics`, which ships with
-every Python: a dict {topic name: help text} (79 topics in 3.11). Its size and contents follow the Python version, so
-nothing here or in the checks depends on its bytes: the held-out topics are chosen by a rule over each topic's name,
-never by a list.
+The text is `pydoc_data.topics.topics`, which ships with every Python: a dict {topic name: help text} (79 topics in
+3.11). Its size and contents follow the Python version, so nothing here or in the checks depends on its bytes: the
+held-out topics are chosen by a rule over each topic's name, never by a list.
 """
 import ast
 import math
