@@ -369,3 +369,24 @@ def broken_copy(source, tmp_path, edit):
 def index_of(notebook_cells, name):
     """Index of the cell whose nbgrader grade_id is name."""
     return next(index for index, cell in enumerate(notebook_cells) if grade_id(cell) == name)
+
+
+def axis_labels(source):
+    """Every literal xlabel= / ylabel= / set_xlabel(...) / set_ylabel(...) string of a code cell."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # an IPython magic (the Colab install cell): no plot there
+        return []
+    labels = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg in ("xlabel", "ylabel") and isinstance(node.value, ast.Constant):
+            labels.append(node.value.value)
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("set_xlabel", "set_ylabel"):
+            labels += [arg.value for arg in node.args if isinstance(arg, ast.Constant)]
+    return labels
+
+
+def names_its_unit(label, unitless):
+    """Whether an axis label ends with its unit in parentheses, or names what has none (unitless: a compiled regex
+    of the assignment's labels that measure nothing with a unit, e.g. a token id)."""
+    return bool(re.search(r"\([^()]+\)\s*$", label) or unitless.match(label))

@@ -8,7 +8,6 @@ student notebook is released from the current reference, and holds no solution, 
 assignment in tests/test_release.py; that it runs untouched and fails only with "not implemented yet", in
 tests/test_student_notebook.py.
 """
-import ast
 import re
 
 import matplotlib
@@ -21,10 +20,10 @@ from course.registry import assignment
 from course_lib import plot_history
 from course_lib import gpt as gpt_defaults
 from course_lib.training import History
-from notebook_text import (broken_copy, cells, check_cell_problems, checker_seeds, code_cell, glossary,
-                           grade_id, index_of, is_answer, measured_sentences, notebook_seeds, seeded_model_problems,
-                           shape_name_problems, task_cell_order_problems, task_cells, task_text_problems, tasks_of,
-                           training_seed_problems)
+from notebook_text import (axis_labels, broken_copy, cells, check_cell_problems, checker_seeds, code_cell, glossary,
+                           grade_id, index_of, is_answer, measured_sentences, names_its_unit, notebook_seeds,
+                           seeded_model_problems, shape_name_problems, task_cell_order_problems, task_cells,
+                           task_text_problems, tasks_of, training_seed_problems)
 
 GPT = assignment("gpt")
 SOURCE, RELEASE = GPT.source_notebook, GPT.release_notebook
@@ -137,30 +136,10 @@ def test_shape_comments_use_the_glossary_s_names(path):
 UNITLESS = re.compile(r"^(token id|answer digit|fraction (of|right)\b.*)$")
 
 
-def axis_labels(source):
-    """Every literal xlabel= / ylabel= / set_xlabel(...) / set_ylabel(...) string of a code cell."""
-    labels = []
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:  # an IPython magic (the Colab install cell): no plot there
-        return []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.keyword) and node.arg in ("xlabel", "ylabel") and isinstance(node.value, ast.Constant):
-            labels.append(node.value.value)
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("set_xlabel", "set_ylabel"):
-            labels += [arg.value for arg in node.args if isinstance(arg, ast.Constant)]
-    return labels
-
-
-def names_its_unit(label):
-    """Whether an axis label ends with its unit in parentheses, or measures nothing with a unit."""
-    return bool(re.search(r"\([^()]+\)\s*$", label) or UNITLESS.match(label))
-
-
 def test_every_axis_names_its_unit():
     """A label measuring something says its unit in parentheses, e.g. "time per new token (ms)"; "(no unit)" says so."""
     missing = [(index, label) for index, cell in enumerate(cells(SOURCE)) if cell["cell_type"] == "code"
-               for label in axis_labels(cell["source"]) if not names_its_unit(label)]
+               for label in axis_labels(cell["source"]) if not names_its_unit(label, UNITLESS)]
     assert missing == []
 
 
@@ -168,7 +147,7 @@ def test_the_unit_rule_tells_a_label_with_its_unit_from_one_without():
     source = 'ax.set(xlabel="sequence length (tokens)", ylabel="time")\nax.set_ylabel("answer digit")'
     labels = sorted(axis_labels(source))
     assert labels == ["answer digit", "sequence length (tokens)", "time"]
-    assert [names_its_unit(label) for label in labels] == [True, True, False]
+    assert [names_its_unit(label, UNITLESS) for label in labels] == [True, True, False]
 
 
 @BOTH

@@ -21,9 +21,10 @@ from checkers.llm.trained import TARGET_BPB
 from checkers.llm.training import SPEED_LIMIT
 from course.registry import assignment
 from course_lib import llm as llm_defaults
-from notebook_text import (broken_copy, cells, check_cell_problems, checker_seeds, code_cell, glossary, grade_id,
-                           index_of, measured_sentences, notebook_seeds, seeded_model_problems, shape_name_problems,
-                           task_cell_order_problems, task_cells, task_text_problems, tasks_of, training_seed_problems)
+from notebook_text import (axis_labels, broken_copy, cells, check_cell_problems, checker_seeds, code_cell, glossary,
+                           grade_id, index_of, measured_sentences, names_its_unit, notebook_seeds,
+                           seeded_model_problems, shape_name_problems, task_cell_order_problems, task_cells,
+                           task_text_problems, tasks_of, training_seed_problems)
 
 LLM = assignment("llm")
 SOURCE, RELEASE = LLM.source_notebook, LLM.release_notebook
@@ -163,38 +164,19 @@ def test_shape_comments_use_the_glossary_s_names(path):
 UNITLESS = re.compile(r"^(token id .*|text encoded|held-out text scored)$")
 
 
-def axis_labels(source):
-    """Every literal xlabel= / ylabel= / set_xlabel(...) / set_ylabel(...) string of a code cell."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:  # an IPython magic (the Colab install cell): no plot there
-        return []
-    labels = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.keyword) and node.arg in ("xlabel", "ylabel") and isinstance(node.value, ast.Constant):
-            labels.append(node.value.value)
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("set_xlabel", "set_ylabel"):
-            labels += [arg.value for arg in node.args if isinstance(arg, ast.Constant)]
-    return labels
-
-
-def names_its_unit(label):
-    """Whether an axis label ends with its unit in parentheses, or names a category."""
-    return bool(re.search(r"\([^()]+\)\s*$", label) or UNITLESS.match(label))
-
-
 def test_every_axis_names_its_unit():
     """A label measuring something says its unit in parentheses, e.g. "token length (bytes)"; "(no unit)" says so."""
     labels = [(index, label) for index, cell in enumerate(cells(SOURCE)) if cell["cell_type"] == "code"
               for label in axis_labels(cell["source"])]
-    assert len(labels) >= 10 and [(index, label) for index, label in labels if not names_its_unit(label)] == []
+    missing = [(index, label) for index, label in labels if not names_its_unit(label, UNITLESS)]
+    assert len(labels) >= 10 and missing == []
 
 
 def test_the_unit_rule_tells_a_label_with_its_unit_from_one_without():
     source = 'ax.set(xlabel="text encoded", ylabel="peak memory")\nax.set_ylabel("token length (bytes)")'
     labels = sorted(axis_labels(source))
     assert labels == ["peak memory", "text encoded", "token length (bytes)"]
-    assert [names_its_unit(label) for label in labels] == [False, True, True]
+    assert [names_its_unit(label, UNITLESS) for label in labels] == [False, True, True]
 
 
 def test_every_default_model_is_built_right_after_a_seed():
