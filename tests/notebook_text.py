@@ -390,3 +390,12 @@ def names_its_unit(label, unitless):
     """Whether an axis label ends with its unit in parentheses, or names what has none (unitless: a compiled regex
     of the assignment's labels that measure nothing with a unit, e.g. a token id)."""
     return bool(re.search(r"\([^()]+\)\s*$", label) or unitless.match(label))
+
+
+def glossary_or_fail(path):
+    """glossary(path), or the test fails saying the notebook has no Shapes paragraph."""
+    import pytest
+    try:
+        return glossary(path)
+    except StopIteration:
+        pytest.fail("the notebook has no '**Shapes.**' paragraph defining the names its shapes use")

@@ -20,10 +20,10 @@ from course.registry import assignment
 from course_lib import plot_history
 from course_lib import gpt as gpt_defaults
 from course_lib.training import History
-from notebook_text import (axis_labels, broken_copy, cells, check_cell_problems, checker_seeds, code_cell, glossary,
-                           grade_id, index_of, is_answer, measured_sentences, names_its_unit, notebook_seeds,
-                           seeded_model_problems, shape_name_problems, task_cell_order_problems, task_cells,
-                           task_text_problems, tasks_of, training_seed_problems)
+from notebook_text import (axis_labels, broken_copy, cells, check_cell_problems, checker_seeds, code_cell,
+                           glossary_or_fail, grade_id, index_of, is_answer, measured_sentences, names_its_unit,
+                           notebook_seeds, seeded_model_problems, shape_name_problems, task_cell_order_problems,
+                           task_cells, task_text_problems, tasks_of, training_seed_problems)
 
 GPT = assignment("gpt")
 SOURCE, RELEASE = GPT.source_notebook, GPT.release_notebook
@@ -35,13 +35,6 @@ WITH_ANSWER_CELL = pytest.mark.parametrize("task", [task for task in TASKS if ta
 
 # The names the pinned API (issue 13) and the notebook's shapes use: the glossary must define them.
 PINNED_NAMES = {"B", "L", "D", "H", "head_dim", "V", "P", "N", "L_past"}
-
-
-def glossary_or_fail(path):
-    try:
-        return glossary(path)
-    except StopIteration:
-        pytest.fail("the notebook has no '**Shapes.**' paragraph defining the names its shapes use")
 
 
 # ----------------------------------------------------------------------------- the rhythm of a task

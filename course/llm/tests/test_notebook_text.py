@@ -21,8 +21,8 @@ from checkers.llm.trained import TARGET_BPB
 from checkers.llm.training import SPEED_LIMIT
 from course.registry import assignment
 from course_lib import llm as llm_defaults
-from notebook_text import (axis_labels, broken_copy, cells, check_cell_problems, checker_seeds, code_cell, glossary,
-                           grade_id, index_of, measured_sentences, names_its_unit, notebook_seeds,
+from notebook_text import (axis_labels, broken_copy, cells, check_cell_problems, checker_seeds, code_cell,
+                           glossary_or_fail, grade_id, index_of, measured_sentences, names_its_unit, notebook_seeds,
                            seeded_model_problems, shape_name_problems, task_cell_order_problems, task_cells,
                            task_text_problems, tasks_of, training_seed_problems)
 
@@ -42,13 +42,6 @@ WITH_ONE_ANSWER_CELL = pytest.mark.parametrize("task", [task for task in TASKS i
 PINNED_NAMES = {"B", "L", "D", "H", "H_kv", "head_dim", "V", "L_past", "L_all", "block", "r", "in", "out"}
 # n: the head count of Task 5's `heads` lambda, a parameter that parameter_names (function definitions) does not read.
 LAMBDA_PARAMETERS = {"n"}
-
-
-def glossary_or_fail(path):
-    try:
-        return glossary(path)
-    except StopIteration:
-        pytest.fail("the notebook has no '**Shapes.**' paragraph defining the names its shapes use")
 
 
 # ----------------------------------------------------------------------------- the rhythm of a task
