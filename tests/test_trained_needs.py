@@ -1,12 +1,13 @@
 """A trained task's ✓ and its points need the task of the model's class (course.toml's `needs`).
 
 For each assignment whose own tests say how (course/<a>/tests/trained_needs.py: WRONG_CLASS, a planted mistake of
-the class its trained model is made of; trained_on, the notebook's recipe, trained once per run; check_accuracy, on
-the trained check's own data; notebook_objects, if the trained check cell passes more than the model), a model of the
-wrong class trained to the check's target fails the trained check with "fix Task N first" (N: the task it needs) and
-scores 0 for the trained task when the grader scores the notebook (tests/in_process_grading.verdicts_of); the
-reference trained the same way passes both. The check is called with the objects its check cell names. One short
-training per model, once per run and shared with the slice's own tests (tests/trained_cache.py).
+the class its trained model is made of; trained_on, the namespace's model trained by the notebook's recipe once per
+run, or given the reference's trained weights where they carry over to the wrong class; check_accuracy, on the trained
+check's own data; notebook_objects, if the trained check cell passes more than the model), a model of the wrong class
+that reaches the check's target fails the trained check with "fix Task N first" (N: the task it needs) and scores 0
+for the trained task when the grader scores the notebook (tests/in_process_grading.verdicts_of); the reference trained
+the same way passes both. The check is called with the objects its check cell names. At most one short training per
+model, once per run and shared with the slice's own tests (tests/trained_cache.py).
 """
 import functools
 import importlib
