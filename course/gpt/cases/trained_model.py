@@ -9,10 +9,10 @@ any part: extra weights, a forward that computes the sum or a table of memorised
 architecture does with the pinned weights alone. The same weights re-drawn at random must then fail, so the
 accuracy comes from what the weights learned.
 """
-import copy
 
 import torch
 
+from checkers._trained import redrawn  # the check's own re-draw, with the grader's seed
 from checkers.gpt.trained import RESET_CEILING, TARGET_ACCURACY  # one bar for the check and the grade
 from course_lib.gpt import PROMPT_LEN, SEQ_LEN, VOCAB_SIZE, addition_sequences
 from course_lib.device import cpu_threads
@@ -87,17 +87,6 @@ def generated_accuracy(model, sequences, generate):
     return (written == sequences).all(dim=1).float().mean().item()
 
 
-def redrawn(model):
-    """A copy of the model with every weight drawn afresh (each layer's own initialisation)."""
-    fresh = copy.deepcopy(model)
-    torch.manual_seed(COLLAPSE_SEED)
-    with torch.no_grad():
-        for part in fresh.modules():
-            if callable(getattr(part, "reset_parameters", None)):
-                part.reset_parameters()
-    return fresh
-
-
 def trained_accuracy(task, model, data, reference):
     """Exact answers of the reference generate (greedy) on the loaded reference GPT; raises InvalidModel when the same
     architecture with re-drawn weights still scores RESET_CEILING or more (the accuracy would not come from what the
@@ -105,8 +94,8 @@ def trained_accuracy(task, model, data, reference):
     generate, sequences = reference["generate"], data["sequences"]
     with cpu_threads(1):  # small matrices: one thread is faster, and graders run side by side
         accuracy = generated_accuracy(model, sequences, generate)
-        chance = 0.0 if accuracy < data["target"] else generated_accuracy(redrawn(model), sequences[:COLLAPSE_SIZE],
-                                                                          generate)
+        chance = 0.0 if accuracy < data["target"] else \
+            generated_accuracy(redrawn(model, COLLAPSE_SEED), sequences[:COLLAPSE_SIZE], generate)
     if chance >= RESET_CEILING:
         raise InvalidModel(f"the same architecture with re-drawn weights still scores {chance:.0%}, so the "
                            "accuracy does not come from the trained weights")

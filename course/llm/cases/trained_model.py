@@ -10,10 +10,7 @@ neither the student's tokenizer nor their forward plays any part. Bits per byte 
 of valid merges gives a fair number: merges that do not fit the model only make it worse. The same weights re-drawn
 at random must then need far more, so the number comes from what the weights learned.
 """
-import copy
-
-import torch
-
+from checkers._trained import redrawn  # the check's own re-draw, with the grader's seed
 from checkers.llm.trained import TARGET_BPB  # one bar for the check and the grade
 from course_lib import llm as llm_defaults
 from course_lib.device import cpu_threads
@@ -112,17 +109,6 @@ def held_out_bpb(model, tokenizer, text):
     return bits_per_byte(model, ids, utf8_size(text), llm_defaults.MODEL["max_len"])
 
 
-def redrawn(model):
-    """A copy of the model with every weight drawn afresh (each layer's own initialisation)."""
-    fresh = copy.deepcopy(model)
-    torch.manual_seed(COLLAPSE_SEED)
-    with torch.no_grad():
-        for part in fresh.modules():
-            if callable(getattr(part, "reset_parameters", None)):
-                part.reset_parameters()
-    return fresh
-
-
 def trained_accuracy(task, model, data, reference, notebook=None):
     """Bits per byte of the loaded reference Llama on the grader's text, cut by the reference BPETokenizer with the
     notebook's merges; raises InvalidModel for merges that are not valid, or when the same architecture with re-drawn
@@ -133,7 +119,7 @@ def trained_accuracy(task, model, data, reference, notebook=None):
     with cpu_threads(1):  # small matrices: one thread is fast enough, and graders run side by side
         bpb = held_out_bpb(model, tokenizer, data["text"])
         chance = float("inf") if not bpb <= data["bound"] else \
-            held_out_bpb(redrawn(model), tokenizer, data["text"][:COLLAPSE_CHARS])
+            held_out_bpb(redrawn(model, COLLAPSE_SEED), tokenizer, data["text"][:COLLAPSE_CHARS])
     if chance < data["bound"] + COLLAPSE_MARGIN:
         raise InvalidModel(f"the same architecture with re-drawn weights still needs only {chance:.2f} bits per byte, "
                            "so the number does not come from the trained weights")
