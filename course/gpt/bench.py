@@ -34,6 +34,7 @@ from course_lib.gpt import PROMPT_LEN, SEQ_LEN, AdditionDataset, answer_accuracy
 from course_lib.device import seed_everything
 from course_lib.training import stop_at_accuracy
 from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training
+from tools.bench.figures import saved
 from tools.bench.goals import Goal, ms, seconds_or_not_reached, seeds_to_target
 
 TRAINING_SECONDS_GOAL = 30.0  # median seconds of training to check_task_7's mark (issue 13)
@@ -287,10 +288,7 @@ def figures(report, out):
                f"{generation['prompt_len']} tokens, untrained default model; medians of {generation['repeats']} "
                "run(s) and of each length bin)"))
     ax.legend()
-    path = out / "generation_step_time.png"
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return [path]
+    return [saved(fig, out / "generation_step_time.png")]
 
 
 # ----------------------------------------------------------------------------- goals and table

@@ -51,6 +51,7 @@ from course_lib.llm import (TextWindows, bits_per_byte, help_topics, next_token_
                             split_topics, utf8_size)
 from course_lib.measure import measure
 from tools.bench import training as bench_training
+from tools.bench.figures import saved
 from tools.bench.goals import Goal, ms, seconds_or_not_reached
 from tools.bench.scaling import loglog_slope
 
@@ -462,10 +463,7 @@ def training_figure(training, out):
     ax.set(xlabel="training time (s, evaluations excluded)", ylabel="held-out bits per byte",
            title=f"Task 7 as in the notebook: held-out bits per byte ({training['eval_chars']:,} characters)")
     ax.legend()
-    path = out / "training_bits_per_byte.png"
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return saved(fig, out / "training_bits_per_byte.png")
 
 
 def bpe_figure(bpe, out):
@@ -478,10 +476,7 @@ def bpe_figure(bpe, out):
     ax.set(xscale="log", yscale="log", xlabel="training text (kB of UTF-8)", ylabel="training time (CPU s)",
            title=f"Reference train_bpe: time against text size ({bpe['vocab_size']} tokens)")
     ax.legend()
-    path = out / "bpe_training_time.png"
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return saved(fig, out / "bpe_training_time.png")
 
 
 def attention_figure(attention, out):
@@ -499,10 +494,7 @@ def attention_figure(attention, out):
     for ax in (memory, seconds):
         ax.set(xscale="log", yscale="log", xlabel="sequence length L (tokens)")
         ax.legend(fontsize=8)
-    path = out / "attention_scaling.png"
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return saved(fig, out / "attention_scaling.png")
 
 
 # ----------------------------------------------------------------------------- goals and table

@@ -18,7 +18,6 @@ import matplotlib
 
 matplotlib.use("Agg")  # the bench writes PNGs; it never opens a window
 
-import matplotlib.pyplot as plt
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader
@@ -31,6 +30,7 @@ from course_lib.seq2seq import (BOS_ID, EOS_ID, MAX_LEN, PAD_ID, ReversalDataset
                                 exact_match, init_embedding, teacher_forcing_loss)
 from course_lib.training import stop_at_accuracy
 from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training
+from tools.bench.figures import saved
 from tools.bench.goals import Goal, ms
 from tools.bench.native import Bound, load_attention
 
@@ -289,10 +289,7 @@ def figures(report, out):
     fig = plot_scaling(decoding["lengths"], {"greedy_decode": [s * 1e3 for s in decoding["seconds"]]},
                        ylabel="wall time (ms)", title=title, ideal_slopes={"greedy_decode": 2})
     fig.axes[0].set_xlabel("tokens generated T")
-    path = out / "decoding_time.png"
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return [path]
+    return [saved(fig, out / "decoding_time.png")]
 
 
 # ----------------------------------------------------------------------------- goals and table

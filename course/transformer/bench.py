@@ -15,7 +15,6 @@ import matplotlib
 
 matplotlib.use("Agg")  # the bench writes PNGs; it never opens a window
 
-import matplotlib.pyplot as plt
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -27,6 +26,7 @@ from course_lib.transformer import PalindromeDataset, VOCAB_SIZE
 from course_lib.metrics import classification_loss
 from course_lib.plotting import plot_scaling
 from tools.bench import scaling as bench_scaling, timing as bench_timing, training as bench_training
+from tools.bench.figures import saved
 from tools.bench.native import encoder_layer, load_attention
 from tools.bench.goals import Goal, ms
 
@@ -346,9 +346,7 @@ def figures(report, out):
                      f"D={scaling['embed_dim']}, 1 head)\n{how}")
             fig = plot_scaling(scaling["seq_lens"], series, ylabel=ylabel, title=title,
                                ideal_slopes={name: curve["ideal_slope"] for name, curve in curves.items()})
-            paths.append(out / f"scaling_{quantity}_{pass_name}.png")
-            fig.savefig(paths[-1], dpi=120, bbox_inches="tight")
-            plt.close(fig)
+            paths.append(saved(fig, out / f"scaling_{quantity}_{pass_name}.png"))
     return paths
 
 

@@ -30,6 +30,7 @@ from course_lib import vit as defaults
 from course_lib.device import seed_everything
 from course_lib.vit import classification_accuracy, digit_datasets, digit_splits, shifted_copies
 from tools.bench import timing as bench_timing, training as bench_training
+from tools.bench.figures import saved
 from tools.bench.goals import Goal, ms, seconds_or_not_reached, seeds_to_target
 from tools.bench.native import encoder_layer
 
@@ -198,10 +199,7 @@ def figures(report, out):
            title=f"vit Task 4 as the notebook trains it: held-out test accuracy every "
                  f"{training['training']['eval_every']} steps ({training['total_steps']} steps in all)")
     ax.legend()
-    path = out / "test_accuracy.png"
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return [path]
+    return [saved(fig, out / "test_accuracy.png")]
 
 
 def training_goals(training):
