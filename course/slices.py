@@ -24,7 +24,7 @@ PARTS = (
     ("hidden grading cases", "course/{name}/cases/__init__.py", "the cases `make grade` scores every task with"),
     ("tests", "course/{name}/tests/__init__.py", "its checks tested both ways: planted mistakes fail, variants pass"),
     ("given cells", "course/{name}/tests/student_notebook.py",
-     "GIVEN_CELLS: the untouched student notebook's cells that must run (tests/test_student_notebook.py)"),
+     "GIVEN_CELLS: the untouched student notebook's cells that must run (tests/test_student_dist.py)"),
     ("bench", "course/{name}/bench.py",
      "SETTINGS, SECTIONS, goals (tools/bench/runner.py): its layers against torch-native ones, time to target"),
 )

@@ -103,7 +103,7 @@ def test_the_bench_runs_the_new_assignment(course):
 @pytest.mark.grading
 def test_the_course_s_own_tests_take_the_new_assignment_in(released):
     """Its slice's tests (the checks both ways) and the course-wide tests that iterate over the registry."""
-    selected = ["course/toy/tests", "tests/test_release.py", "tests/test_student_notebook.py", "tests/test_registry.py",
+    selected = ["course/toy/tests", "tests/test_release.py", "tests/test_student_dist.py", "tests/test_registry.py",
                 "tests/test_packaging.py::test_fixtures_are_current", "tests/test_check_grade_agreement.py"]
     run = subprocess.run([str(ROOT / ".venv" / "bin" / "pytest"), "-v", "-p", "no:cacheprovider", *selected,
                           "-k", NAME], cwd=released, capture_output=True, text=True, timeout=600,

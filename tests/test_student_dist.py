@@ -1,13 +1,15 @@
 """What students receive (`make student-dist`): no instructor module, no leak, and notebooks that work installed.
 
-The untouched student notebooks run against the installed wheel; answered with the reference answers a student
-notebook is the reference notebook, which nbval runs (every cell, training too), so it is not run twice; the leak
+The untouched student notebooks run against the installed wheel, in an empty folder, and fail only where their TODOs
+are (the rule: tests/notebook_runs.py); answered with the reference answers a student notebook is the reference
+notebook, which nbval runs (every cell, training too), so it is not run twice; the leak
 scan (`build` finds no problem) also finds any file of the package, a fixture say, that the wheel lacks.
 
 The student package is installed from its wheel into a virtual environment outside the checkout. Third-party
 packages come from this project's .venv through a path line, which adds their folder without running its .pth
 files, so the editable install of this checkout (a .pth there) stays out; the tests check that it does.
 """
+import importlib
 import json
 import shutil
 import subprocess
@@ -31,7 +33,7 @@ from course_paths import ROOT
 from tools.student_leaks import problems
 
 INSTRUCTOR = ("course", "grading", "tools", "solutions", "tests")
-THIRD_PARTY = Path(__file__).resolve().parent.parent / ".venv" / "lib"
+THIRD_PARTY = Path(sys.prefix) / "lib"  # the packages of the Python running the tests: the project's .venv
 # Run in the clean environment: import every module of the student package, report where they came from.
 IMPORT_ALL = """
 import importlib, importlib.util, json, pkgutil, sys
@@ -244,13 +246,35 @@ def run_in_clean(notebook, python, workdir):
     return notebook
 
 
+@pytest.fixture(scope="module", params=assignments(), ids=lambda assignment: assignment.name)
+def untouched(request, dist, clean_python, tmp_path_factory):
+    """(assignment, its untouched student notebook executed against the installed wheel in an empty folder)."""
+    notebook = nbformat.read(dist / "notebooks" / request.param.name / f"{request.param.name}.ipynb", as_version=4)
+    return request.param, run_in_clean(notebook, clean_python, tmp_path_factory.mktemp("student"))
+
+
 @pytest.mark.grading
-@pytest.mark.parametrize("assignment", assignments(), ids=lambda assignment: assignment.name)
-def test_untouched_notebook_fails_only_where_its_todos_are(dist, clean_python, tmp_path, assignment):
-    notebook = nbformat.read(dist / "notebooks" / assignment.name / f"{assignment.name}.ipynb", as_version=4)
-    executed = run_in_clean(notebook, clean_python, tmp_path)
+def test_every_check_cell_says_its_task_is_not_implemented(untouched):
+    assignment, executed = untouched
     assert not_implemented_tasks(executed) == list(assignment.tasks)
-    assert todo_failures(executed), "the untouched notebook should fail where the TODOs are"
+
+
+@pytest.mark.grading
+def test_other_cells_fail_only_with_not_implemented_error(untouched):
+    assert todo_failures(untouched[1]), "the untouched notebook should fail where the TODOs are"
+
+
+@pytest.mark.grading
+def test_cells_without_todos_run(untouched):
+    """Set-up, data and plotting cells that use no student code must succeed: the ones the assignment's own tests name
+    (course/<a>/tests/student_notebook.py, GIVEN_CELLS), each found in the notebook."""
+    assignment, executed = untouched
+    given = importlib.import_module(f"course.{assignment.name}.tests.student_notebook").GIVEN_CELLS
+    for needle in given:
+        found = [cell for cell in executed.cells if cell.cell_type == "code" and needle in cell.source]
+        assert found, f"no code cell of the student notebook holds {needle!r}"
+        for cell in found:
+            assert not errors(cell), cell.source[:80]
 
 
 @pytest.mark.parametrize("assignment", assignments(), ids=lambda assignment: assignment.name)

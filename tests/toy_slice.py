@@ -412,7 +412,7 @@ def slice_files():
             f"{course}/cases/__init__.py": CASES, f"{course}/cases/trained_model.py": CASES_TRAINED,
             f"{course}/tests/__init__.py": "", f"{course}/tests/test_{NAME}.py": SLICE_TEST,
             f"{course}/bench.py": BENCH,
-            # the given cell of its student notebook that uses no student code (tests/test_student_notebook.py)
+            # the given cell of its student notebook that uses no student code (tests/test_student_dist.py)
             f"{course}/tests/student_notebook.py": 'GIVEN_CELLS = ("import torch",)\n'}
 
 

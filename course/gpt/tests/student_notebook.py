@@ -1,4 +1,4 @@
-"""What tests/test_student_notebook.py needs of the gpt assignment's untouched student notebook."""
+"""What tests/test_student_dist.py needs of the gpt assignment's untouched student notebook."""
 
 # Text of the given cells (data, plots) that use no student code: they must run in the untouched notebook.
 GIVEN_CELLS = ("AdditionDataset(",)

@@ -1,4 +1,4 @@
-"""What tests/test_student_notebook.py needs of the llm assignment's untouched student notebook."""
+"""What tests/test_student_dist.py needs of the llm assignment's untouched student notebook."""
 
 # Text of the given cells that use no student code (the help topics split, the provided RoPE and Llama classes): they
 # must run in the untouched notebook.

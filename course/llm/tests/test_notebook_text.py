@@ -6,7 +6,7 @@ The rules live in tests/notebook_text.py; the ones every notebook follows (the i
 plots, no staff notes, no stray times) are tested for every assignment in tests/test_notebook_rules.py. Whether the
 student notebook is released from the current reference, and holds no solution, is tested for every registered
 assignment in tests/test_release.py; that it runs untouched and fails only with "not implemented yet", in
-tests/test_student_notebook.py.
+tests/test_student_dist.py.
 """
 import ast
 import re

@@ -8,7 +8,7 @@ every registered assignment, vit included, in tests/test_release.py
 (test_every_task_has_one_locked_check_cell_with_its_points, test_notebooks_are_stored_without_outputs) and
 tests/test_registry.py; whether the student notebook is released from the current reference, in
 tests/test_release.py; that it runs untouched and fails only with "not implemented yet", in
-tests/test_student_notebook.py.
+tests/test_student_dist.py.
 """
 import re
 
