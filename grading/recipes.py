@@ -63,13 +63,20 @@ def subclasses(tensors):
 
 
 def decode(value):
-    """Recipe values are plain data; the string 'nn.X' stands for the class torch.nn.X, and {"helper": ...} for an
+    """Recipe values are plain data; the string 'nn.X' stands for the class torch.nn.X when torch.nn has a module
+    class X (any other string, text that happens to start with "nn." say, stays a string), and {"helper": ...} for an
     object of the public checkers package (see helper)."""
-    if isinstance(value, str) and value.startswith("nn."):
+    if isinstance(value, str) and value.startswith("nn.") and _module_class(value[3:]):
         return getattr(nn, value[3:])
     if isinstance(value, dict) and "helper" in value:
         return helper(value)
     return value
+
+
+def _module_class(name):
+    """Whether torch.nn has a public nn.Module subclass called name."""
+    found = getattr(nn, name, None) if name.isidentifier() and not name.startswith("_") else None
+    return isinstance(found, type) and issubclass(found, nn.Module)
 
 
 def helper(spec):

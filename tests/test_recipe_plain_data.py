@@ -11,7 +11,7 @@ from torch.overrides import TorchFunctionMode
 
 from grading.cases.parts import called, instance, recipe, watch
 from grading.judge.compare import compare_case
-from grading.recipes import run, values
+from grading.recipes import decode, run, values
 
 
 class Pairs:
@@ -122,3 +122,13 @@ def test_a_watch_comes_from_the_checkers_package_only():
     case = recipe(1, "elsewhere", False, call=called(torch.ones(3)), watch=watch("os:getcwd", "os:getcwd", "os:getcwd"))
     with pytest.raises(ValueError, match="checkers package"):
         run(case, [lambda x: x])
+
+
+@pytest.mark.parametrize("text", ["nn.", "nn.functional", "nn.relu is lower case", "nn.Linear(4, 4)", "nn.__class__",
+                                  "nn. ReLU"])
+def test_text_that_starts_with_nn_dot_but_names_no_module_class_stays_text(text):
+    assert decode(text) == text
+
+
+def test_the_name_of_a_module_class_stands_for_the_class():
+    assert decode("nn.ReLU") is torch.nn.ReLU and decode("nn.Tanh") is torch.nn.Tanh
