@@ -2,6 +2,7 @@
 valid variants its check tests use (other formulations of every definition task). Its held-out mistakes
 (unnamed_mistakes.py) are picked up by name."""
 from agreement_cases import by_names
+from course.mutant import Mutant
 
 
 def _variants(ref):
@@ -19,4 +20,8 @@ def _variants(ref):
 
 
 SOURCES = [("variants", _variants)]
-WRITTEN_HERE = []  # mistakes only the agreement test writes (Mutant)
+# mistakes only the agreement test writes (Mutant); the check passed the first before its bias-free case, the grader not
+WRITTEN_HERE = [Mutant(8, "lora_merge_assumes_a_bias", (
+    ("bias=self.base.bias is not None)", ")"),
+    ("            if self.base.bias is not None:\n                merged.bias.copy_(self.base.bias)\n",
+     "            merged.bias.copy_(self.base.bias)\n")))]
