@@ -281,7 +281,7 @@ def lora_case(ref, generator, in_features, out_features, rank, alpha, bias):
 
 
 def lora_fixture(ref, generator):
-    """Task 8: LoRALinear on a square and a non-square layer."""
+    """Task 8: LoRALinear on a square and a non-square layer, and on a bias-free one."""
     return dict(cases={name: lora_case(ref, generator, *spec) for name, spec in LORA_CASES.items()})
 
 
