@@ -1,5 +1,5 @@
 """Task 8: LoRALinear around a fixed nn.Linear: structure, initial A and B, outputs with fixed A and B, gradients,
-and merge() on a square and a non-square layer."""
+and merge() on a square and a non-square layer, and on a bias-free one."""
 import torch
 import torch.nn as nn
 
@@ -102,14 +102,18 @@ def check_task_8(task, LoRALinear):
     for case in load_fixture(__package__, 8)["cases"].values():
         weights = case["weights"]
         out_features, in_features = weights["base.weight"].shape
-        base = nn.Linear(in_features, out_features, dtype=weights["base.weight"].dtype)
+        bias = "base.bias" in weights  # the last case's base is bias-free, as the projections the notebook adapts
+        base = nn.Linear(in_features, out_features, bias=bias, dtype=weights["base.weight"].dtype)
         with torch.no_grad():
-            base.weight.copy_(weights["base.weight"]), base.bias.copy_(weights["base.bias"])
+            base.weight.copy_(weights["base.weight"])
+            if bias:
+                base.bias.copy_(weights["base.bias"])
         layer = build(task, LoRALinear, NAME, base, case["rank"], case["alpha"])
         a, b = _expect_structure(task, layer, base, case)
         with torch.no_grad():
             a.copy_(weights["A"]), b.copy_(weights["B"])
-        what = f"{NAME}(nn.Linear({in_features}, {out_features}), rank={case['rank']}, alpha={case['alpha']:g})"
+        what = (f"{NAME}(nn.Linear({in_features}, {out_features}{'' if bias else ', bias=False'}), "
+                f"rank={case['rank']}, alpha={case['alpha']:g})")
         got = task.call(f"{what}.forward", layer, case["x"])
         expect_tensor(task, f"{what}'s output", got, tuple(case["outputs"].shape))
         expect_close(task, f"{what}'s output (A and B set to random values)", got, case["outputs"], ATOL, RTOL,

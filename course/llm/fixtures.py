@@ -252,15 +252,17 @@ def tiled_fixture(ref, generator):
 
 
 # ---- Task 8: LoRA ----
-# name: (in, out, rank, alpha), the square one first (there a transposed B @ A fits); alpha / rank, rank / alpha,
-# alpha, 1 / rank, alpha / √rank and 1 all differ in each, and alpha // rank differs from them all in the second
-# (7 / 3 is no integer: 2.33 against 2)
-LORA_CASES = {"square": (8, 8, 2, 6.0), "12 -> 10": (12, 10, 3, 7.0)}
+# name: (in, out, rank, alpha, bias), the square one first (there a transposed B @ A fits); alpha / rank, rank / alpha,
+# alpha, 1 / rank, alpha / √rank and 1 all differ in each of the first two, and alpha // rank differs from them all in
+# the second (7 / 3 is no integer: 2.33 against 2); the last is bias-free, as the projections the notebook adapts are
+LORA_CASES = {"square": (8, 8, 2, 6.0, True), "12 -> 10": (12, 10, 3, 7.0, True),
+              "6 -> 4, no bias": (6, 4, 2, 3.0, False)}
 
 
-def lora_case(ref, generator, in_features, out_features, rank, alpha):
-    """LoRALinear around a random nn.Linear, with random A and B: outputs, and the merged layer's outputs."""
-    base = randomize(nn.Linear(in_features, out_features), generator)
+def lora_case(ref, generator, in_features, out_features, rank, alpha, bias):
+    """LoRALinear around a random nn.Linear (with a bias or none), with random A and B: outputs, and the merged
+    layer's outputs."""
+    base = randomize(nn.Linear(in_features, out_features, bias=bias), generator)
     layer = ref["LoRALinear"](base, rank, alpha)
     a = torch.randn(rank, in_features, generator=generator)  # (r, in)
     b = torch.randn(out_features, rank, generator=generator)  # (out, r)
@@ -268,8 +270,9 @@ def lora_case(ref, generator, in_features, out_features, rank, alpha):
         layer.A.copy_(a), layer.B.copy_(b)
     x = torch.randn(3, 4, in_features, generator=generator)  # (3, 4, in)
     case = dict(rank=rank, alpha=alpha, x=x, outputs=layer(x),
-                weights={"base.weight": base.weight.detach().clone(), "base.bias": base.bias.detach().clone(),
-                         "A": a, "B": b})
+                weights={"base.weight": base.weight.detach().clone(), "A": a, "B": b})
+    if bias:
+        case["weights"]["base.bias"] = base.bias.detach().clone()
     try:
         case["merged_outputs"] = layer.merge()(x)
     except Exception:  # noqa: BLE001 -- a planted merge that fails (a transposed update on a non-square layer)
@@ -278,7 +281,7 @@ def lora_case(ref, generator, in_features, out_features, rank, alpha):
 
 
 def lora_fixture(ref, generator):
-    """Task 8: LoRALinear on a square and a non-square layer."""
+    """Task 8: LoRALinear on a square and a non-square layer, and on a bias-free one."""
     return dict(cases={name: lora_case(ref, generator, *spec) for name, spec in LORA_CASES.items()})
 
 

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from checkers._core import load_fixture
 from checkers.llm import CheckFailure, check_task_5
 from course.llm.mistakes import MUTANTS
+from .attention_variants import GQA_VARIANTS
 from .checks import cpu_seconds, expect_named, reference, variant
 
 TASK_5 = [mutant for mutant in MUTANTS if mutant.task == 5]
@@ -54,8 +55,10 @@ def sdpa_layer():
     return SdpaGQA
 
 
-def test_sdpa_with_enable_gqa_passes(capsys):
-    check_task_5(sdpa_layer())
+@pytest.mark.parametrize("layer", [sdpa_layer] + [lambda c=c: c for c in GQA_VARIANTS],
+                         ids=["SdpaGQA"] + [c.__name__ for c in GQA_VARIANTS])
+def test_another_formulation_passes(layer, capsys):
+    check_task_5(layer())
     assert capsys.readouterr().out.startswith("✓ Task 5 passed")
 
 

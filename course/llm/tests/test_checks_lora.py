@@ -11,6 +11,7 @@ from checkers._core import load_fixture
 from checkers.llm import CheckFailure, NotImplementedYet, check_task_8
 from course.llm.mistakes import MUTANTS
 from .checks import cpu_seconds, expect_named, reference, variant
+from .lora_variants import LORA_VARIANTS
 
 TASK_8 = [mutant for mutant in MUTANTS if mutant.task == 8]
 
@@ -50,9 +51,21 @@ class DeepcopyLoRA(nn.Module):
         return merged
 
 
-def test_another_layout_passes(capsys):
-    check_task_8(DeepcopyLoRA)
+@pytest.mark.parametrize("layer", [DeepcopyLoRA] + LORA_VARIANTS, ids=lambda c: c.__name__)
+def test_another_layout_passes(layer, capsys):
+    check_task_8(layer)
     assert capsys.readouterr().out.startswith("✓ Task 8 passed")
+
+
+class _BiasAssumed(DeepcopyLoRA):
+    """merge() builds nn.Linear(in, out) with a bias and copies base's: base.bias is None for a bias-free layer."""
+
+    def merge(self):
+        merged = nn.Linear(self.base.in_features, self.base.out_features).to(self.base.weight)
+        with torch.no_grad():
+            merged.weight.copy_(self.base.weight + self.scale * self.B @ self.A)
+            merged.bias.copy_(self.base.bias)
+        return merged
 
 
 class _NoA(nn.Module):
@@ -74,6 +87,7 @@ BAD = {
     "an object": (nn.Linear(2, 2), "pass the class itself"),
     "no A": (_NoA, "should have a parameter `A` of shape (2, 8), found nothing"),
     "merge returns a tensor": (_NoMerge, "should return an nn.Linear, got Tensor"),
+    "merge assumes a bias": (_BiasAssumed, "nn.Linear(6, 4, bias=False), rank=2, alpha=3).merge() raised TypeError"),
 }
 
 
@@ -93,6 +107,6 @@ def test_fixture_outputs_follow_the_formula():
     for name, case in load_fixture("checkers.llm", 8)["cases"].items():
         weights, x = case["weights"], case["x"]
         weight = weights["base.weight"] + case["alpha"] / case["rank"] * weights["B"] @ weights["A"]
-        expected = x @ weight.T + weights["base.bias"]
+        expected = x @ weight.T + weights.get("base.bias", 0.0)
         assert torch.allclose(case["outputs"], expected, atol=1e-12), name
         assert torch.allclose(case["merged_outputs"], expected, atol=1e-12), name

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from checkers._core import load_fixture
 from checkers.llm import CheckFailure, NotImplementedYet, check_task_6
 from course.llm.mistakes import MUTANTS
+from .attention_variants import TILED_VARIANTS
 from .checks import cpu_seconds, expect_named, reference, variant
 
 TASK_6 = [mutant for mutant in MUTANTS if mutant.task == 6]
@@ -51,8 +52,9 @@ def query_blocks(query, key, value, block_size, causal):
     return out
 
 
-def test_a_query_block_loop_passes(capsys):
-    check_task_6(query_blocks)
+@pytest.mark.parametrize("answer", [query_blocks] + TILED_VARIANTS, ids=lambda f: f.__name__)
+def test_another_formulation_passes(answer, capsys):
+    check_task_6(answer)
     assert capsys.readouterr().out.startswith("✓ Task 6 passed")
 
 
