@@ -84,6 +84,11 @@ def _expect_merge(task, layer, base, case, what):
     merged = task.call(f"{what}.merge()", layer.merge)
     if not isinstance(merged, nn.Linear):
         task.fail(f"{what}.merge() should return an nn.Linear, got {type(merged).__name__}.")
+    kept = (merged.weight.dtype, merged.weight.device) == (base.weight.dtype, base.weight.device)
+    if not kept:  # seen, not guessed: the merged layer would fail or compute in another precision inside the model
+        task.fail(f"{what}.merge() returned a layer of {merged.weight.dtype} on {merged.weight.device} for a base of "
+                  f"{base.weight.dtype} on {base.weight.device}: build the merged nn.Linear with the base's dtype and "
+                  "device.")
     if not torch.equal(base.weight.detach(), case["weights"]["base.weight"]):
         task.fail(f"{what}.merge(): {MERGE_IN_PLACE}", MERGE_IN_PLACE.slug)
     got = task.call(f"the forward of {what}.merge()", merged, case["x"])

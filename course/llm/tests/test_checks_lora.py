@@ -68,6 +68,18 @@ class _BiasAssumed(DeepcopyLoRA):
         return merged
 
 
+class _DefaultDtype(DeepcopyLoRA):
+    """merge() builds a new nn.Linear in the default dtype (float32) for a float64 base."""
+
+    def merge(self):
+        merged = nn.Linear(self.base.in_features, self.base.out_features, bias=self.base.bias is not None)
+        with torch.no_grad():
+            merged.weight.copy_(self.base.weight + self.scale * self.B @ self.A)
+            if self.base.bias is not None:
+                merged.bias.copy_(self.base.bias)
+        return merged
+
+
 class _NoA(nn.Module):
     def __init__(self, base, rank, alpha):
         super().__init__()
@@ -88,6 +100,9 @@ BAD = {
     "no A": (_NoA, "should have a parameter `A` of shape (2, 8), found nothing"),
     "merge returns a tensor": (_NoMerge, "should return an nn.Linear, got Tensor"),
     "merge assumes a bias": (_BiasAssumed, "nn.Linear(6, 4, bias=False), rank=2, alpha=3).merge() raised TypeError"),
+    "merge in the default dtype": (_DefaultDtype, "merge() returned a layer of torch.float32 on cpu for a base of "
+                                                  "torch.float64 on cpu: build the merged nn.Linear with the base's "
+                                                  "dtype and device."),
 }
 
 
