@@ -51,8 +51,8 @@ CALLS_SDPA = Diagnosis(
     "tiled_attention calls F.scaled_dot_product_attention: write the blockwise algorithm yourself.")
 FULL_SCORES = Diagnosis(
     "tiled-full-scores",
-    "a float tensor of shape {shape} was computed, the full L × L score matrix (L = {length}, block_size = "
-    "{block}) that tiling exists to avoid: compute the scores of one key block at a time.")
+    "a float tensor of shape {shape} was computed, as large as the full L × L score matrix (L = {length}, "
+    "block_size = {block}) that tiling exists to avoid: compute the scores, and any mask, one key block at a time.")
 
 
 class _Recorder(TorchFunctionMode):
