@@ -4,6 +4,7 @@ import math
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from .checks import reference
 
@@ -93,7 +94,23 @@ class HeadLoopGQA(_Projections):
         return self.o_proj(torch.cat(heads, dim=-1)), (k, v)  # (B, L, D)
 
 
-GQA_VARIANTS = [EinsumExpandGQA, GroupedQueriesGQA, HeadLoopGQA]
+class SdpaGQA(_Projections):
+    """F.scaled_dot_product_attention with enable_gqa=True and an explicit boolean mask (Task 5 may call it)."""
+
+    def forward(self, x, cache=None):
+        b, n, _ = x.shape
+        past = 0 if cache is None else cache[0].shape[2]
+        q = self.rotary(self.split(self.q_proj(x), self.h), offset=past)  # (B, H, L, d)
+        k = self.rotary(self.split(self.k_proj(x), self.kv), offset=past)  # (B, H_kv, L, d)
+        v = self.split(self.v_proj(x), self.kv)  # (B, H_kv, L, d)
+        if cache is not None:
+            k, v = torch.cat((cache[0], k), 2), torch.cat((cache[1], v), 2)  # (B, H_kv, L_all, d)
+        mask = torch.ones(n, past + n, dtype=torch.bool).tril(past)  # (L, L_all)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)  # (B, H, L, d)
+        return self.o_proj(out.transpose(1, 2).reshape(b, n, -1)), (k, v)  # (B, L, D)
+
+
+GQA_VARIANTS = [SdpaGQA, EinsumExpandGQA, GroupedQueriesGQA, HeadLoopGQA]
 
 
 def logsumexp_blocks(query, key, value, block_size, causal):

@@ -25,9 +25,8 @@ from grading.judge.trained_models import trained_problem
 from grading.recipes import run
 from in_process_grading import graded_cases_of, verdict_of
 
-from . import bpe_variants, layer_variants, unnamed_mistakes as heldout
+from . import attention_variants, bpe_variants, layer_variants, unnamed_mistakes as heldout
 from .checks import reference, variant
-from .test_checks_gqa import sdpa_layer
 from .test_checks_lora import DeepcopyLoRA
 from .test_checks_tiled import query_blocks
 from .trained_models import reference_merges, reference_tokenizer, trained_reference
@@ -106,7 +105,7 @@ def test_full_recounts_fail_the_speed_rule_in_the_grader(name, graded_cases):
 
 def test_scaled_dot_product_attention_with_enable_gqa_is_a_valid_task_5(graded_cases):
     """Task 5 may call SDPA (Task 6 may not): the Task 5 cases watch nothing."""
-    verdict = verdict_of(5, dict(reference(), GroupedQueryAttention=sdpa_layer()), graded_cases)
+    verdict = verdict_of(5, dict(reference(), GroupedQueryAttention=attention_variants.SdpaGQA), graded_cases)
     assert verdict.score == graded_cases[3][5], verdict.message
 
 
