@@ -7,12 +7,9 @@ from course.mutant import Mutant
 
 def _variants(ref):
     from . import attention_variants as attention, bpe_variants as bpe, layer_variants as layers, lora_variants as lora
-    from .test_checks_lora import DeepcopyLoRA
-    from .test_checks_tiled import query_blocks
     return by_names([(1, (bpe.heap_train_bpe,)), (1, (bpe.tuple_words_train_bpe,)), (2, (bpe.SequentialTokenizer,)),
                      (2, (bpe.ExplicitLoopTokenizer,)), (3, (layers.RsqrtRMSNorm,)), (3, (layers.TorchRMSNorm,)),
-                     (3, (layers.UpcastRMSNorm,)), (4, (layers.SequentialGateSwiGLU,)), (4, (layers.HandSiluSwiGLU,)),
-                     (6, (query_blocks,)), (8, (DeepcopyLoRA,))]
+                     (3, (layers.UpcastRMSNorm,)), (4, (layers.SequentialGateSwiGLU,)), (4, (layers.HandSiluSwiGLU,))]
                     + [(5, (layer,)) for layer in attention.GQA_VARIANTS]
                     + [(6, (function,)) for function in attention.TILED_VARIANTS]
                     + [(8, (layer,)) for layer in lora.LORA_VARIANTS], True)

@@ -195,4 +195,25 @@ def float64_blocks(query, key, value, block_size, causal):
     return (acc / total).to(query.dtype)
 
 
-TILED_VARIANTS = [logsumexp_blocks, merged_block_states, float64_blocks]
+def query_blocks(query, key, value, block_size, causal):
+    """FlashAttention's loop nest: query blocks outside, key blocks inside, skipping key blocks after the queries."""
+    seq_len, head_dim = query.shape[-2:]
+    out = torch.empty_like(query)
+    for q_start in range(0, seq_len, block_size):
+        q = query[..., q_start:q_start + block_size, :]
+        rows = torch.arange(q_start, q_start + q.size(-2))
+        m = torch.full(q.shape[:-1] + (1,), -math.inf, dtype=q.dtype)
+        total, acc = torch.zeros_like(m), torch.zeros_like(q)
+        for k_start in range(0, (q_start + q.size(-2)) if causal else seq_len, block_size):
+            k_end = min(k_start + block_size, seq_len)
+            scores = q @ key[..., k_start:k_end, :].transpose(-2, -1) * head_dim ** -0.5
+            if causal:
+                scores = scores.masked_fill(torch.arange(k_start, k_end)[None, :] > rows[:, None], -math.inf)
+            new = torch.maximum(m, scores.amax(-1, keepdim=True))
+            p, c = torch.exp(scores - new), torch.exp(m - new)
+            total, acc, m = total * c + p.sum(-1, keepdim=True), acc * c + p @ value[..., k_start:k_end, :], new
+        out[..., q_start:q_start + block_size, :] = acc / total
+    return out
+
+
+TILED_VARIANTS = [query_blocks, logsumexp_blocks, merged_block_states, float64_blocks]

@@ -85,4 +85,27 @@ class EinsumLoRA(nn.Module):
         return merged
 
 
-LORA_VARIANTS = [LinearModulesLoRA, MergedWeightLoRA, EinsumLoRA]
+class DeepcopyLoRA(nn.Module):
+    """The prototype's layout: A and B Parameters, the update as F.linear twice, merge by deepcopy."""
+
+    def __init__(self, base, rank, alpha):
+        super().__init__()
+        self.base = base
+        for parameter in base.parameters():
+            parameter.requires_grad = False
+        self.A = nn.Parameter(torch.empty(rank, base.in_features))
+        nn.init.kaiming_uniform_(self.A, a=math.sqrt(5))
+        self.B = nn.Parameter(torch.zeros(base.out_features, rank))
+        self.scale = alpha / rank
+
+    def forward(self, x):
+        return self.base(x) + nn.functional.linear(nn.functional.linear(x, self.A), self.B) * self.scale
+
+    def merge(self):
+        merged = copy.deepcopy(self.base)
+        with torch.no_grad():
+            merged.weight += self.scale * self.B @ self.A
+        return merged
+
+
+LORA_VARIANTS = [DeepcopyLoRA, LinearModulesLoRA, MergedWeightLoRA, EinsumLoRA]

@@ -25,10 +25,8 @@ from grading.judge.trained_models import trained_problem
 from grading.recipes import run
 from in_process_grading import graded_cases_of, verdict_of
 
-from . import attention_variants, bpe_variants, layer_variants, unnamed_mistakes as heldout
+from . import attention_variants, bpe_variants, layer_variants, lora_variants, unnamed_mistakes as heldout
 from .checks import reference, variant
-from .test_checks_lora import DeepcopyLoRA
-from .test_checks_tiled import query_blocks
 from .trained_models import reference_merges, reference_tokenizer, trained_reference
 
 DEFINITION_TASKS = (1, 2, 3, 4, 5, 6, 8)
@@ -70,8 +68,8 @@ VALID = [(1, "train_bpe", bpe_variants.heap_train_bpe), (1, "train_bpe", bpe_var
          (2, "BPETokenizer", bpe_variants.SequentialTokenizer), (2, "BPETokenizer", bpe_variants.ExplicitLoopTokenizer),
          (3, "RMSNorm", layer_variants.RsqrtRMSNorm), (3, "RMSNorm", layer_variants.TorchRMSNorm),
          (3, "RMSNorm", layer_variants.UpcastRMSNorm), (4, "SwiGLU", layer_variants.SequentialGateSwiGLU),
-         (4, "SwiGLU", layer_variants.HandSiluSwiGLU), (6, "tiled_attention", query_blocks),
-         (8, "LoRALinear", DeepcopyLoRA)]
+         (4, "SwiGLU", layer_variants.HandSiluSwiGLU), (6, "tiled_attention", attention_variants.query_blocks),
+         (8, "LoRALinear", lora_variants.DeepcopyLoRA)]
 
 
 @pytest.mark.parametrize("task, name, answer", VALID, ids=lambda v: getattr(v, "__name__", str(v)))
@@ -211,7 +209,7 @@ def test_re_drawn_weights_collapse_on_the_reference_architecture(trained):
 
 def test_a_lora_layer_that_keeps_its_base_under_another_name_is_told_so(graded_cases):
     """`self.base` is pinned (the Task 8 check holds it): the grader's sentence names it, not a frozen-base problem."""
-    class Renamed(DeepcopyLoRA):
+    class Renamed(lora_variants.DeepcopyLoRA):
         def __init__(self, base, rank, alpha):
             super().__init__(base, rank, alpha)
             self.frozen = self.base
