@@ -81,7 +81,7 @@ def parameter_count(module):
 
 def scores_seen(recorder):
     """What checkers.llm.tiled's recorder saw during a tiled_attention call, as plain data: a call of a fused
-    attention function, and a float tensor as large as the whole L × L score matrix."""
+    attention function, and a tensor (of any dtype) as large as the whole L × L score matrix."""
     return {"sdpa": bool(recorder.sdpa), "full": recorder.full is not None}
 
 
@@ -93,7 +93,7 @@ def scores_problem(seen):
         return "tiled_attention calls scaled_dot_product_attention: write the blockwise algorithm yourself"
     if seen["full"] is not False:
         return ("tiled_attention computed a tensor as large as the full L × L score matrix, which tiling exists to "
-                "avoid: compute the scores of one key block at a time")
+                "avoid: compute the scores, and any mask, one key block at a time")
     return None
 
 

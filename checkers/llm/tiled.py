@@ -1,5 +1,6 @@
 """Task 6: tiled_attention against fixed expected outputs, with a partial last block, causal or not, and on scores
-near ±150 (beyond exp's float32 range); it must neither call scaled_dot_product_attention nor build L × L scores."""
+near ±150 (beyond exp's float32 range); it must neither call scaled_dot_product_attention nor build an L × L tensor
+(the scores, or a mask of any dtype: memory that grows with L², which tiling exists to avoid)."""
 import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
@@ -51,24 +52,25 @@ CALLS_SDPA = Diagnosis(
     "tiled_attention calls F.scaled_dot_product_attention: write the blockwise algorithm yourself.")
 FULL_SCORES = Diagnosis(
     "tiled-full-scores",
-    "a float tensor of shape {shape} was computed, as large as the full L × L score matrix (L = {length}, "
+    "a {dtype} tensor of shape {shape} was computed, as large as the full L × L score matrix (L = {length}, "
     "block_size = {block}) that tiling exists to avoid: compute the scores, and any mask, one key block at a time.")
 
 
 class _Recorder(TorchFunctionMode):
-    """Notes a call of scaled_dot_product_attention and the first float result of shape (..., >= L, >= L)."""
+    """Notes a call of scaled_dot_product_attention and the first result of shape (..., >= L, >= L), of any dtype: a
+    full boolean or integer mask grows with L² as the scores do."""
 
     def __init__(self, length):
         super().__init__()
-        self.length, self.sdpa, self.full = length, False, None
+        self.length, self.sdpa, self.full, self.dtype = length, False, None, None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         self.sdpa = self.sdpa or func is F.scaled_dot_product_attention
         result = func(*args, **(kwargs or {}))
         for out in result if isinstance(result, (tuple, list)) else (result,):
-            if isinstance(out, torch.Tensor) and out.is_floating_point() and out.dim() >= 2 and self.full is None \
+            if isinstance(out, torch.Tensor) and out.dim() >= 2 and self.full is None \
                     and min(out.shape[-2:]) >= self.length:
-                self.full = tuple(out.shape)
+                self.full, self.dtype = tuple(out.shape), str(out.dtype).removeprefix("torch.")
         return result
 
 
@@ -101,11 +103,11 @@ def check_task_6(task, tiled_attention):
         if recorder.sdpa:
             fail_method(task, f"{what}: {CALLS_SDPA}", CALLS_SDPA.slug)
         if recorder.full is not None and block < length:
-            fail_method(task, f"{what}: " + FULL_SCORES.format(shape=recorder.full, length=length, block=block),
-                        FULL_SCORES.slug)
+            found = FULL_SCORES.format(dtype=recorder.dtype, shape=recorder.full, length=length, block=block)
+            fail_method(task, f"{what}: {found}", FULL_SCORES.slug)
         expect_tensor(task, f"{what}'s output", got, tuple(query.shape))
         _non_finite_rows(task, what, got.detach(), run)
         tolerance = LARGE_ATOL if "signs" in run else ATOL
         expect_close(task, what, got, run["outputs"], tolerance, RTOL, run.get("mistakes", {}).get("outputs"))
     task.passed("a blockwise softmax with a running max and sum: exact attention, causal or not, with a partial last "
-                "block, finite for scores near ±150, never the L × L scores.")
+                "block, finite for scores near ±150, never an L × L tensor.")

@@ -157,6 +157,9 @@ TILED_MUTANTS = [
     Mutant(6, "full scores", ((BLOCK_SCORES, "scores = (query @ key.transpose(-2, -1) / math.sqrt(head_dim))"
                                              "[..., start:end]  # (B, H, L, block)"),),
            "the full L × L score matrix"),  # a fragment of the template _tiled.FULL_SCORES, which the message fills
+    Mutant(6, "full boolean mask", ((FUTURE, "future = (positions[None, :] > positions[:, None])[:, start:end]  # "
+                                             "(L, L) built, (L, block) kept"),),
+           "the full L × L score matrix"),  # a bool (L, L) grows with L² too: the same template, filled
     Mutant(6, "exp with the old max", ((PROBS, "probs = torch.exp(scores - row_max)  # (B, H, L, block)"),)),
 ]
 
