@@ -15,7 +15,7 @@ from .facts import (ATTENTION_SLOTS, BASE_LAYER, BPE_SPEED, LORA_MERGE, LORA_SLO
 
 CHECK_TOLERANCE = dict(atol=1e-6, rtol=1e-6)
 SCORES = dict(name="checkers.llm.tiled:_Recorder", report="checkers.llm._facts:scores_seen",
-              judge="checkers.llm._facts:scores_problem")  # what the Task 6 check watches: SDPA, the full scores
+              judge="checkers.llm._facts:scores_problem")  # what the Task 6 check watches: SDPA, any L × L tensor
 
 
 def training_cases():
