@@ -1,5 +1,5 @@
-"""check_task_8 (LoRALinear) both ways: the reference and a PEFT-style layer pass, planted mistakes fail with their
-names, bad input is answered cleanly, within a second; the fixture's outputs follow the formula."""
+"""check_task_8 (LoRALinear) both ways: the reference and the valid layouts (LORA_VARIANTS) pass, planted mistakes
+fail with their names, bad input is answered cleanly, within a second; the fixture's outputs follow the formula."""
 
 import pytest
 import torch

@@ -1,6 +1,6 @@
-"""check_task_6 (tiled_attention) both ways: the reference and a query-block variant pass, planted mistakes fail
-(with their names where the evidence identifies them), bad input is answered cleanly, within a second; the fixture's
-outputs are scaled_dot_product_attention's."""
+"""check_task_6 (tiled_attention) both ways: the reference and the valid variants (TILED_VARIANTS) pass, planted
+mistakes fail (with their names where the evidence identifies them), bad input is answered cleanly, within a second;
+the fixture's outputs are scaled_dot_product_attention's."""
 
 import pytest
 import torch
