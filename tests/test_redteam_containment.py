@@ -426,6 +426,45 @@ def test_a_cell_its_own_alarm_stopped_is_reported_as_a_limit_reached():
                          "in 12 s) and was stopped; grading went on without it"]
 
 
+class _Late:
+    """A probe whose one cell spins 10 CPU s and is stopped by its own alarm, watched by a supervisor that reads the
+    cell's start 4 CPU s late (a busy machine): each poll's events and the meter's readings, in order."""
+
+    polls = [[], [{"event": "start", "cell": 0}], [{"event": "end", "cell": 0}, {"event": "done"}]]
+    readings = [0.5, 0.6, 4.6, 4.7, 10.6, 10.7]  # two a poll: before and after the events are read
+
+    def __init__(self):
+        self.polls, self.readings = list(self.polls), list(self.readings)
+
+    def poll(self):
+        return None
+
+    def events(self):
+        return self.polls.pop(0)
+
+    def read(self):
+        return self.readings.pop(0), 0.0
+
+
+def test_a_cell_stopped_by_its_alarm_is_reported_when_its_start_was_read_late(monkeypatch):
+    """The grader bug behind a CPU hog stopped with no note at a load average of 2.5-4.6: the clock counted the cell's
+    CPU from the poll that read its start, 4 of its 10 CPU s too late, so stopped_by_alarm did not list it. Counted
+    from the poll before, the whole limit is there, and the report says so."""
+    monkeypatch.setattr(supervise.time, "sleep", lambda seconds: None)
+    program, late = cells(10), _Late()
+    job = supervise.Job(program=program, scratch=Path("/nonexistent"), runtime=Path("/nonexistent"),
+                        box=sandbox.Sandbox("none"), meter=late, deadline=time.monotonic() + 3600)
+    clock = supervise.Clock(program, skip=[], started=time.monotonic(), used=(0.4, 0.0), finished=job.finished)
+    assert supervise.watch(late, late, job, clock) == ("done", -1)
+    assert job.finished[0]["cpu"] == pytest.approx(6.0)  # from the late read: short of the limit
+    stopped = {"ename": "CellTimeout", "evalue": "the cell ran past its time limit and was stopped", "frames": []}
+    run = supervise.ProbeRun(cells={0: {"error": stopped}})
+    supervise.stopped_by_alarm(job, run)
+    assert [(limit["cell"], limit["kind"], limit["cpu"]) for limit in run.limits] == \
+        [(supervise.cell_label(program[0]), "CPU limit", 10.2)]
+    assert run.notes and "ran past its 10 s limit of CPU time (10 CPU s" in run.notes[0]
+
+
 def test_reading_never_blocks_on_what_the_student_left(tmp_path):
     """A FIFO, a link and an oversized file are refused at once, without blocking."""
     os.mkfifo(tmp_path / "fifo")

@@ -53,7 +53,7 @@ MAX_CELL = 1 << 20  # a cell's output as the probe writes it (two streams of 20,
 MAX_PICKLE = 1 << 20  # the pickle in a task file (records of tensors by reference: about 12 kB for 33 cases)
 MAX_PROGRESS = 4 << 20  # bytes of progress log read per attempt; beyond it events are ignored (the clock is not)
 MAX_LOG = 64 << 10  # the end of the probe's log kept in build/grading/logs/
-ALARM_SLACK = 0.5  # CPU seconds per thread: the clock reads a cell's start up to a polling step after it began
+ALARM_SLACK = 0.5  # CPU seconds per thread: the meters' ticks (/proc counts in hundredths) and the probe's own
 
 
 @dataclass
@@ -150,21 +150,30 @@ class Clock:
         self.finished = {} if finished is None else finished  # cell index -> what it used by its end
         self.begin(started, used, STARTUP)
 
-    def begin(self, now, used, limit):
-        """A cell (or the probe's start) begins now: its CPU limit and its wall-clock backstop count from here."""
+    def begin(self, now, used, limit, floor=None):
+        """A cell (or the probe's start) begins now: its CPU limit and its wall-clock backstop count from here;
+        floor: the meter's reading before the start can have happened (see `see`), else used."""
         self.started, self.used, self.loads, self.idle = now, tuple(used), [], 0.0
+        self.floor = tuple(floor or used)
         self.cpu_deadline = used[0] + (limit + GRACE) * self.threads
         self.deadline = now + cpuclock.BACKSTOP * limit + GRACE
 
     def next_cell(self):
         return next((i for i in range(self.top + 1, len(self.program)) if i not in self.skip), None)
 
-    def see(self, event, now, used=(0.0, 0.0)):
-        """Take one event into account: only the start of the next cell moves the deadlines."""
+    def see(self, event, now, used=(0.0, 0.0), floor=None):
+        """Take one event into account: only the start of the next cell moves the deadlines.
+
+        Args:
+            now, used: the time and the meter's reading when the event was read, after it was written.
+            floor: the meter's reading before the previous read of events, so before the event was written. On a
+                busy machine the supervisor may read an event seconds late: the cell's CPU time lies between
+                `used` and `floor` at its start (Clock.spent's "cpu" and "cpu_most").
+        """
         kind, cell = event.get("event"), event.get("cell")
         if kind == "start" and isinstance(cell, int) and cell == self.next_cell():
             self.top = cell
-            self.begin(now, used, self.program[cell].limit)
+            self.begin(now, used, self.program[cell].limit, floor)
         elif kind == "end" and cell == self.top:
             self.ended.add(cell)
             self.finished[cell] = self.spent(now, used)  # the last end wins: the probe's own comes after the cell
@@ -181,10 +190,11 @@ class Clock:
         return "timeout" if used[0] > self.cpu_deadline else "backstop" if now > self.deadline else None
 
     def spent(self, now, used):
-        """What the current cell used so far: CPU, wall and run-queue seconds, and the mean load per core."""
+        """What the current cell used so far: CPU (counted from when its start was read; "cpu_most": from the
+        floor, so at least what it used), wall and run-queue seconds, and the mean load per core."""
         load = sum(self.loads) / len(self.loads) if self.loads else cpuclock.load_per_core()
-        return {"cpu": used[0] - self.used[0], "wall": now - self.started, "waited": used[1] - self.used[1],
-                "load": load, "idle": self.idle}
+        return {"cpu": used[0] - self.used[0], "cpu_most": used[0] - self.floor[0], "wall": now - self.started,
+                "waited": used[1] - self.used[1], "load": load, "idle": self.idle}
 
 
 def idle_seconds(before, after):
@@ -211,13 +221,15 @@ def kill(process, job):
 def watch(process, progress, job, clock):
     """Follow one attempt until it finishes: ("done" | "died" | "timeout" | "backstop" | "idle" | "total", cell or
     -1)."""
-    sample = None
+    sample, floor = None, clock.used
     while True:
         finished = process.poll() is not None  # before reading, so the last events of a finished probe are seen
+        before = job.meter.read()  # the floor of the events the next read finds: they are written after it
         events = progress.events()
         now, used = time.monotonic(), job.meter.read()
         for event in events:
-            clock.see(event, now, used)
+            clock.see(event, now, used, floor)
+        floor = before
         idle = idle_seconds(sample, (now, used)) if sample else 0.0
         sample, job.idle, clock.idle = (now, used), job.idle + idle, clock.idle + idle
         if finished or clock.done:  # done: the last records are written; what the notebook left running is not
@@ -411,13 +423,16 @@ def limit_reached(job, ended, cell, alone, rerun, spent=None):
 def stopped_by_alarm(job, run):
     """Report the cells the probe's own alarm stopped at their CPU limit (the gentler stop, before the supervisor's
     kill at the limit plus GRACE): their error says CellTimeout, and the grader's clock saw their whole limit used
-    (less ALARM_SLACK), so neither a raised CellTimeout alone nor a cell's honest use of its time is listed."""
+    (less ALARM_SLACK), so neither a raised CellTimeout alone nor a cell's honest use of its time is listed. The clock
+    may read a start late on a busy machine: "cpu_most", counted from before the start, still holds the whole limit
+    ("cpu", counted from the read, lost the note of a CPU hog at a load average of 2.5-4.6)."""
     for index, spent in sorted(job.finished.items()):
         cell, output = job.program[index], run.cells.get(index)
         error = output.get("error") if isinstance(output, dict) else None
         if not isinstance(error, dict) or error.get("ename") != "CellTimeout" or \
-                spent["cpu"] < (cell.limit - ALARM_SLACK) * job.threads:
+                spent["cpu_most"] < (cell.limit - ALARM_SLACK) * job.threads:
             continue
+        spent = dict(spent, cpu=spent["cpu_most"])  # what the report gives: the reading that holds the whole cell
         run.limits.append(limit_reached(job, "timeout", index, False, False, spent))
         run.notes.append(f"{cell_label(cell)}: {stopped_output('timeout', cell, job.box, spent)['error']['evalue']}")
 
