@@ -9,7 +9,7 @@ ASSIGNMENT ?=
 EACH_ASSIGNMENT = names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && for name in $$names; do
 export MPLBACKEND := Agg
 
-.PHONY: lab test test-slurm release student-dist fixtures assets bench collect grade grade-slurm grade-k8s report similarity clean
+.PHONY: lab test test-all test-slurm release student-dist fixtures assets bench collect grade grade-slurm grade-k8s report similarity clean
 
 # pip compiles every installed module to bytecode on one core (22 of the install's 35 s, docs/bench.md): it installs
 # without, and compileall does it on every core, skipping the packages' own test suites, which nothing here imports.
@@ -28,21 +28,31 @@ $(STAMP): requirements.txt pyproject.toml
 lab: $(STAMP)  ## open JupyterLab on the student notebooks
 	MPLBACKEND= $(BIN)/jupyter lab notebooks/
 
-# make test: WORKERS=N runs the tests in N processes (pytest-xdist); each test file stays on one, with its fixtures.
+# The tests come in two tiers (docs/maintainers.md, "Running the tests"), by marker: `make test`, the fast one (-m fast),
+# after every change; `make test-all`, every test, before stopping and in CI (.ci/run). Both collect the same paths.
+# WORKERS=N runs the tests in N processes (pytest-xdist); each test file stays on one, with its fixtures.
 # Every process they start (workers, notebook kernels, graders) runs torch on one thread: with N workers on N cores,
 # torch's default of one thread per core oversubscribes them, and its OpenMP threads then spin instead of working
 # (measured: 3.5 times the CPU time for one test file beside two busy processes, docs/bench.md).
 WORKERS ?= 2
 TEST_THREADS ?= 1
-test: $(STAMP)  ## all tests: lint, unit tests, checkers, release, notebooks (every reference executed end to end)
+PYTEST = OMP_NUM_THREADS=$(TEST_THREADS) MKL_NUM_THREADS=$(TEST_THREADS) $(BIN)/python tools/timed.py
+# ASSIGNMENT=name: that assignment's own tests (course/<name>/) and notebook, without the course-wide tests/.
+TEST_PATHS = -n $(WORKERS) --dist loadfile --no-loadscope-reorder $(or $(addprefix course/,$(ASSIGNMENT)),tests course) \
+	--nbval-lax $$(for name in $$names; do echo solutions/$$name/$$name.ipynb; done)
+test: $(STAMP)  ## the fast tier: lint, unit tests, every check both ways, agreement, notebooks' text, release, docs
 	$(BIN)/python tools/timed.py "lint (ruff)" -- $(BIN)/ruff check .
 	names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && \
-	OMP_NUM_THREADS=$(TEST_THREADS) MKL_NUM_THREADS=$(TEST_THREADS) $(BIN)/python tools/timed.py "unit tests, checkers and reference notebooks (nbval), $(WORKERS) workers" -- \
-		$(BIN)/pytest -q -n $(WORKERS) --dist loadfile --no-loadscope-reorder tests course \
-			--nbval-lax $$(for name in $$names; do echo solutions/$$name/$$name.ipynb; done)
+	$(PYTEST) "the fast tier (pytest -m fast), $(WORKERS) workers" -- $(BIN)/pytest -q -m fast $(TEST_PATHS)
+
+test-all: $(STAMP)  ## every test: the fast tier, end-to-end grading and red team, nbval, real trainings, Slurm, Chromium
+	$(BIN)/python tools/timed.py "lint (ruff)" -- $(BIN)/ruff check .
+	names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && \
+	$(PYTEST) "every test: both tiers, reference notebooks (nbval), $(WORKERS) workers" -- \
+		$(BIN)/pytest -q $(TEST_PATHS)
 
 # make test-slurm: only the test that grades through a single-node Slurm it starts (tests/test_slurm.py, marker cluster;
-# root and Slurm's Debian packages, or skipped saying why); make test runs it too.
+# root and Slurm's Debian packages, or skipped saying why); make test-all runs it too.
 test-slurm: $(STAMP)  ## grading through a real Slurm cluster, end to end (root; Debian's slurmctld, slurmd, munge)
 	$(BIN)/python tools/timed.py "Slurm, end to end" -- $(BIN)/pytest -q -m cluster tests/test_slurm.py
 

@@ -22,8 +22,26 @@ def trained_once_per_run(request, tmp_path_factory):
     trained_cache.FOLDER = (base.parent if hasattr(request.config, "workerinput") else base) / "trained"
 
 
+# The two tiers (docs/maintainers.md, "Running the tests"): every test carries exactly one of these markers, in its
+# module's `pytestmark` or on the test; `make test` runs the first, `make test-all` every test (tests/test_tiers.py).
+TIERS = ("fast", "full")
+COLLECTED = pytest.StashKey[dict]()  # {node id: the tier markers it carries}, every test collected, before -m
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (make test), the longest files first: those with end-to-end grading runs (marker
+    """Mark each reference notebook's cells `full` (nbval executes them; a notebook carries no marker), record every
+    collected test's tiers before `-m` deselects any (config.stash[COLLECTED]), then order the tests for xdist."""
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker("full")
+    config.stash[COLLECTED] = {item.nodeid: [tier for tier in TIERS if item.get_closest_marker(tier)]
+                               for item in items}
+    longest_first(config, items)
+
+
+def longest_first(config, items):
+    """Under pytest-xdist (make test-all), the longest files first: those with end-to-end grading runs (marker
     `grading`), then the notebooks nbval executes, then the rest, each file's tests together and in their order, so
     that what is left for the last minutes is short and neither worker idles long at the end (the Makefile's
     --no-loadscope-reorder keeps this order; xdist's own puts files with more tests first)."""
@@ -31,6 +49,17 @@ def pytest_collection_modifyitems(config, items):
         return
     graded = {item.path for item in items if item.get_closest_marker("grading")}
     items.sort(key=lambda item: 0 if item.path in graded else 1 if item.path.suffix == ".ipynb" else 2)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Tell tests/trained_cache.py the running test's tier, so that a test of the fast tier which trains fails."""
+    import trained_cache
+    trained_cache.TIER = next((tier for tier in TIERS if item.get_closest_marker(tier)), None)
+    try:
+        yield
+    finally:
+        trained_cache.TIER = None
 
 
 # nbval waits at most 5 s (hard-coded: its issues #136 and #231) for each output message of a cell after the cell's

@@ -12,6 +12,8 @@ from course_paths import ROOT
 from tools.bench import goals as bench_goals, runner, scaling as bench_scaling
 from tools.bench import timing as bench_timing, training as bench_training
 
+pytestmark = pytest.mark.fast
+
 
 def test_loglog_slope_matches_least_squares_by_hand():
     xs = [64, 128, 256, 512, 1024]

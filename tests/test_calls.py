@@ -9,6 +9,8 @@ from torch.overrides import TorchFunctionMode
 
 from checkers._calls import recorded_calls
 
+pytestmark = pytest.mark.fast
+
 
 def stack_depth():
     return torch._C._len_torch_function_stack()

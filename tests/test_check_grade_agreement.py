@@ -30,6 +30,8 @@ from course.registry import assignments
 from course.slices import slice_of
 from in_process_grading import graded_cases_of, verdict_of
 
+pytestmark = pytest.mark.fast
+
 SEED = 0  # the global seed before every call: an answer that draws at random is judged on the same draws each run
 
 

@@ -15,6 +15,8 @@ from course_lib.calls import student_call
 from course.registry import assignments
 from course_paths import ROOT
 
+pytestmark = pytest.mark.fast
+
 OURS = ("checkers/", "checkers\\", "course_lib/", "course_lib\\", "torch/", "torch\\", "site-packages", "_core",
         "Drop the checker", "Traceback", "wrapper")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

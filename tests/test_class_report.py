@@ -63,6 +63,7 @@ def reported(tmp_path_factory):
     return folder
 
 
+@pytest.mark.fast
 def test_the_counts_are_what_was_planted(reported):
     folder, expected = reported, planted()[1]
     with open(folder / "diagnoses.csv", newline="") as file:
@@ -78,6 +79,7 @@ def test_the_counts_are_what_was_planted(reported):
     assert "http" not in page and "s00" not in page  # it loads nothing from anywhere and names no student
 
 
+@pytest.mark.fast
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="needs the course's git checkout")
 def test_what_the_reports_hold_is_never_committed():
     written = [f"reports/{NAME}/{name}" for name in ("graded.json", "class_report.html", "diagnoses.csv",
@@ -86,6 +88,7 @@ def test_what_the_reports_hold_is_never_committed():
     assert done.stdout.split() == written, done.stdout + done.stderr
 
 
+@pytest.mark.fast
 def test_whatever_the_record_holds_is_shown_as_text(tmp_path):
     record, _ = planted()
     record["s00"]["tasks"][str(TASKS[0])]["diagnosis"] = f"{NAME}.{TASKS[0]}.<img src=x onerror=alert(1)>"
@@ -106,6 +109,7 @@ def console_errors(page, screenshot):
     return [line for line in done.stderr.splitlines() if "CONSOLE" in line and ("Error" in line or "Uncaught" in line)]
 
 
+@pytest.mark.full
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium; .ci/run installs it)")
 def test_the_page_renders_in_headless_chromium_without_console_errors(reported, tmp_path):
     shot = tmp_path / "report.png"

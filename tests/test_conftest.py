@@ -6,6 +6,8 @@ import pytest
 
 import conftest
 
+pytestmark = pytest.mark.fast
+
 
 def reported(reason, skipped=True):
     """The report of a test skipped (or failed) with reason, after conftest's hook."""

@@ -16,6 +16,8 @@ from course_lib import (WarmupCosineSchedule, accuracy, classification_loss, get
                         warmup_cosine_factor)
 from course_lib.plotting import explained_variance
 
+pytestmark = pytest.mark.fast
+
 
 def test_schedule_warms_up_then_decays_to_zero():
     warmup, total = 10, 110

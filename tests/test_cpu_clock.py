@@ -103,6 +103,7 @@ def quick(monkeypatch):
     monkeypatch.setattr(supervise, "MAX_TOTAL", 30.0)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("make_box", boxes())
 def test_a_cell_that_burns_cpu_is_stopped_by_its_cpu_limit(tmp_path, quick, make_box):
     run = grade(tmp_path, make_box(), BURN, "print('after')")
@@ -112,6 +113,7 @@ def test_a_cell_that_burns_cpu_is_stopped_by_its_cpu_limit(tmp_path, quick, make
     assert len(run.notes) == 1, run.notes  # the next attempt, without the cell, ran to the end
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("make_box", boxes())
 @pytest.mark.parametrize("source", [KILLED_CHILDREN, ORPHANS], ids=["killed-children", "orphans"])
 def test_cpu_of_processes_the_cell_forks_and_kills_is_counted(tmp_path, quick, make_box, source, request):
@@ -123,6 +125,7 @@ def test_cpu_of_processes_the_cell_forks_and_kills_is_counted(tmp_path, quick, m
     assert [limit["kind"] for limit in run.limits] == ["CPU limit"], run.limits
 
 
+@pytest.mark.full
 def test_a_cell_that_sleeps_is_stopped_by_the_backstop_not_the_cpu_limit(tmp_path, monkeypatch):
     """However busy the machine, a cell that sleeps was not starved: the backstop stops it once, for good."""
     monkeypatch.setattr(supervise, "GRACE", 0.5)
@@ -132,6 +135,7 @@ def test_a_cell_that_sleeps_is_stopped_by_the_backstop_not_the_cpu_limit(tmp_pat
     assert "it slept or waited" in run.cells[0]["error"]["evalue"]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("waits, spent, starved", [
     (True, {"cpu": 30.0, "waited": 70.0, "load": 0.5}, True),  # runnable most of the time, on a CPU a third of it
     (True, {"cpu": 0.1, "waited": 0.2, "load": 6.0}, False),  # asleep on a busy machine
@@ -143,6 +147,7 @@ def test_a_cell_is_starved_when_it_waited_for_a_cpu_longer_than_it_ran(monkeypat
     assert cpuclock.oversubscribed(spent) is starved
 
 
+@pytest.mark.full
 @pytest.mark.skipif(not cpuclock.WAITS, reason="the kernel reports no run-queue waits (/proc/<pid>/schedstat)")
 def test_run_queue_waits_of_starved_processes_are_measured():
     """Two busy processes pinned to one CPU: each waits while the other runs, and the meter sees it."""
@@ -158,6 +163,7 @@ def test_run_queue_waits_of_starved_processes_are_measured():
     assert cpu > 1.9 and waited > 0.5, (cpu, waited)
 
 
+@pytest.mark.full
 def test_a_cell_stopped_by_the_backstop_on_a_busy_machine_runs_again_alone(tmp_path, monkeypatch):
     """The first stop of a starved cell is not final: it runs again with SOLO held alone, then it is stopped."""
     monkeypatch.setattr(supervise, "GRACE", 0.5)
@@ -172,6 +178,7 @@ def test_a_cell_stopped_by_the_backstop_on_a_busy_machine_runs_again_alone(tmp_p
     assert not any("alone" in note for note in run.notes)  # the student's notes do not mention the machine
 
 
+@pytest.mark.fast
 def test_a_probe_alone_waits_for_the_others_and_holds_them_back():
     """SOLO: an alone attempt starts once the running ones end; a shared one asked for meanwhile waits for it."""
     solo, order, events = cpuclock.Solo(), [], {name: threading.Event() for name in ("a_in", "a_out", "b_in", "c_in")}
@@ -204,6 +211,7 @@ def test_a_probe_alone_waits_for_the_others_and_holds_them_back():
     assert order == ["a", "b", "c"]
 
 
+@pytest.mark.fast
 def test_proc_meter_counts_a_reaped_child_once():
     """counted(): a child's time that its parent reaps moves to the parent's cutime; only the rest is new."""
     parent, child = (1, 100), (2, 200)
@@ -214,6 +222,7 @@ def test_proc_meter_counts_a_reaped_child_once():
     assert cpuclock.counted({}, before) == pytest.approx(3.0)
 
 
+@pytest.mark.fast
 def test_jobs_beyond_the_free_cores_are_warned_about():
     assert load_warning(2, cores=2, load=0.3) == "" and load_warning(1, cores=2, load=1.4) == ""
     warning = load_warning(2, cores=2, load=1.4)
@@ -228,6 +237,7 @@ class Graded:
         self.score, self.max_score = 10, 10
 
 
+@pytest.mark.fast
 def test_report_gives_the_load_and_every_limit_reached(tmp_path):
     cell = f"task {VEHICLE.training_tasks[0]} training cell"  # as the grader names a cell: any assignment's will do
     limit = {"cell": cell, "kind": "wall-clock backstop", "cpu": 41.2, "wall": 912.0, "load": 3.4,

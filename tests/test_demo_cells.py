@@ -13,6 +13,8 @@ from course.registry import assignments
 from grading.match.notebook import DEMO_TAG, read, release_layout
 from grading.match.program import build_program
 
+pytestmark = pytest.mark.fast
+
 REGISTERED = assignments()
 
 

@@ -8,6 +8,8 @@ from checkers._core import Diagnosis, catalogue, slug_of
 from course.registry import assignments
 from course.slices import slice_of
 
+pytestmark = pytest.mark.fast
+
 NAMES = [assignment.name for assignment in assignments()]
 
 

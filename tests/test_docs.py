@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.fast
+
 ROOT = Path(__file__).resolve().parents[1]
 README_LIMIT = 10 * 1024  # bytes: a newcomer reads it in three minutes; the rest lives in docs/
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")

@@ -51,6 +51,7 @@ def grading_imports(path):
     return found - set(package[:1])
 
 
+@pytest.mark.fast
 def test_each_stage_imports_only_earlier_stages_and_the_shared_modules():
     """collect -> match -> sandbox -> judge -> publish: no stage imports a later one or the probe, and none imports
     the sandbox (what it hands on is a record of grading.records); shared modules import no stage; cases (each
@@ -64,6 +65,7 @@ def test_each_stage_imports_only_earlier_stages_and_the_shared_modules():
             assert not wrong, f"{path.relative_to(ROOT)} imports grading.{wrong}: not before {part} in the pipeline"
 
 
+@pytest.mark.fast
 def test_the_probe_imports_no_stage_only_what_the_sandbox_holds():
     """grading/probe/ runs inside the sandbox: it imports torch, IPython, the student bundle and the plain modules
     copied beside it (recipes.py, provenance.py), never grading/; and nothing but the sandbox's runtime names it."""
@@ -83,6 +85,7 @@ def top_imports(tree):
     return {name.split(".")[0] for name in names}
 
 
+@pytest.mark.fast
 def test_the_import_rules_find_a_later_stage():
     """The rule above is not vacuous: a judge module that imports the sandbox, or the probe, is found."""
     assert grading_imports(ROOT / "grading" / "judge" / "__init__.py") >= {"records"}
@@ -95,6 +98,7 @@ def test_the_import_rules_find_a_later_stage():
         planted.unlink()
 
 
+@pytest.mark.fast
 def test_grade_imports_only_the_stages_entry_points():
     """grade.py takes from each stage only what its __init__ exports, never a module inside a stage."""
     imports = relative_imports(ROOT / "grading" / "grade.py")
@@ -106,6 +110,7 @@ def test_grade_imports_only_the_stages_entry_points():
             assert set(names) <= set(exported), f"grade.py takes {set(names) - set(exported)} from {module}"
 
 
+@pytest.mark.fast
 def test_every_stage_is_a_folder_with_its_entry_points_documented():
     """One folder per stage; its __init__ names its entry point and exports it; no module is left at the top."""
     top = {path.stem for path in (ROOT / "grading").glob("*.py")}
@@ -116,6 +121,7 @@ def test_every_stage_is_a_folder_with_its_entry_points_documented():
     assert (ROOT / "course" / NAME / "cases" / "__init__.py").is_file()
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("assignment", assignments(), ids=lambda assignment: assignment.name)
 def test_provided_cells_after_the_last_check_cell_are_not_run_but_a_students_cell_is(assignment):
     """Every record is taken at a check cell: the release's cells after the last one are left out of the program,
@@ -134,6 +140,7 @@ def test_provided_cells_after_the_last_check_cell_are_not_run_but_a_students_cel
     assert program[-1].kind == "extra" and program[-1].source == "print('mine')"
 
 
+@pytest.mark.fast
 def test_some_release_has_provided_cells_after_its_last_check_cell():
     """The test above leaves something out for at least one assignment (its plots and timings of the trained model)."""
     from grading.match.notebook import read, release_layout
@@ -146,6 +153,7 @@ def trailing_provided_cells(layout):
     return {cell.index for cell in layout if cell.kind == "given" and cell.index > last_check}
 
 
+@pytest.mark.fast
 def test_a_new_gradebook_gets_the_migration_nbgraders_own_alembic_command_gives():
     """The grader reads nbgrader's newest migration in-process; nbgrader's own way, in a process without the grader,
     runs `alembic heads`."""
@@ -158,6 +166,7 @@ def test_a_new_gradebook_gets_the_migration_nbgraders_own_alembic_command_gives(
     assert api.get_alembic_version is gradebook.newest_migration  # what a new Gradebook calls
 
 
+@pytest.mark.fast
 def test_the_grader_reads_notebooks_without_the_iri_grammar():
     """grading/__init__.py keeps jsonschema from building rfc3987_syntax's grammar; notebooks still validate."""
     code = ("import sys; import grading.match.notebook; import nbformat; "
@@ -167,6 +176,7 @@ def test_the_grader_reads_notebooks_without_the_iri_grammar():
     assert done.stdout.strip() == "None"
 
 
+@pytest.mark.fast
 def test_cases_are_found_by_assignment_name():
     """build_cases looks for course/<name>/cases/: an assignment without one is refused with what to add."""
     from grading.cases import NoCases, cases_of
@@ -175,6 +185,7 @@ def test_cases_are_found_by_assignment_name():
         cases_of("decoder")
 
 
+@pytest.mark.fast
 def test_collect_command_files_another_assignment_and_keeps_lms_ids(tmp_path):
     """`python -m grading.collect --assignment decoder` reads decoder's names; Canvas's and Moodle's numbers stay."""
     second = ('\n[[assignments]]\nname = "decoder"\ntitle = "x"\n[assignments.tasks]\n'
@@ -195,6 +206,7 @@ def test_collect_command_files_another_assignment_and_keeps_lms_ids(tmp_path):
     assert not (root / "submitted" / "decoder").exists()
 
 
+@pytest.mark.fast
 def test_task_scores_merge_by_assignment_and_student(tmp_path):
     """A run replaces its own assignment's rows (a regrade: only its student's); other assignments' rows stay."""
     path = tmp_path / "grades_by_task.csv"
@@ -212,6 +224,7 @@ class Graded:
         self.student, self.score, self.max_score, self.seconds, self.error = student, score, 10, 3.0, error
 
 
+@pytest.mark.fast
 def test_progress_lines_count_done_failed_and_time_left():
     """One line per finished submission: done / total, failures so far, the time left from the pace so far."""
     lines, now = [], iter([0.0, 10.0, 20.0, 30.0])
@@ -227,6 +240,7 @@ def test_progress_lines_count_done_failed_and_time_left():
 SCORES = {"alice": {"encoder": 9.0, "decoder": 4.5}, "bob": {"encoder": 3.0}}
 
 
+@pytest.mark.fast
 def test_canvas_layout_names_students_by_lms_id_with_one_column_per_assignment():
     """Canvas's import columns, then the assignments in release order; a student without an LMS id keeps theirs."""
     header, table = rows(SCORES, {"alice": "1234"}, "canvas", order=["encoder", "decoder"])
@@ -234,6 +248,7 @@ def test_canvas_layout_names_students_by_lms_id_with_one_column_per_assignment()
     assert table == [["alice", "1234", "", "", "", "9", "4.5"], ["bob", "bob", "", "", "", "3", ""]]
 
 
+@pytest.mark.fast
 def test_moodle_layout_has_an_identifier_column_and_one_column_per_assignment(tmp_path):
     """`ID number` from collected.json's lms_id, the course's id, then one column per assignment (sorted: no order)."""
     submitted = tmp_path / "submitted"
@@ -293,6 +308,7 @@ def snapshot(root):
     return feedback, rows_of, totals
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_two_assignments_share_one_gradebook_and_a_regrade_touches_one_student(tmp_path):
     """The first assignment then sequel: every file keeps both; then alice's regrade of the first changes only
@@ -325,6 +341,7 @@ def test_two_assignments_share_one_gradebook_and_a_regrade_touches_one_student(t
     assert canvas[0][-2:] == [NAME, "sequel"] and canvas[1][0] == "alice" and canvas[1][-2:] == ["3", "1"]
 
 
+@pytest.mark.fast
 def test_an_assignment_names_its_own_weight_roles_without_editing_the_probe():
     """A recipe's "slots" and "facts" name an assignment's own functions as "module:function" (found in the runtime);
     the shared core keeps no table of short names."""
@@ -338,6 +355,7 @@ def test_an_assignment_names_its_own_weight_roles_without_editing_the_probe():
         facts_of("block_slots")
 
 
+@pytest.mark.fast
 def test_a_fact_that_differs_is_told_by_its_assignments_own_sentence():
     """The judge finds a fact's sentence in the FACT_PROBLEMS of the cases package of the assignment whose checkers
     read the fact; a key it has no sentence for, or a fact of the shared checkers, gets "<function>: <key> is wrong"."""

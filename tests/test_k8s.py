@@ -13,6 +13,8 @@ from course_paths import NAME, ROOT
 from grading.cluster import k8s, plan
 from submissions import scratch_course
 
+pytestmark = pytest.mark.fast
+
 OPTIONS = ["--assignment", NAME, "--shards", "3", "--jobs", "2", "--memory", "3", "--image",
            "registry.example/grading:1", "--claim", "course-2026", "--parallelism", "2"]
 

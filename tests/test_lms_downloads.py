@@ -73,6 +73,7 @@ def recorded(course, name):
 
 # ----- Fast: names and what collect records ---------------------------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name, sender, user, own, late", [
     (f"smithalice_1234_5678_{C}.ipynb", "smithalice", "1234", f"{C}.ipynb", False),
     (f"smithalice_late_1234_5678_{C}-1.ipynb", "smithalice", "1234", f"{C}-1.ipynb", True),
@@ -87,6 +88,7 @@ def test_lms_names_give_sender_number_own_file_name_and_late_mark(name, sender, 
     assert (source_of(name, C), lms_id(name), file_name(name), late_mark(name)) == (sender, user, own, late)
 
 
+@pytest.mark.fast
 def test_only_the_assignments_own_file_name_counts_as_no_rename():
     """<name>.ipynb and Canvas's <name>-1.ipynb are the assignment's notebook; a copy or another name is not."""
     assert is_assignment_file(f"smithalice_1234_5678_{C}.ipynb", C)
@@ -95,6 +97,7 @@ def test_only_the_assignments_own_file_name_counts_as_no_rename():
     assert not is_assignment_file(f"alice_{C}-1.ipynb", C)  # not Canvas's renaming: the student's own name
 
 
+@pytest.mark.fast
 def test_canvas_download_notes_only_the_late_one_and_keeps_the_rest_as_also_noted(tmp_path):
     """Canvas names and its re-upload suffix need no one; its late mark does; a second file is information."""
     course = course_folder(tmp_path / "course")
@@ -110,6 +113,7 @@ def test_canvas_download_notes_only_the_late_one_and_keeps_the_rest_as_also_note
     assert lms["smithalice"] == "1234" and lms["jonesbob"] == "2345"
 
 
+@pytest.mark.fast
 def test_moodle_download_is_late_after_the_registrys_due_date(tmp_path):
     """Moodle's names carry no late mark: a file the zip dates after course.toml's `due` is noted late."""
     course = course_folder(tmp_path / "course")
@@ -123,6 +127,7 @@ def test_moodle_download_is_late_after_the_registrys_due_date(tmp_path):
                                                           "not graded"]
 
 
+@pytest.mark.fast
 def test_without_a_due_date_nothing_is_late_and_canvas_extensions_are_canvas_own(tmp_path):
     """No `due`: no lateness from dates; a due date never overrides Canvas's own mark (it knows extensions)."""
     course = course_folder(tmp_path / "course")
@@ -133,6 +138,7 @@ def test_without_a_due_date_nothing_is_late_and_canvas_extensions_are_canvas_own
     assert {student for student, (notes, _) in recorded(course, A).items() if notes} == {"jonesbob"}
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("due", ['"tomorrow"', "2026-12-01T23:59:00Z", "12"])
 def test_a_due_date_that_is_not_a_local_date_time_is_refused(tmp_path, due):
     """A due date in a form the download's clock cannot be compared with is a registry error, said as such."""
@@ -159,6 +165,7 @@ def course(tmp_path):
     return folder
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_plain_grade_with_nothing_collected_says_so_and_fails(course):
     """Nothing under submitted/ at all: an error naming where it looked, not a silent success."""
@@ -166,6 +173,7 @@ def test_plain_grade_with_nothing_collected_says_so_and_fails(course):
     assert code != 0 and "no submissions under" in output and "make collect" in output
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_an_instructors_term_canvas_then_moodle_then_a_regrade(course, tmp_path):
     """One workflow, in order: the steps share the course's state as an instructor's term does."""

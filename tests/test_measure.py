@@ -8,6 +8,8 @@ import torch.nn.functional as F
 
 from course_lib.measure import Measurement, measure, median_seconds, peak_memory_bytes
 
+pytestmark = pytest.mark.fast
+
 FLOAT32_BYTES = torch.empty((), dtype=torch.float32).element_size()
 SIDE = 1024
 SQUARE_BYTES = SIDE * SIDE * FLOAT32_BYTES  # one (1024, 1024) float32 tensor: 4 MiB

@@ -1,10 +1,13 @@
 """tools/measure_threads.py prints its table for both conditions and leaves nothing running behind it."""
+import pytest
 import multiprocessing
 import re
 
 import torch
 
 from tools import measure_threads  # tools/ is a package of the checkout, on sys.path through conftest.py
+
+pytestmark = pytest.mark.full
 
 
 def test_table_has_both_thread_counts_in_both_conditions(capsys):

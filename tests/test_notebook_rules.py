@@ -15,6 +15,8 @@ from course.registry import assignments
 from notebook_text import (cell_length_problems, import_cell, import_problems, placeholders,
                            plot_problems, staff_note_problems, tasks_of, text_macro_problems, time_claim_problems)
 
+pytestmark = pytest.mark.fast
+
 EVERY = assignments()
 LATER = EVERY[1:]
 ids = lambda assignment: assignment.name

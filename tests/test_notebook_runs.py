@@ -6,6 +6,8 @@ import pytest
 
 from notebook_runs import todo_failures
 
+pytestmark = pytest.mark.fast
+
 
 def failed_cell(source, ename, name=None):
     """A code cell whose output is the error ename (a NameError's message naming name)."""

@@ -13,6 +13,8 @@ import pytest
 from course.reference import reference_source
 from course.registry import assignments
 
+pytestmark = pytest.mark.fast
+
 ROOT = Path(__file__).resolve().parent.parent
 TASK_NUMBER = r"\b[Tt]asks? \d|\btask_\d"  # "Task <N>", "tasks <N> and <M>", check_task_<N>
 

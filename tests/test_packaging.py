@@ -13,6 +13,8 @@ from course.registry import assignments, student_repo
 from tools.student_leaks import install_problem
 from same_values import differences, figure_difference
 
+pytestmark = pytest.mark.fast
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

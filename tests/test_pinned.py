@@ -7,6 +7,8 @@ import checkers._modules as modules
 from checkers._core import check_function
 from course.registry import assignments
 
+pytestmark = pytest.mark.fast
+
 
 def test_every_assignment_pins_its_classes_and_the_union_holds_them_all():
     own = {assignment.name: modules.pinned(f"checkers.{assignment.name}") for assignment in assignments()}

@@ -13,6 +13,8 @@ from grading.cases.parts import called, instance, recipe, watch
 from grading.judge.compare import compare_case
 from grading.recipes import decode, run, values
 
+pytestmark = pytest.mark.fast
+
 
 class Pairs:
     """A class that is no nn.Module: its method returns plain data."""

@@ -29,6 +29,8 @@ from grading.match.program import ProgramCell, build_program
 from redteam_builders import ADDED_CELLS, many_cells
 from submissions import answer_id, definitions_only, index_of
 
+pytestmark = pytest.mark.fast
+
 
 def program_of(notebook):
     return build_program(notebook, release_layout(read(RELEASE)), lambda source: 60)[0]

@@ -29,6 +29,8 @@ from redteam_builders import extra_cell, many_cells
 from submissions import (DEFINITION_POINTS, answer_id, csv_rows, definitions_only, edit_cell, flagged_section,
                          index_of, limits_section, report_sections, scratch_course, seconds_per_submission, without)
 
+pytestmark = pytest.mark.full
+
 LINGER = '''import atexit, threading, time
 threading.Thread(target=time.sleep, args=(3600,)).start()  # not a daemon: Python's exit waits for it
 atexit.register(time.sleep, 3600)  # and then for this

@@ -23,6 +23,7 @@ from redteam_builders import XSS, inner_zip, latin1_placeholder, patch_central, 
 from submissions import csv_rows, scratch_course
 
 
+@pytest.mark.fast
 def test_a_notebook_of_millions_of_empty_objects_is_refused_unparsed(tmp_path):
     """6 MB of `{},` parse to 2 million dicts (170 MB; 100 MB of it, 2.8 GB) in the grader's own process."""
     bomb = tmp_path / "bomb.ipynb"
@@ -34,6 +35,7 @@ def test_a_notebook_of_millions_of_empty_objects_is_refused_unparsed(tmp_path):
 
 # ----- Shown text: encodable, escaped, bounded ------------------------------------------------------------------------
 
+@pytest.mark.fast
 def test_markdown_escaping_neutralises_tags_links_code_and_pipes():
     text = markdown(f"{XSS} `code` [link](javascript:x) ![i](y) | cell **b** \ud800\n# heading")
     assert "<" not in text and "\ud800" not in text and "\n" not in text
@@ -42,6 +44,7 @@ def test_markdown_escaping_neutralises_tags_links_code_and_pipes():
     encodable(text).encode("utf-8")
 
 
+@pytest.mark.fast
 def test_rendered_notebook_is_bounded_and_encodable():
     """100k added cells and a 95 MB cell: the rendered notebook stays small and says what it left out."""
     from grading.match.notebook import release_layout
@@ -100,6 +103,7 @@ def hostile_zip(path):
             "locked": "encrypted", "encrypted": "encrypted", "cut": "not a readable zip", "ownzip": "", "xssname": ""}
 
 
+@pytest.mark.fast
 def test_collect_skips_bad_entries_one_by_one_and_loses_no_one(tmp_path):
     expected = hostile_zip(tmp_path / "download.zip")
     collected, unknown, skipped = collect(tmp_path / "download.zip", course_folder(tmp_path), NAME)
@@ -117,6 +121,7 @@ def test_collect_skips_bad_entries_one_by_one_and_loses_no_one(tmp_path):
     assert not list((tmp_path / "submitted").glob(".*collecting"))  # no partial state left behind
 
 
+@pytest.mark.fast
 def test_collect_command_reports_skipped_entries_escaped(tmp_path):
     hostile_zip(tmp_path / "download.zip")
     result = subprocess.run([sys.executable, "-m", "grading.collect", str(tmp_path / "download.zip"), "--course",
@@ -127,6 +132,7 @@ def test_collect_command_reports_skipped_entries_escaped(tmp_path):
     assert "Bad CRC" in report and "encrypted" in report and "<img" not in report and "too large" in report
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_a_notebook_nbgrader_cannot_take_stays_with_its_student(tmp_path):
     """nbgrader fails on one rendered notebook: that student gets a minimal one, flagged; the other is untouched."""
@@ -156,6 +162,7 @@ def test_a_notebook_nbgrader_cannot_take_stays_with_its_student(tmp_path):
     assert (course.feedback / "broken" / NAME / f"{NAME}.html").is_file()
 
 
+@pytest.mark.fast
 def test_collect_writes_nothing_outside_submitted_whatever_the_names(tmp_path):
     """Names that climb out, are absolute, hold newlines or Markdown: no file outside submitted/, no id from them."""
     notebook = json.dumps(read(RELEASE))

@@ -262,6 +262,7 @@ def rendered_text(course, student):
     return json.dumps(outputs, ensure_ascii=False)
 
 
+@pytest.mark.full
 @needs_bwrap
 @pytest.mark.grading
 def test_attacks_cost_nothing_but_themselves(redteam):
@@ -280,6 +281,7 @@ def test_attacks_cost_nothing_but_themselves(redteam):
     assert "PROBLEM" not in output  # grade.py compares the gradebook with its own scores and says so
 
 
+@pytest.mark.full
 @needs_bwrap
 @pytest.mark.grading
 def test_the_full_solution_beside_the_attackers_is_graded_as_on_a_quiet_machine(redteam):
@@ -296,6 +298,7 @@ def test_the_full_solution_beside_the_attackers_is_graded_as_on_a_quiet_machine(
     assert not hidden_lines_in_feedback(course, NAME, ["full", "honest"])
 
 
+@pytest.mark.full
 @needs_bwrap
 @pytest.mark.grading
 def test_nothing_got_out(redteam):
@@ -329,6 +332,7 @@ def held_by_another_run(slot):
         return False
 
 
+@pytest.mark.full
 @needs_bwrap
 @pytest.mark.grading
 def test_no_process_outlives_grading(redteam):
@@ -342,6 +346,7 @@ def test_no_process_outlives_grading(redteam):
     assert 10 < forks < 520  # it forked, and RLIMIT_NPROC stopped it
 
 
+@pytest.mark.full
 @needs_bwrap
 @pytest.mark.grading
 def test_limits_are_reported_and_come_from_the_clock(redteam):
@@ -364,6 +369,7 @@ def test_limits_are_reported_and_come_from_the_clock(redteam):
     assert "outlived" not in "".join(sections.values())  # the PID namespace ended them all, as it should
 
 
+@pytest.mark.full
 @needs_bwrap
 @pytest.mark.grading
 def test_scratch_is_deleted_and_containment_is_announced(redteam):
@@ -383,6 +389,7 @@ def cells(*limits):
     return [ProgramCell("given", "", limit) for limit in limits]
 
 
+@pytest.mark.fast
 def test_events_cannot_extend_a_cells_deadline():
     """End, a repeated start, a skip ahead and done move no deadline; only the next cell's start does."""
     backstop = supervise.cpuclock.BACKSTOP
@@ -404,6 +411,7 @@ def test_events_cannot_extend_a_cells_deadline():
     assert clock.cpu_deadline == 31.0 + (20 + supervise.GRACE) * 2
 
 
+@pytest.mark.fast
 def test_a_cell_its_own_alarm_stopped_is_reported_as_a_limit_reached():
     """The probe's alarm stops a cell at its limit, before the supervisor's kill: listed when the clock saw the
     whole limit used and the cell says CellTimeout; a CellTimeout raised early, or another error at the limit, is
@@ -446,6 +454,7 @@ class _Late:
         return self.readings.pop(0), 0.0
 
 
+@pytest.mark.fast
 def test_a_cell_stopped_by_its_alarm_is_reported_when_its_start_was_read_late(monkeypatch):
     """The grader bug behind a CPU hog stopped with no note at a load average of 2.5-4.6: the clock counted the cell's
     CPU from the poll that read its start, 4 of its 10 CPU s too late, so stopped_by_alarm did not list it. Counted
@@ -465,6 +474,7 @@ def test_a_cell_stopped_by_its_alarm_is_reported_when_its_start_was_read_late(mo
     assert run.notes and "ran past its 10 s limit of CPU time (10 CPU s" in run.notes[0]
 
 
+@pytest.mark.fast
 def test_reading_never_blocks_on_what_the_student_left(tmp_path):
     """A FIFO, a link and an oversized file are refused at once, without blocking."""
     os.mkfifo(tmp_path / "fifo")
@@ -501,6 +511,7 @@ def bomb(kind):
     return out.getvalue()
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kind", ["pickle", "deflate"])
 def test_records_that_would_blow_up_in_the_graders_memory_are_refused(tmp_path, kind):
     """Task files are parsed in the grader's own process: a pickle or deflate bomb is refused unread, not loaded."""
@@ -518,6 +529,7 @@ def test_records_that_would_blow_up_in_the_graders_memory_are_refused(tmp_path, 
     assert run.records == {honest: [{"outputs": [1]}]} and run.cells == {}
 
 
+@pytest.mark.fast
 def test_a_huge_line_in_an_error_keeps_the_cells_output_under_the_graders_cap():
     """The probe cuts a traceback's source line, so a 3 MB one-liner that fails still has its error shown."""
     path = list(sys.path)
@@ -528,6 +540,7 @@ def test_a_huge_line_in_an_error_keeps_the_cells_output_under_the_graders_cap():
     assert len(json.dumps(probe.describe_error(error))) < supervise.MAX_CELL // 100
 
 
+@pytest.mark.fast
 def test_progress_pipe_is_read_without_blocking_and_capped():
     """Events come whole, garbage is skipped, an idle pipe returns at once, a flood stops being read."""
     reader, writer = os.pipe()
@@ -544,6 +557,7 @@ def test_progress_pipe_is_read_without_blocking_and_capped():
     os.close(writer)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("source, seconds", [
     ("history = train(model, train_loader, val_loader)", 300), ("h = course_lib.training.train(model)", 300),
     ("# train(model)\nx = 1", 60), ('text = "train(model)"', 60), ("model.train()", 60),
@@ -552,6 +566,7 @@ def test_training_limit_only_for_cells_that_call_train(source, seconds):
     assert Course(ROOT, NAME).limit_for(source) == seconds
 
 
+@pytest.mark.fast
 def test_grading_without_a_sandbox_needs_the_flag_and_says_so():
     """Without bubblewrap, grade refuses and says how to install it; --sandbox none warns loudly."""
     script = "from grading.sandbox import sandbox\ntry:\n    sandbox.choose('auto')\n" \
@@ -563,6 +578,7 @@ def test_grading_without_a_sandbox_needs_the_flag_and_says_so():
     assert box.mode == "none" and "UNISOLATED" in box.warning
 
 
+@pytest.mark.fast
 def test_one_failed_trial_of_bubblewrap_does_not_refuse_the_run(monkeypatch):
     """A busy machine can fail one trial (a make test run saw a whole grading run refused once): grade is refused
     only when every trial fails, and the refusal says what bubblewrap said."""
@@ -587,6 +603,7 @@ for cell in range(1000):  # claims one cell after another, each within its limit
 '''
 
 
+@pytest.mark.fast
 def test_watchdog_bounds_a_submission_that_keeps_claiming_progress(tmp_path, monkeypatch):
     """A probe that reports a new cell every half second, using no CPU, still ends at MAX_TOTAL's wall-clock
     backstop, by the grader's clock."""
@@ -602,6 +619,7 @@ def test_watchdog_bounds_a_submission_that_keeps_claiming_progress(tmp_path, mon
     assert not job.scratch.exists() and (tmp_path / "logs" / "someone.log").is_file()
 
 
+@pytest.mark.fast
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to start a "
                     "process as another uid")
 def test_a_uid_is_swept_before_reuse():
@@ -624,6 +642,7 @@ def test_a_uid_is_swept_before_reuse():
             handle.close()
 
 
+@pytest.mark.fast
 def test_two_grading_runs_at_once_never_share_a_sandbox_uid(tmp_path, monkeypatch):
     """Two runs (two assignments, two checkouts) lease disjoint slots; a slot frees when its run ends, even killed."""
     monkeypatch.setattr(sandbox, "LOCKS", tmp_path / "locks")

@@ -23,6 +23,8 @@ from grading.judge import unreadable_records
 from grading.judge.score import Verdict
 from grading.sandbox import cpuclock, supervise
 
+pytestmark = pytest.mark.fast
+
 
 class StillMeter:
     """A sandbox that never runs: its CPU and run-queue seconds stay at 0."""

@@ -6,6 +6,8 @@ from nbformat.v4 import new_code_cell, new_notebook
 from course.reference import load_reference, reference_source
 from course.registry import assignments
 
+pytestmark = pytest.mark.fast
+
 SAMPLE = assignments()[0]  # whose tasks the notebook below answers: one by definitions, one by training
 DEFINED, TRAINED = SAMPLE.definition_tasks[0], SAMPLE.training_tasks[0]
 

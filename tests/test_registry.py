@@ -19,6 +19,8 @@ from course.slices import PARTS, missing_parts
 from grading.collect import collect
 from grading.folders import load_config
 
+pytestmark = pytest.mark.fast
+
 STUDENT_PACKAGES = ("checkers", "course_lib")
 INSTRUCTOR_PACKAGES = ("grading", "tools", "course")
 

@@ -13,6 +13,8 @@ from course.registry import assignments
 from submissions import code
 from tools.student_leaks import distinctive, secret_mistakes, squeeze
 
+pytestmark = pytest.mark.fast
+
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = assignments()  # in release order
 NAMES = [assignment.name for assignment in ASSIGNMENTS]

@@ -21,6 +21,8 @@ import pytest
 from course.slices import PARTS
 from toy_slice import CLASSIFIER, DOUBLE, NAME, TASKS, TRAINED, answer_id, registry_entry, slice_files
 
+pytestmark = pytest.mark.full
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFINITIONS = [task for task, (_, _, trains) in TASKS.items() if not trains]
 

@@ -30,6 +30,7 @@ from grading.shards import (ShardError, load_result, merged_students, partition,
 from submissions import GRADING_RUNAWAY, csv_rows, definitions_only, published, scratch_course
 
 
+@pytest.mark.fast
 def test_a_shard_is_given_as_i_of_n_or_by_the_clusters_index():
     assert shard_spec("1/3", {}) == (1, 3)
     assert shard_spec("/3", {"SLURM_ARRAY_TASK_ID": "2"}) == (2, 3)
@@ -46,6 +47,7 @@ def submission(folder, student, size):
     return Submission(student, path.parent, path)
 
 
+@pytest.mark.fast
 def test_the_partition_takes_every_submission_once_balanced_by_size_whatever_the_order(tmp_path):
     sizes = {"ann": 900, "bob": 500, "cat": 400, "dan": 300, "eve": 300, "fay": 100, "gil": 0}
     found = [submission(tmp_path, student, size) for student, size in sizes.items()]
@@ -63,6 +65,7 @@ def result(student):
                   notes=["a note"], seconds=3.5, limits=[{"cell": "c", "kind": "CPU limit"}], info=["renamed"])
 
 
+@pytest.mark.fast
 def test_a_saved_result_comes_back_with_its_graded_notebook_and_log(tmp_path):
     build, folder = tmp_path / "shard", tmp_path / "results" / "a"
     (build / "rendered" / "ann" / "a").mkdir(parents=True)
@@ -78,6 +81,7 @@ def test_a_saved_result_comes_back_with_its_graded_notebook_and_log(tmp_path):
     assert asdict(load_result(json.loads(json.dumps(asdict(result("bo")))))) == asdict(result("bo"))
 
 
+@pytest.mark.fast
 def test_the_manifests_name_a_missing_shard_and_refuse_a_student_graded_twice(tmp_path):
     context = {"jobs": 1, "seconds": 1.0}
     save_manifest(tmp_path, 0, 3, ["ann", "bob"], context)
@@ -148,6 +152,7 @@ def one_run_and_shards(tmp_path_factory):
     return whole, sharded, sharded / "build" / "grading" / "results", [run.stdout for run in runs]
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_the_indexed_jobs_commands_run_here_publish_what_one_run_publishes(one_run_and_shards):
     whole, sharded, _, outputs = one_run_and_shards
@@ -156,6 +161,7 @@ def test_the_indexed_jobs_commands_run_here_publish_what_one_run_publishes(one_r
     assert {row["student_id"]: float(row["score"]) for row in csv_rows(whole / "grades.csv")}["honest"] > 0
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_a_merge_missing_a_shard_publishes_the_rest_names_it_and_fails(one_run_and_shards, tmp_path):
     _, sharded, results, _ = one_run_and_shards

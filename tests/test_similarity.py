@@ -16,6 +16,8 @@ from grading.match.notebook import read
 from grading.similarity.__main__ import main
 from submissions import scratch_course, with_answers
 
+pytestmark = pytest.mark.fast
+
 WITH_CLASS = [registered for registered in assignments()
               if importlib.util.find_spec(f"course.{registered.name}.tests.similarity_class")]
 RENAMED = {"query": "q_vectors", "key": "k_vectors", "value": "v_vectors", "mask": "allowed", "scores": "logits",

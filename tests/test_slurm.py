@@ -26,6 +26,8 @@ from grading.sandbox import sandbox
 from submissions import (GRADING_RUNAWAY, answer_id, definitions_only, edit_cell, index_of, published,
                          scratch_course)
 
+pytestmark = pytest.mark.full
+
 REASON = slurm_cluster.missing()
 ASSIGNMENTS = assignments()[:2]
 SANDBOX = "auto" if sandbox.bwrap_version() else "none"  # trusted notebooks: ours

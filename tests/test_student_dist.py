@@ -78,6 +78,7 @@ def in_clean(python, code, tmp_path):
     return done.stdout
 
 
+@pytest.mark.fast
 def test_installed_package_imports_no_instructor_module(clean_python, tmp_path):
     report = json.loads(in_clean(clean_python, f"INSTRUCTOR = {INSTRUCTOR!r}\n" + IMPORT_ALL, tmp_path))
     assert len(report["imported"]) > 20  # every module of checkers and course_lib, subpackages included
@@ -89,6 +90,7 @@ def test_installed_package_imports_no_instructor_module(clean_python, tmp_path):
     assert not [name for name in report["modules"] + report["finders"] if "__editable__" in name]
 
 
+@pytest.mark.fast
 def test_dist_holds_the_student_repository_only(dist):
     files = {str(path.relative_to(dist)) for path in dist.rglob("*") if path.is_file()}
     assert {f"notebooks/{a.name}/{a.name}.ipynb" for a in assignments()} <= files
@@ -185,6 +187,7 @@ def plant_file_missing_from_wheel(dest, root):
     return "checkers/later.py: not in the wheel"
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("plant", [plant_answer, plant_hidden_cases, plant_hidden_case_name, plant_mistake,
                                    plant_grading_folder, plant_instructor_url, plant_in_wheel,
                                    plant_file_missing_from_wheel], ids=lambda plant: plant.__name__)
@@ -201,6 +204,7 @@ def test_a_planted_leak_is_found(dist, tmp_path, plant):
 
 # ----- Release stages: an assignment's answers stay secret until the next one is released ---------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("assignment", assignments(), ids=lambda assignment: assignment.name)
 def test_every_release_stage_is_safe(tmp_path, assignment):
     """Released through each assignment in turn, the repository holds its notebooks and no leak."""
@@ -211,6 +215,7 @@ def test_every_release_stage_is_safe(tmp_path, assignment):
     assert released == set(names[: names.index(assignment.name) + 1])
 
 
+@pytest.mark.fast
 @pytest.mark.skipif(len(assignments()) < 2, reason="needs an assignment released after another")
 def test_a_later_notebook_may_hand_out_earlier_answers_only_after_their_stage(dist):
     """The full release is safe, yet read at the first stage its later notebooks give the first one's answers away."""
@@ -253,17 +258,20 @@ def untouched(request, dist, clean_python, tmp_path_factory):
     return request.param, run_in_clean(notebook, clean_python, tmp_path_factory.mktemp("student"))
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_every_check_cell_says_its_task_is_not_implemented(untouched):
     assignment, executed = untouched
     assert not_implemented_tasks(executed) == list(assignment.tasks)
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_other_cells_fail_only_with_not_implemented_error(untouched):
     assert todo_failures(untouched[1]), "the untouched notebook should fail where the TODOs are"
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_cells_without_todos_run(untouched):
     """Set-up, data and plotting cells that use no student code must succeed: the ones the assignment's own tests name
@@ -277,6 +285,7 @@ def test_cells_without_todos_run(untouched):
             assert not errors(cell), cell.source[:80]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("assignment", assignments(), ids=lambda assignment: assignment.name)
 def test_the_student_notebook_with_the_reference_answers_is_the_reference(dist, assignment):
     """The solutions' answer cells pasted into the student notebook (by grade_id) give the reference notebook's code,
@@ -292,6 +301,7 @@ def test_the_student_notebook_with_the_reference_answers_is_the_reference(dist, 
     assert len(checks) == len(assignment.tasks)
 
 
+@pytest.mark.fast
 def test_student_repo_must_be_named_once_as_a_github_url(tmp_path):
     from course.registry import RegistryError
     registry_text = (Path(__file__).resolve().parent.parent / "course.toml").read_text()

@@ -12,6 +12,8 @@ import torch.nn as nn
 from grading.judge import trained_models as judge
 from grading.recipes import run_trained
 
+pytestmark = pytest.mark.fast
+
 MODULE = "checkers.trained_measure_example"
 
 

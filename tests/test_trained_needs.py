@@ -23,6 +23,8 @@ from course.slices import slice_of
 from in_process_grading import graded_cases_of, verdicts_of
 from slice_reference import reference_helpers
 
+pytestmark = pytest.mark.full
+
 
 def own_module(name):
     """course/<name>/tests/trained_needs.py, or None for an assignment whose tests have none."""

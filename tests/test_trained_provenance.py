@@ -25,6 +25,8 @@ from grading.judge import provenance_flags as judge
 from grading.judge import trained_models as judge_trained
 from grading.judge.score import score_submission
 
+pytestmark = pytest.mark.fast
+
 TRAINED = [(a.name, task) for a in assignments() for task in a.training_tasks]
 
 

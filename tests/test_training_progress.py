@@ -15,6 +15,8 @@ from torch.utils.data import DataLoader, TensorDataset
 import course_lib.training
 from course_lib import LiveCurves, stop_at_accuracy, train
 
+pytestmark = pytest.mark.full
+
 ROOT = Path(__file__).resolve().parent.parent
 NUM_EPOCHS = 50  # far more than the separable toy problem needs: training stops at the accuracy target
 

@@ -11,10 +11,12 @@ import hashlib
 import inspect
 from pathlib import Path
 
+import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = None  # set by conftest.py for the run: <pytest's base temp of the run>/trained
+TIER = None  # the running test's tier marker, set by conftest.py: a test of the fast tier may not train
 
 
 def _key(label, source, train):
@@ -38,6 +40,9 @@ def trained_once(label, source, build, train, *args):
     Returns:
         the trained model in eval mode.
     """
+    if TIER == "fast":
+        pytest.fail(f"a test of the fast tier trains a model ({label}): mark it `full` (docs/maintainers.md)",
+                    pytrace=False)
     if FOLDER is None:
         return train(*args).eval()
     FOLDER.mkdir(parents=True, exist_ok=True)

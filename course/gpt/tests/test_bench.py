@@ -25,20 +25,24 @@ def quick_report(tmp_path_factory):
     return run_quick_bench(NAME, tmp_path_factory.mktemp("bench_gpt"))
 
 
+@pytest.mark.fast
 def test_the_bench_module_defines_the_sections_of_the_report():
     assert list(runner.load_bench(NAME).SECTIONS) == list(SECTIONS[1:-1])
 
 
+@pytest.mark.full
 def test_quick_bench_writes_every_section(quick_report):
     assert_whole_report(NAME, quick_report, SECTIONS)
 
 
+@pytest.mark.full
 def test_quick_bench_writes_the_generation_plot(quick_report):
     report, out, _ = quick_report
     assert [Path(path).name for path in report["meta"]["plots"]] == ["generation_step_time.png"]
     assert (out / "generation_step_time.png").stat().st_size > 0
 
 
+@pytest.mark.full
 def test_quick_gpt_bench_checks_attention_against_sdpa_before_timing(quick_report):
     attention = quick_report[0]["attention"]
     assert attention["match"] is True and attention["max_abs_diff"] < 1e-5 and attention["grad_max_abs_diff"] < 1e-5
@@ -51,6 +55,7 @@ def test_quick_gpt_bench_checks_attention_against_sdpa_before_timing(quick_repor
     assert [g["name"].split(" (")[0] for g in ratio_goals] == ["training step"]  # the one time held to the goal
 
 
+@pytest.mark.full
 def test_quick_gpt_bench_trains_as_the_notebook_and_generates(quick_report):
     report = quick_report[0]
     training, generation = report["training"], report["generation"]
@@ -72,6 +77,7 @@ def gpt_reference():
     return reference_of("gpt")
 
 
+@pytest.mark.fast
 def test_the_sdpa_route_differs_when_a_weight_differs(gpt_reference):
     """The equality check can fail: an SDPA route around a layer with one other projection computes otherwise."""
     size = dict(bench_gpt.COURSE, batch_size=4)
@@ -89,6 +95,7 @@ class NoRotation(nn.Module):
         return x
 
 
+@pytest.mark.fast
 def test_the_sdpa_route_keeps_rope_and_causality(gpt_reference):
     """Without RoPE the SDPA route no longer matches the reference layer; a later token moves no earlier output."""
     size = dict(bench_gpt.COURSE, batch_size=4)
@@ -105,6 +112,7 @@ def test_the_sdpa_route_keeps_rope_and_causality(gpt_reference):
         assert not torch.allclose(now[:, -1], changed[:, -1])
 
 
+@pytest.mark.fast
 def test_step_stamps_one_per_model_call(gpt_reference):
     """step_seconds times every step of generate: one stamp per model call, so N steps for N new tokens."""
     torch.manual_seed(0)
@@ -117,6 +125,7 @@ def test_step_stamps_one_per_model_call(gpt_reference):
     assert not model._forward_pre_hooks  # the hook is removed
 
 
+@pytest.mark.fast
 def test_per_step_curve_fits_a_power_law_and_leaves_out_the_first_step():
     lengths = list(range(8, 136))
     law = [2e-6 * length ** 0.5 for length in lengths[1:]]
@@ -129,6 +138,7 @@ def test_per_step_curve_fits_a_power_law_and_leaves_out_the_first_step():
     assert len(curve["bin_lengths"]) == 8 and curve["bin_lengths"][0] > 8  # the first step is in no bin
 
 
+@pytest.mark.fast
 def test_a_preempted_step_bends_the_every_step_fit_but_not_the_binned_one():
     lengths = list(range(9, 265))
     seconds = [1e-3 * length ** 0.2 for length in lengths]
@@ -139,6 +149,7 @@ def test_a_preempted_step_bends_the_every_step_fit_but_not_the_binned_one():
     assert bench_scaling.loglog_slope(lengths, seconds) > 0.3  # bent by more than 0.1
 
 
+@pytest.mark.fast
 def test_length_bins_take_medians_of_consecutive_steps():
     """Edges 1, 3, 9 (geometric from the first length to one past the last): lengths 1-2, then 3-8."""
     lengths, seconds = [1, 2, 3, 4, 5, 6, 7, 8], [1.0, 9.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]

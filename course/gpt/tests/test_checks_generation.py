@@ -16,6 +16,8 @@ from course_lib import gpt as gpt_defaults
 from . import model_variants
 from .checks import cpu_seconds, expect_named, reference, variant
 
+pytestmark = pytest.mark.fast
+
 TASK_8 = [mutant for mutant in MUTANTS if mutant.task == 8]
 
 

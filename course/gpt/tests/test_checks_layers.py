@@ -14,6 +14,8 @@ from . import layers_unnamed as unnamed
 from .checks import cpu_seconds, expect_named, reference, variant
 from .layers_variants import ROTARIES, make_attention_without_cache, make_attentions
 
+pytestmark = pytest.mark.fast
+
 OBJECTS = {1: "RotaryEmbedding", 2: "CausalSelfAttention", 3: "CausalSelfAttention"}
 PLANTED = [m for m in MUTANTS if m.task in OBJECTS]
 

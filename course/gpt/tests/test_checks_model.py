@@ -13,6 +13,8 @@ from course.gpt.mistakes import MUTANTS
 from . import layers_variants, model_variants
 from .checks import cpu_seconds, expect_named, reference, variant
 
+pytestmark = pytest.mark.fast
+
 CHECKS = {4: (check_task_4, "GPTBlock"), 5: (check_task_5, "GPT")}
 PLANTED = [mutant for mutant in MUTANTS if mutant.task in CHECKS]
 

@@ -12,6 +12,8 @@ from course.gpt.mistakes import MUTANTS
 from . import model_variants
 from .checks import cpu_seconds, expect_named, reference, variant
 
+pytestmark = pytest.mark.fast
+
 TASK_6 = [mutant for mutant in MUTANTS if mutant.task == 6]
 
 

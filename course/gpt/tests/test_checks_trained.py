@@ -34,6 +34,7 @@ def greedy_and_teacher_forced(model, sequences):
     return (written == sequences).all(dim=1).float().mean().item(), answer_accuracy(model, sequences)[1]
 
 
+@pytest.mark.full
 def test_teacher_forced_accuracy_is_greedy_generation_s_verdict():
     """The premise of check_task_7: one teacher-forced pass scores what the reference generate (greedy) writes."""
     sequences = check_data()
@@ -41,6 +42,7 @@ def test_teacher_forced_accuracy_is_greedy_generation_s_verdict():
     assert teacher_forced == greedy
 
 
+@pytest.mark.full
 def test_the_premise_holds_when_some_answers_are_wrong():
     """The same equality on a perturbed model that gets some answers wrong, so it says something about wrong ones.
 
@@ -57,6 +59,7 @@ def test_the_premise_holds_when_some_answers_are_wrong():
     assert teacher_forced == greedy
 
 
+@pytest.mark.full
 def test_trained_reference_passes_and_is_left_as_it_was(capsys):
     model = trained_reference().train()
     before = {key: value.clone() for key, value in model.state_dict().items()}
@@ -67,6 +70,7 @@ def test_trained_reference_passes_and_is_left_as_it_was(capsys):
     model.eval()
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("make, words", [
     (lambda ns: ns["GPT"](**gpt_defaults.MODEL), "training has not reached the target: the model answers 0.0% of "
                                                 f"{CHECK_SIZE} fresh problems exactly and needs at least "
@@ -84,6 +88,7 @@ def test_model_fails_at_its_step(make, words):
     assert words in str(failure.value)
 
 
+@pytest.mark.fast
 def test_the_cheats_would_pass_on_accuracy_alone():
     """Without the collapse and layout steps the cheats above would pass: they answer the check's problems."""
     sequences = check_data()
@@ -91,6 +96,7 @@ def test_the_cheats_would_pass_on_accuracy_alone():
         assert answer_accuracy(model, sequences)[1] == 1.0
 
 
+@pytest.mark.fast
 def test_untouched_notebook_model_is_not_implemented_yet():
     class GPT(torch.nn.Module):  # the student notebook's stub: no layers, forward raises
         def forward(self, tokens, cache=None):
@@ -116,6 +122,7 @@ class NaNLogits(Uniform):
         return self.bias.expand(*tokens.shape, 12) * float("nan"), None
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("model, words", [
     (None, "got None"),
     (torch.nn.Module, "got the class"),
@@ -130,6 +137,7 @@ def test_bad_input_fails_cleanly(model, words):
     assert words in str(failure.value)
 
 
+@pytest.mark.full
 def test_logits_alone_instead_of_logits_and_cache_are_named():
     class LogitsOnly(torch.nn.Module):
         def __init__(self, model):
@@ -143,11 +151,13 @@ def test_logits_alone_instead_of_logits_and_cache_are_named():
         check_task_7(LogitsOnly(trained_reference()))
 
 
+@pytest.mark.full
 def test_check_takes_under_a_second():
     model = trained_reference()
     assert cpu_seconds(lambda: check_task_7(model)) <= 1.0
 
 
+@pytest.mark.fast
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 def test_a_model_on_the_gpu_passes(capsys):
     model = copy.deepcopy(trained_reference()).cuda()

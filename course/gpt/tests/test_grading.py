@@ -19,6 +19,8 @@ from grading.match.notebook import read
 from submissions import (collect_and_grade, edit_cell, hidden_lines_in_feedback, reference_answers, report_sections,
                          scratch_course, seconds_per_submission, visible_text, with_answers, without, wrong_scores)
 
+pytestmark = pytest.mark.full
+
 GPT = assignment("gpt")
 NAME = GPT.name
 POINTS = GPT.points

@@ -39,12 +39,14 @@ def variant(edit):
     return dict(namespace, model=None)
 
 
+@pytest.mark.fast
 def test_every_definition_task_has_hidden_cases(graded_cases):
     assert set(DEFINITION_TASKS) == {1, 2, 3, 4, 5, 6, 8}
     for task in DEFINITION_TASKS:
         assert sum(not case["visible"] for case in graded_cases[0][task]) >= 5, task
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task", DEFINITION_TASKS)
 def test_reference_passes_hidden_tests(task, graded_cases):
     verdict = verdict_of(task, dict(graded_cases[4], model=None), graded_cases)
@@ -100,12 +102,14 @@ MORE_MISTAKES = [
 PLANTED = [mutant for mutant in MUTANTS if mutant.task in DEFINITION_TASKS] + MORE_MISTAKES
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("planted", PLANTED, ids=lambda m: f"task{m.task}-{m.name}")
 def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases):
     verdict = verdict_of(planted.task, variant(planted.apply), graded_cases)
     assert verdict.score == 0 and verdict.message.startswith(f"Task {planted.task}"), verdict.message
 
 
+@pytest.mark.fast
 def test_the_catalogue_covers_every_definition_task():
     """course/gpt/mistakes.py plants mistakes of Tasks 1-6 and 8 (the other helpers' part; see the report)."""
     assert {mutant.task for mutant in MUTANTS} >= set(DEFINITION_TASKS)
@@ -135,12 +139,14 @@ VALID = [
 ]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("valid", VALID, ids=lambda m: f"task{m.task}-{m.name}")
 def test_hidden_tests_accept_valid_variants(valid, graded_cases):
     verdict = verdict_of(valid.task, variant(valid.apply), graded_cases)
     assert verdict.score == POINTS[valid.task], verdict.message
 
 
+@pytest.mark.fast
 def test_recipes_hold_no_expected_values(graded_cases):
     """What a probe receives: inputs and weights only; Task 7's problems stay in the grader."""
     cases, expected = graded_cases[0], graded_cases[1]
@@ -158,10 +164,12 @@ def judged(model, graded_cases):
     return trained_problem(7, record, expected[7][0], reference)[0]
 
 
+@pytest.mark.full
 def test_a_trained_reference_model_earns_task_7(graded_cases):
     assert judged(trained_reference(), graded_cases) is None
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("cheat", [calculator, lambda ns: memoriser(ns, trained.DATA_SEED, trained.SIZE)],
                          ids=["calculator in forward", "memorised answers of the grader's own seed"])
 def test_task_7_is_judged_on_the_reference_not_on_the_model_s_own_forward(cheat, graded_cases):
@@ -175,11 +183,13 @@ def test_task_7_is_judged_on_the_reference_not_on_the_model_s_own_forward(cheat,
     assert problem and problem.startswith("accuracy 0.0%") and "with your weights" in problem, problem
 
 
+@pytest.mark.full
 def test_an_untied_head_is_not_judged(graded_cases):
     problem = judged(untied(graded_cases[4]), graded_cases)
     assert "cannot be judged" in problem and "the head is untied" in problem, problem
 
 
+@pytest.mark.full
 def test_heads_come_from_the_rotary_table_when_num_heads_is_not_kept(graded_cases):
     """`num_heads` is not pinned; the rotary table's width (head_dim // 2) tells the heads as well."""
     cases, expected, _, _, reference = graded_cases
@@ -190,6 +200,7 @@ def test_heads_come_from_the_rotary_table_when_num_heads_is_not_kept(graded_case
     assert "`num_heads` = None is not valid" in trained_problem(7, neither, expected[7][0], reference)[0]
 
 
+@pytest.mark.full
 def test_trained_weights_that_do_not_fit_the_reference_are_not_judged(graded_cases):
     """Settings the reference cannot build, or another vocabulary, score 0 and say why."""
     cases, expected, _, _, reference = graded_cases
@@ -205,6 +216,7 @@ def test_trained_weights_that_do_not_fit_the_reference_are_not_judged(graded_cas
     assert "1 extra" in judge({"weights": {**record["weights"], "lm_head.weight": torch.zeros(12, 32)}})
 
 
+@pytest.mark.full
 def test_re_drawn_weights_collapse_on_the_reference_architecture(graded_cases):
     """The collapse check the grader makes: the trained weights re-drawn answer (almost) nothing."""
     sequences, generate = graded_cases[1][7][0]["sequences"][:500], graded_cases[4]["generate"]

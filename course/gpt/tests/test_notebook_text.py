@@ -25,6 +25,8 @@ from notebook_text import (axis_labels, broken_copy, cells, check_cell_problems,
                            notebook_seeds, seeded_model_problems, shape_name_problems, task_cell_order_problems,
                            task_cells, task_text_problems, tasks_of, training_seed_problems)
 
+pytestmark = pytest.mark.fast
+
 GPT = assignment("gpt")
 SOURCE, RELEASE = GPT.source_notebook, GPT.release_notebook
 TASKS = tasks_of("gpt")  # {task: trains}

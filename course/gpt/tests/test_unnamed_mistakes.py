@@ -14,6 +14,8 @@ from in_process_grading import graded_cases_of, verdict_of
 from . import unnamed_mistakes as held_out
 from .checks import reference
 
+pytestmark = pytest.mark.fast
+
 GPT = assignment("gpt")
 # Words that name each mistake in its check's message (the evidence, and the fix where the evidence identifies it).
 WORDS = {

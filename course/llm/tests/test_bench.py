@@ -22,10 +22,12 @@ def quick_report(tmp_path_factory):
     return run_quick_bench(NAME, tmp_path_factory.mktemp("bench_llm"))
 
 
+@pytest.mark.fast
 def test_the_bench_module_defines_the_sections_of_the_report():
     assert list(bench_llm.SECTIONS) == list(SECTIONS[1:-1])
 
 
+@pytest.mark.full
 def test_quick_bench_writes_every_section_and_its_plots(quick_report):
     assert_whole_report(NAME, quick_report, SECTIONS)
     report, out, _ = quick_report
@@ -33,6 +35,7 @@ def test_quick_bench_writes_every_section_and_its_plots(quick_report):
         "attention_scaling.png", "bpe_training_time.png", "training_bits_per_byte.png"]
 
 
+@pytest.mark.full
 def test_quick_bench_trains_as_the_notebook_and_checks_the_model(quick_report):
     training, quick = quick_report[0]["training"], bench_llm.SETTINGS["quick"]
     assert training["target_bpb"] == bench_llm.TARGET_BPB and training["eval_chars"] == llm_defaults.EVAL_CHARS
@@ -47,6 +50,7 @@ def test_quick_bench_trains_as_the_notebook_and_checks_the_model(quick_report):
     assert training["clock"] == ("cpu" if quick_report[0]["meta"]["device"] == "cpu" else "wall")
 
 
+@pytest.mark.full
 def test_quick_bench_times_bpe_at_each_size_on_both_texts(quick_report):
     bpe = quick_report[0]["bpe_training"]
     quick = bench_llm.SETTINGS["quick"]
@@ -58,11 +62,13 @@ def test_quick_bench_times_bpe_at_each_size_on_both_texts(quick_report):
     assert [row["passed"] for row in rows] == [None] * 4  # the quick sizes are far below the goal's 1 MB: no verdict
 
 
+@pytest.mark.fast
 def test_the_stdlib_text_is_python_source_of_the_size_asked():
     text = bench_llm.stdlib_source(50_000)
     assert len(text) == 50_000 and "def " in text and "import " in text
 
 
+@pytest.mark.full
 def test_quick_bench_compares_with_tokenizers_where_installed(quick_report):
     compared = quick_report[0]["tokenizers"]
     if not compared["available"]:
@@ -75,6 +81,7 @@ def test_quick_bench_compares_with_tokenizers_where_installed(quick_report):
     assert 0 < merges["common_prefix"] <= merges["shared"] <= merges["ours"]
 
 
+@pytest.mark.full
 def test_quick_bench_checks_the_attention_routes_equal_before_measuring(quick_report):
     attention = quick_report[0]["attention"]
     assert attention["match"] is True and max(attention["max_abs_diff"].values()) <= bench_llm.EQUAL_ATOL
@@ -88,6 +95,7 @@ def test_quick_bench_checks_the_attention_routes_equal_before_measuring(quick_re
     assert all(peak >= floor for peak, floor in zip(naive["peak_bytes"], floors))
 
 
+@pytest.mark.fast
 def test_the_tiled_route_stays_below_the_full_scores_at_a_longer_length():
     """At L = 1024 with blocks of 16 the tiled route holds a few (L, 16) tiles, far below the naive route's (L, L)."""
     routes = bench_llm.attention_routes(reference(), 16)
@@ -100,6 +108,7 @@ def test_the_tiled_route_stays_below_the_full_scores_at_a_longer_length():
     assert peaks["naive (full scores)"] >= scores > 4 * peaks["tiled_attention (block 16)"]
 
 
+@pytest.mark.fast
 def test_the_route_check_sees_a_wrong_route():
     """The equality check can fail: attention without the causal mask differs from SDPA's causal output."""
     routes = {"not causal": lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), -1) @ v}
@@ -107,12 +116,14 @@ def test_the_route_check_sees_a_wrong_route():
     assert bench_llm.route_differences(routes, inputs)["not causal"] > 1e-2
 
 
+@pytest.mark.fast
 def test_the_byte_level_alphabet_is_a_bijection_onto_256_printable_characters():
     alphabet = bench_llm.byte_level_alphabet()
     assert sorted(alphabet.values()) == list(range(256)) and all(char.isprintable() for char in alphabet)
     assert alphabet["A"] == ord("A") and alphabet["Ġ"] == ord(" ")  # GPT-2 shows a space as Ġ
 
 
+@pytest.mark.fast
 def test_tokenizers_merges_read_back_as_the_bytes_they_join():
     """On a text whose first two merges are certain (the pair a, b 6 times; then space, ab 5 times: the words are
     "ab", " ab" 5 times and " xy"), both trainers' merges read as the same bytes."""
@@ -124,12 +135,14 @@ def test_tokenizers_merges_read_back_as_the_bytes_they_join():
     assert bench_llm.merge_agreement(ours, theirs) == dict(common_prefix=2, shared=2, ours=2, theirs=2)
 
 
+@pytest.mark.fast
 def test_merge_agreement_counts_the_common_prefix_and_the_shared_merges():
     ours = [(b"a", b"b"), (b"c", b"d"), (b"e", b"f")]
     theirs = [(b"a", b"b"), (b"e", b"f"), (b"c", b"d"), (b"x", b"y")]
     assert bench_llm.merge_agreement(ours, theirs) == dict(common_prefix=1, shared=3, ours=3, theirs=4)
 
 
+@pytest.mark.fast
 def test_lora_count_equals_rank_times_in_plus_out_on_the_attention_projections():
     """Counted from the reference LoRALinear's parameters; checked against the Task 7 model's sizes (per block: q and
     o map embed_dim to embed_dim, k and v embed_dim to num_kv_heads * head_dim), times its blocks."""
@@ -143,6 +156,7 @@ def test_lora_count_equals_rank_times_in_plus_out_on_the_attention_projections()
     assert lora["full"] > 10 * lora["ranks"][8]["trainable"]
 
 
+@pytest.mark.fast
 def test_the_curve_of_held_out_losses_reads_as_course_libs_bits_per_byte():
     """bpb_curve turns next_token_scores' mean nats per predicted token into bits per byte: the same figure
     course_lib.llm.bits_per_byte computes from the summed bits, on a small untrained model of the reference."""
@@ -155,6 +169,7 @@ def test_the_curve_of_held_out_losses_reads_as_course_libs_bits_per_byte():
     assert curve == pytest.approx(llm_defaults.bits_per_byte(model, ids, num_bytes, 16), rel=1e-6)
 
 
+@pytest.mark.fast
 def test_a_run_stops_at_the_first_evaluation_at_the_bound(monkeypatch):
     """With the bound moved to 3.4 bits per byte (an untrained model scores about 3.46, a dozen steps about 3.1),
     the run stops at the first evaluation under it, which is also its time to the bound."""

@@ -1,6 +1,7 @@
 """course_lib.llm's trained-model helpers against independent routes: bits_per_byte against one forward pass per
 predicted token, next_token_scores against bits_per_byte, TextWindows' windows, the held-out rule against
 binascii's CRC-32, stdlib_docstrings' two sides."""
+import pytest
 import binascii
 import math
 
@@ -11,6 +12,8 @@ from course_lib.llm import (ADAPT_CHARS, TextWindows, bits_per_byte, next_token_
                             stdlib_docstrings)
 
 from .checks import reference
+
+pytestmark = pytest.mark.fast
 
 SMALL = dict(vocab_size=50, embed_dim=16, num_heads=4, num_kv_heads=2, hidden_dim=24, num_layers=2, max_len=8)
 

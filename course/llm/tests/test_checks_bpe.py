@@ -14,6 +14,8 @@ from course_lib.llm import PRETOKENIZE
 from . import bpe_variants
 from .checks import cpu_seconds, expect_named, reference, variant
 
+pytestmark = pytest.mark.fast
+
 CHECKS = {1: (check_task_1, "train_bpe"), 2: (check_task_2, "BPETokenizer")}
 
 

@@ -12,6 +12,8 @@ from course.llm.mistakes import MUTANTS
 from .attention_variants import GQA_VARIANTS
 from .checks import cpu_seconds, expect_named, reference, variant
 
+pytestmark = pytest.mark.fast
+
 TASK_5 = [mutant for mutant in MUTANTS if mutant.task == 5]
 
 

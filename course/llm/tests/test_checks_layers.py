@@ -12,6 +12,8 @@ from course.llm.mistakes import MUTANTS
 from . import layer_variants
 from .checks import cpu_seconds, expect_named, reference, variant
 
+pytestmark = pytest.mark.fast
+
 CHECKS = {3: (check_task_3, "RMSNorm"), 4: (check_task_4, "SwiGLU")}
 LAYER_MUTANTS = [mutant for mutant in MUTANTS if mutant.task in CHECKS]
 

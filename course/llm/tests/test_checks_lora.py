@@ -11,6 +11,8 @@ from course.llm.mistakes import MUTANTS
 from .checks import cpu_seconds, expect_named, reference, variant
 from .lora_variants import LORA_VARIANTS, DeepcopyLoRA
 
+pytestmark = pytest.mark.fast
+
 TASK_8 = [mutant for mutant in MUTANTS if mutant.task == 8]
 
 

@@ -39,6 +39,7 @@ def failure_of(model, tokenizer="the reference's"):
     return str(failure.value)
 
 
+@pytest.mark.full
 def test_trained_reference_passes_and_is_left_as_it_was(capsys):
     model = trained_reference().train()
     before = {key: value.clone() for key, value in model.state_dict().items()}
@@ -49,11 +50,13 @@ def test_trained_reference_passes_and_is_left_as_it_was(capsys):
     model.eval()
 
 
+@pytest.mark.full
 def test_another_tokenizer_with_the_same_merges_passes(capsys):
     check_task_7(trained_reference(), SequentialTokenizer(reference_merges()))
     assert capsys.readouterr().out.startswith("✓ Task 7 passed")
 
 
+@pytest.mark.full
 def test_the_llama_of_layers_written_another_way_with_the_trained_weights_passes(capsys):
     variant, trained = variant_llama(reference(), trained_reference()), trained_reference()
     tokens = torch.tensor([reference_tokenizer().encode(scored_text())[:MAX_LEN]])
@@ -62,6 +65,7 @@ def test_the_llama_of_layers_written_another_way_with_the_trained_weights_passes
     assert capsys.readouterr().out.startswith("✓ Task 7 passed")
 
 
+@pytest.mark.full
 def test_the_same_function_outside_the_given_layout_fails_by_name():
     """The grade loads the weights by role into the course's Llama: a model without those roles cannot be graded."""
     other, trained = other_llama(trained_reference()), trained_reference()
@@ -71,6 +75,7 @@ def test_the_same_function_outside_the_given_layout_fails_by_name():
         in failure_of(other)
 
 
+@pytest.mark.full
 def test_a_weight_outside_the_layout_fails_by_name():
     class Biased(reference()["Llama"]):
         def __init__(self, **config):
@@ -82,6 +87,7 @@ def test_a_weight_outside_the_layout_fails_by_name():
     assert "a weight outside the given Llama's layout, `logit_bias`" in failure_of(model.eval())
 
 
+@pytest.mark.full
 def test_a_layer_class_that_fails_its_task_fails_by_name():
     """The trained weights in a Llama whose RMSNorm adds eps outside the root (a planted Task 3 mistake): the grade
     pays Task 7 only with Tasks 3-5 paid."""
@@ -94,6 +100,7 @@ def test_a_layer_class_that_fails_its_task_fails_by_name():
     assert "the model's class does not pass check_task_3: fix Task 3 first" in message
 
 
+@pytest.mark.full
 def test_redrawn_and_untrained_models_fail_as_untrained():
     """A fresh Llama (embedding N(0, 0.02)) scores a uniform guess; re-drawn weights (N(0, 1)) worse still."""
     fresh = reference()["Llama"](**llm_defaults.MODEL)
@@ -103,6 +110,7 @@ def test_redrawn_and_untrained_models_fail_as_untrained():
         assert f"needs {bpb:.2f} bits per byte" in message and "no better than a uniform guess" in message
 
 
+@pytest.mark.full
 def test_briefly_trained_model_fails_with_its_bits_per_byte_and_the_bound():
     model = trained_reference(steps=FEW_STEPS)
     bpb = scored_bpb(model)
@@ -114,6 +122,7 @@ def test_briefly_trained_model_fails_with_its_bits_per_byte_and_the_bound():
     assert "uniform" not in message  # it has learnt something: not named untrained
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("make, words", [
     (lambda trained: future_reader(reference(), trained), "the logits at position 0 change when only later tokens"),
     (lambda trained: text_lookup(reference(), trained, reference_tokenizer().encode(scored_text())),
@@ -125,6 +134,7 @@ def test_cheat_fails_at_its_step_although_its_bits_per_byte_pass(make, words):
     assert words in failure_of(model)
 
 
+@pytest.mark.fast
 def test_a_mask_left_out_of_the_attention_is_named():
     from course.llm.mistakes import MUTANTS
 
@@ -153,6 +163,7 @@ class LogitsOnly(Uniform):
         return super().forward(tokens)[0]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("model, words", [
     (None, "got None"),
     (torch.nn.Module, "got the class"),
@@ -166,6 +177,7 @@ def test_bad_model_fails_cleanly(model, words):
     assert words in failure_of(model)
 
 
+@pytest.mark.fast
 def test_untouched_model_is_not_implemented_yet():
     with pytest.raises(NotImplementedYet, match="^Task 7 is not implemented yet"):
         check_task_7(Unimplemented(), reference_tokenizer())
@@ -186,6 +198,7 @@ class Lossy(Shifted):
         return super().decode(ids)[:-1]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("tokenizer, words", [
     (None, "has no `encode` method"),
     (Shifted(), f"the tokenizer gives ids up to {max(scored_text().encode()) + 1000}, but the model has 1024 tokens"),
@@ -195,6 +208,7 @@ def test_bad_tokenizer_fails_cleanly(tokenizer, words):
     assert words in failure_of(trained_reference(), tokenizer)
 
 
+@pytest.mark.full
 def test_check_takes_under_a_second():
     model, tokenizer = trained_reference(), reference_tokenizer()
     assert cpu_seconds(lambda: check_task_7(model, tokenizer)) <= 1.0

@@ -38,6 +38,7 @@ def graded_cases():
     return graded_cases_of(assignment("llm"), reference())
 
 
+@pytest.mark.fast
 def test_every_definition_task_has_hidden_cases(graded_cases):
     assert set(graded_cases[0]) == set(assignment("llm").tasks)
     for task in DEFINITION_TASKS:
@@ -45,6 +46,7 @@ def test_every_definition_task_has_hidden_cases(graded_cases):
         assert sum(case["visible"] for case in graded_cases[0][task]) >= 1, task
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task", DEFINITION_TASKS)
 def test_reference_passes_hidden_tests(task, graded_cases):
     verdict = verdict_of(task, graded_cases[4], graded_cases)
@@ -54,12 +56,14 @@ def test_reference_passes_hidden_tests(task, graded_cases):
 PLANTED = [mutant for mutant in MUTANTS if mutant.task in DEFINITION_TASKS]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("planted", PLANTED, ids=lambda m: f"task{m.task}-{m.name}")
 def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases):
     verdict = verdict_of(planted.task, variant(planted), graded_cases)
     assert verdict.score == 0 and verdict.message.startswith(f"Task {planted.task}"), verdict.message
 
 
+@pytest.mark.fast
 def test_the_catalogue_covers_every_definition_task():
     assert {mutant.task for mutant in MUTANTS} >= set(DEFINITION_TASKS)
 
@@ -75,6 +79,7 @@ VALID = [(1, "train_bpe", bpe_variants.heap_train_bpe), (1, "train_bpe", bpe_var
     + [(8, "LoRALinear", layer) for layer in lora_variants.LORA_VARIANTS]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task, name, answer", VALID, ids=lambda v: getattr(v, "__name__", str(v)))
 def test_hidden_tests_accept_valid_variants(task, name, answer, graded_cases):
     verdict = verdict_of(task, dict(reference(), **{name: answer}), graded_cases)
@@ -90,12 +95,14 @@ def recount(name):
     return planted[0] if planted else heldout.mistake_object(next(i for i in heldout.MISTAKES if i["name"] == name))
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("train_bpe", [None, bpe_variants.heap_train_bpe, bpe_variants.tuple_words_train_bpe],
                          ids=["reference", "heap", "tuple_words"])
 def test_valid_trainers_are_fast_enough_in_the_probe(train_bpe):
     assert bpe_speed(train_bpe or reference()["train_bpe"]) == {"fast_enough": True}
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", FULL_RECOUNTS)
 def test_full_recounts_fail_the_speed_rule_in_the_grader(name, graded_cases):
     """Their merges are right: only the speed fact (the check's rule, timed in the probe) scores them 0."""
@@ -104,6 +111,7 @@ def test_full_recounts_fail_the_speed_rule_in_the_grader(name, graded_cases):
     assert verdict.score == 0 and FACT_PROBLEMS[BPE_SPEED, "fast_enough"] in verdict.message, verdict.message
 
 
+@pytest.mark.fast
 def test_recipes_hold_no_expected_values(graded_cases):
     """What a probe receives: inputs and weights only."""
     text = repr(graded_cases[0])
@@ -132,21 +140,25 @@ def judged(trained_cases, model, merges, **namespace):
     return trained_problem(7, record, expected[7][0], ref)
 
 
+@pytest.mark.fast
 def test_the_probe_gets_no_text_and_the_grader_scores_the_check_s_part(trained_cases):
     cases, expected = trained_cases[0], trained_cases[1]
     assert "text" not in cases[7][0]["trained"] and "text" not in repr(cases[7][0]["trained"]).replace("'measure'", "")
     assert expected[7][0]["text"] == split_topics()[1][:llm_defaults.EVAL_CHARS]
 
 
+@pytest.mark.full
 def test_a_trained_reference_model_earns_task_7(trained_cases, trained):
     assert judged(trained_cases, *trained)[0] is None  # (its flag: the probe adds the optimizer steps, not here)
 
 
+@pytest.mark.full
 def test_merges_as_lists_are_the_same_merges(trained_cases, trained):
     model, merges = trained
     assert judged(trained_cases, model, [list(pair) for pair in merges])[0] is None
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("forged, words", [
     (None, "was not found"), ("not merges", "was not found"), ({(97, 98): 256}, "was not found"),
     ([(97, 98), (256, 400)], "merge 1 of the notebook's `merges` is not a pair of ids below 257"),
@@ -158,6 +170,7 @@ def test_forged_merges_are_refused_with_a_reason(forged, words, trained_cases, t
     assert problem.startswith("the trained model cannot be judged") and words in problem, problem
 
 
+@pytest.mark.full
 def test_other_valid_merges_are_judged_fairly(trained_cases, trained):
     """Bits per byte are per byte of text: merges the model was not trained with give a fair, worse number."""
     model, merges = trained
@@ -166,11 +179,13 @@ def test_other_valid_merges_are_judged_fairly(trained_cases, trained):
     assert float(problem.split()[3]) > 2.5, problem
 
 
+@pytest.mark.full
 def test_the_model_must_be_of_the_notebook_s_class(trained_cases, trained):
     problem, _ = judged(trained_cases, *trained, Llama=torch.nn.Linear)
     assert problem == "the trained model is not a Llama", problem
 
 
+@pytest.mark.full
 def test_an_untied_head_is_not_judged(trained_cases, trained):
     model = copy.deepcopy(trained[0])
     model.lm_head.weight = torch.nn.Parameter(model.token_embedding.weight.detach().clone())
@@ -178,6 +193,7 @@ def test_an_untied_head_is_not_judged(trained_cases, trained):
     assert "cannot be judged" in problem and "tied to `token_embedding.weight`" in problem, problem
 
 
+@pytest.mark.full
 def test_heads_come_from_the_rotary_table_else_from_num_heads(trained_cases, trained):
     """Neither the RoPE module's name nor `num_heads` is pinned: the table's width tells the head size, else
     num_heads does; settings that do not divide, disagree between blocks or are missing are refused."""
@@ -196,6 +212,7 @@ def test_heads_come_from_the_rotary_table_else_from_num_heads(trained_cases, tra
         assert problem and words in problem, (settings, problem)
 
 
+@pytest.mark.full
 def test_re_drawn_weights_collapse_on_the_reference_architecture(trained):
     model, merges = trained
     tokenizer, text = reference()["BPETokenizer"](merges), split_topics()[1][:llm_defaults.EVAL_CHARS]
@@ -204,6 +221,7 @@ def test_re_drawn_weights_collapse_on_the_reference_architecture(trained):
     assert chance > TARGET_BPB + trained_model.COLLAPSE_MARGIN
 
 
+@pytest.mark.fast
 def test_a_lora_layer_that_keeps_its_base_under_another_name_is_told_so(graded_cases):
     """`self.base` is pinned (the Task 8 check holds it): the grader's sentence names it, not a frozen-base problem."""
     class Renamed(lora_variants.DeepcopyLoRA):

@@ -26,6 +26,8 @@ from notebook_text import (axis_labels, broken_copy, cells, check_cell_problems,
                            seeded_model_problems, shape_name_problems, task_cell_order_problems, task_cells,
                            task_text_problems, tasks_of, training_seed_problems)
 
+pytestmark = pytest.mark.fast
+
 LLM = assignment("llm")
 SOURCE, RELEASE = LLM.source_notebook, LLM.release_notebook
 TASKS = tasks_of("llm")  # {task: trains}

@@ -18,6 +18,8 @@ from in_process_grading import graded_cases_of, verdict_of
 
 from . import unnamed_mistakes as heldout
 
+pytestmark = pytest.mark.fast
+
 
 def _verdict(item):
     """(passed, what the check printed or raised) for the mistake's object."""

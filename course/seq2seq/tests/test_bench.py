@@ -23,20 +23,24 @@ def quick_report(tmp_path_factory):
     return run_quick_bench(NAME, tmp_path_factory.mktemp("bench_seq2seq"))
 
 
+@pytest.mark.fast
 def test_the_bench_module_defines_the_sections_of_the_report():
     assert list(runner.load_bench(NAME).SECTIONS) == list(SECTIONS[1:-1])
 
 
+@pytest.mark.full
 def test_quick_bench_writes_every_section(quick_report):
     assert_whole_report(NAME, quick_report, SECTIONS)
 
 
+@pytest.mark.full
 def test_quick_bench_writes_the_decoding_plot(quick_report):
     report, out, _ = quick_report
     assert [Path(path).name for path in report["meta"]["plots"]] == ["decoding_time.png"]
     assert (out / "decoding_time.png").stat().st_size > 0
 
 
+@pytest.mark.full
 def test_quick_seq2seq_bench_checks_every_layer_against_torch_before_timing(quick_report):
     rows = quick_report[0]["layers"]["comparisons"]
     assert [(row["layer"].split(",")[0], row["native"]) for row in rows] == [
@@ -49,6 +53,7 @@ def test_quick_seq2seq_bench_checks_every_layer_against_torch_before_timing(quic
     assert [g["name"].split(" vs ")[0] for g in ratio_goals] == ["DecoderBlock"]  # the one time held to a goal
 
 
+@pytest.mark.full
 def test_quick_seq2seq_bench_trains_as_the_notebook_and_decodes(quick_report):
     report = quick_report[0]
     training, decoding = report["training"], report["decoding"]
@@ -67,6 +72,7 @@ def seq2seq_reference():
     return reference_of("seq2seq")
 
 
+@pytest.mark.fast
 def test_the_decoding_timer_generates_every_token(seq2seq_reference):
     """eos_id -1 (no token) keeps every sequence running, so a call generates exactly the tokens asked for."""
     torch.manual_seed(0)
@@ -76,6 +82,7 @@ def test_the_decoding_timer_generates_every_token(seq2seq_reference):
 
 
 
+@pytest.mark.fast
 def test_the_native_decoder_layer_differs_when_a_weight_is_not_copied(seq2seq_reference):
     """The equality check can fail: the native layer with one norm left at its fresh weights computes otherwise."""
     size = dict(bench_seq2seq.COURSE, batch_size=4)

@@ -4,6 +4,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+pytestmark = pytest.mark.fast
+
 X = torch.arange(48, dtype=torch.float64).reshape(2, 3, 8)
 
 

@@ -10,6 +10,8 @@ from course.seq2seq.mistakes import MUTANTS
 from .checks import reference, variant
 from .layers_variants import make_decoder_blocks
 
+pytestmark = pytest.mark.fast
+
 NORM1 = "x = self.norm1(x + self.dropout(attended))\n        attended, cross_weights"
 NORM2 = "x = self.norm2(x + self.dropout(attended))"
 FFN = "x = self.norm3(x + self.dropout(self.feedforward(x)))"

@@ -10,6 +10,8 @@ from checkers.seq2seq._scripted import ScriptedModel
 from course.seq2seq.mistakes import MUTANTS
 from .checks import cpu_seconds, expect_named, reference, variant
 
+pytestmark = pytest.mark.fast
+
 TASK_6 = [mutant for mutant in MUTANTS if mutant.task == 6]
 
 

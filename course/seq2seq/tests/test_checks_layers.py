@@ -13,6 +13,8 @@ from .checks import cpu_seconds, expect_named, reference, variant
 from .layers_support import LAYER_OBJECTS, run_layer_check
 from .layers_variants import LAYER_NORMS, MASKS, MULTIHEADS, make_decoder_blocks
 
+pytestmark = pytest.mark.fast
+
 LAYER_MUTANTS = [m for m in MUTANTS if m.task in LAYER_OBJECTS]
 
 

@@ -11,6 +11,8 @@ from course.mutant import Mutant
 from course.seq2seq.mistakes import MUTANTS
 from .checks import cpu_seconds, expect_named, reference, variant
 
+pytestmark = pytest.mark.fast
+
 TASK_5 = [mutant for mutant in MUTANTS if mutant.task == 5]
 
 

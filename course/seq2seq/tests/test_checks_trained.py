@@ -34,12 +34,14 @@ def greedy_and_teacher_forced(model, sources, targets):
     return exact_match(decoded, targets), decoding_accuracy(model, sources, targets)[1]
 
 
+@pytest.mark.full
 def test_teacher_forced_accuracy_is_greedy_exact_match():
     """The premise of check_task_7: one teacher-forced pass scores what the reference greedy decoder scores."""
     greedy, teacher_forced = greedy_and_teacher_forced(trained_reference(), *check_data())
     assert teacher_forced == greedy
 
 
+@pytest.mark.full
 def test_the_premise_holds_when_some_sequences_are_wrong():
     """The same equality on a perturbed model that gets some sequences wrong, so it says something about wrong ones.
 
@@ -56,6 +58,7 @@ def test_the_premise_holds_when_some_sequences_are_wrong():
     assert teacher_forced == greedy
 
 
+@pytest.mark.full
 def test_trained_reference_passes_and_is_left_as_it_was(capsys):
     model = trained_reference().train()
     before = {key: value.clone() for key, value in model.state_dict().items()}
@@ -66,6 +69,7 @@ def test_trained_reference_passes_and_is_left_as_it_was(capsys):
     model.eval()
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("make, words", [
     (source_reader, "with every weight re-initialised"),
     (memory_copier, "with every weight re-initialised"),
@@ -78,6 +82,7 @@ def test_model_fails_at_its_step(make, words):
     assert words in str(failure.value)
 
 
+@pytest.mark.fast
 def test_untouched_notebook_model_is_not_implemented_yet():
     class Seq2SeqTransformer(torch.nn.Module):  # the student notebook's stub: no layers, methods raise
         def forward(self, source, target_input):
@@ -98,6 +103,7 @@ class Uniform(torch.nn.Module):
         return self.bias.expand(*target_input.shape, 13)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("model, words", [
     (None, "got None"),
     (torch.nn.Module, "got the class"),
@@ -111,11 +117,13 @@ def test_bad_input_fails_cleanly(model, words):
     assert words in str(failure.value)
 
 
+@pytest.mark.full
 def test_check_takes_under_a_second():
     model = trained_reference()
     assert cpu_seconds(lambda: check_task_7(model)) <= 1.0
 
 
+@pytest.mark.full
 def test_a_differently_written_model_with_the_trained_weights_passes(capsys):
     """Task 7 judges the weights, not the style: Task 5's alternative model, given the trained weights by role."""
     from checkers.seq2seq._weights import load_roles, seq2seq_slots

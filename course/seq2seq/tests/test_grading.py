@@ -21,6 +21,8 @@ from submissions import (class_report, collect_and_grade, edit_cell, hidden_line
                          report_sections, scratch_course, seconds_per_submission, visible_text, with_answers, without,
                          wrong_scores)
 
+pytestmark = pytest.mark.full
+
 SEQ2SEQ = assignment("seq2seq")
 NAME = SEQ2SEQ.name
 POINTS = SEQ2SEQ.points

@@ -42,6 +42,7 @@ def variant(edit):
     return load_reference(edit(reference_source(SEQ2SEQ)))
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task", DEFINITION_TASKS)
 def test_reference_passes_hidden_tests(task, graded_cases):
     verdict = verdict_of(task, graded_cases[4], graded_cases)
@@ -52,11 +53,13 @@ def test_reference_passes_hidden_tests(task, graded_cases):
 DEFINITION_MUTANTS = [mutant for mutant in MUTANTS if mutant.task in DEFINITION_TASKS]
 
 
+@pytest.mark.fast
 def test_there_are_mistakes_of_every_definition_task_to_plant():
     """The catalogue this file plants from (course/seq2seq/mistakes.py) covers Tasks 1-6."""
     assert {mutant.task for mutant in DEFINITION_MUTANTS} == set(DEFINITION_TASKS)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("planted", DEFINITION_MUTANTS, ids=lambda m: f"task{m.task}-{m.name}")
 def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases):
     verdict = verdict_of(planted.task, variant(planted.apply), graded_cases)
@@ -101,6 +104,7 @@ VALID = [
 ]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("valid", VALID, ids=lambda m: f"task{m.task}-{m.name}")
 def test_hidden_tests_accept_valid_variants(valid, graded_cases):
     verdict = verdict_of(valid.task, variant(valid.apply), graded_cases)
@@ -118,6 +122,7 @@ def names(value):
     return "-".join(obj.__name__ for obj in value[1]) if isinstance(value, tuple) else None
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("variant_of_task", layer_variants(REFERENCE), ids=names)
 def test_hidden_tests_accept_the_checks_layer_variants(variant_of_task, graded_cases):
     task, objects = variant_of_task
@@ -139,6 +144,7 @@ def unnamed_layer_mistakes(reference):
             ] + [(4, (cls,)) for cls, _ in blocks.values()]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mistake_of_task", unnamed_layer_mistakes(REFERENCE), ids=names)
 def test_hidden_tests_reject_the_checks_unnamed_layer_mistakes(mistake_of_task, graded_cases):
     task, objects = mistake_of_task
@@ -152,6 +158,7 @@ def torch_norm_layer_norms():
     return list(layers_unnamed.TORCH_NORMS) + [variant(planted.apply)["LayerNorm"]]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("cls", torch_norm_layer_norms(), ids=lambda cls: cls.__name__)
 def test_torch_s_own_layer_norm_scores_0_for_the_check_s_reason(cls, graded_cases):
     """Task 1 asks for layer normalisation by hand: the grader pays nothing for torch's, and says what the check
@@ -162,6 +169,7 @@ def test_torch_s_own_layer_norm_scores_0_for_the_check_s_reason(cls, graded_case
     assert verdict.score == 0
     assert verdict.message == f"Task 1: hidden: computed by hand: {str(failure.value).removeprefix('Task 1: ')}"
     assert BY_HAND in verdict.message, verdict.message
+@pytest.mark.fast
 @pytest.mark.parametrize("decode", [decoding.decode_own_generator, decoding.decode_shared_generator,
                                     decoding.decode_seeding], ids=lambda function: function.__name__)
 def test_hidden_tests_reject_what_the_check_rejects_in_greedy_decoding(decode, graded_cases):
@@ -172,6 +180,7 @@ def test_hidden_tests_reject_what_the_check_rejects_in_greedy_decoding(decode, g
     assert verdict.score == 0 and verdict.message.startswith("Task 6"), verdict.message
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("entry", unnamed_mistakes.MISTAKES, ids=lambda entry: entry["name"])
 def test_hidden_tests_reject_the_held_out_mistakes(entry, graded_cases):
     """Every held-out mistake (course/seq2seq/tests/unnamed_mistakes.py) fails its check: the grader pays it nothing."""
@@ -180,12 +189,14 @@ def test_hidden_tests_reject_the_held_out_mistakes(entry, graded_cases):
     assert verdict.score == 0 and verdict.message.startswith(f"Task {entry['task']}"), verdict.message
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("entry", unnamed_mistakes.VARIANTS, ids=lambda entry: entry["name"])
 def test_hidden_tests_accept_the_held_out_variants(entry, graded_cases):
     verdict = verdict_of(entry["task"], entry["objects"], graded_cases)
     assert verdict.score == POINTS[entry["task"]], verdict.message
 
 
+@pytest.mark.fast
 def test_recipes_hold_no_expected_values(graded_cases):
     """What a probe receives: inputs and weights only; Task 7's sources and targets stay in the grader."""
     cases, expected = graded_cases[0], graded_cases[1]
@@ -209,10 +220,12 @@ def trained_model():
     return reversal_models.trained_reference()
 
 
+@pytest.mark.full
 def test_a_trained_reference_model_earns_task_7(trained_model, graded_cases):
     assert judged(trained_model, graded_cases) is None
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("cheat", ["source_reader", "memory_copier", "future_reader"])
 def test_task_7_is_judged_on_the_reference_not_on_the_model_s_own_forward(cheat, graded_cases):
     """A hand-written reversal in place of a trained network (the reference's own decoder gets 100% from the first
@@ -229,6 +242,7 @@ def test_task_7_is_judged_on_the_reference_not_on_the_model_s_own_forward(cheat,
     assert problem and "accuracy" in problem and "with your weights" in problem, problem
 
 
+@pytest.mark.full
 def test_trained_weights_that_do_not_fit_the_reference_are_not_judged(trained_model, graded_cases):
     """Settings the reference cannot build, or another vocabulary, score 0 and say why."""
     cases, expected, _, _, reference = graded_cases
@@ -247,6 +261,7 @@ def test_trained_weights_that_do_not_fit_the_reference_are_not_judged(trained_mo
     assert "num_decoder_layers = 17 is above 8" in trained_problem(7, deep, expected[7][0], reference)[0]
 
 
+@pytest.mark.full
 def test_re_drawn_weights_collapse_on_the_reference_architecture(trained_model, graded_cases):
     """The collapse check the grader makes: the trained weights re-drawn reverse (almost) nothing."""
     expected, reference = graded_cases[1][7][0], graded_cases[4]
@@ -255,6 +270,7 @@ def test_re_drawn_weights_collapse_on_the_reference_architecture(trained_model, 
     assert trained.decoded_accuracy(trained.redrawn(trained_model), *data) < 0.05
 
 
+@pytest.mark.fast
 def test_a_dict_of_other_keys_is_named_by_its_keys(graded_cases):
     """forward_attention's dict is compared key by key; one without a key says which keys it has."""
     dropped = Mutant(5, "no decoder_cross", (('return attention\n', 'return {key: attention[key] for key in '

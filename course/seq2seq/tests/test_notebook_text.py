@@ -21,6 +21,8 @@ from notebook_text import (broken_copy, check_cell_problems, checker_seeds, code
                            measured_sentences, notebook_seeds, seeded_model_problems, shape_name_problems,
                            task_cell_order_problems, task_text_problems, tasks_of, training_seed_problems)
 
+pytestmark = pytest.mark.fast
+
 SEQ2SEQ = assignment("seq2seq")
 SOURCE, RELEASE = SEQ2SEQ.source_notebook, SEQ2SEQ.release_notebook
 TASKS = tasks_of("seq2seq")  # {task: trains}

@@ -3,12 +3,15 @@
 Moved from tests/test_redteam_budget.py, whose course-wide test checks that every trained task names bounding
 defaults; this one is seq2seq's own case of the budget (its class, its trained task, its evaluation data).
 """
+import pytest
 import torch
 
 from course.registry import assignment
 from grading.cases import cases_of
 from grading.judge import trained_models as judge_trained_module
 from grading.judge.score import case_problem
+
+pytestmark = pytest.mark.fast
 
 
 def test_large_valid_settings_are_refused_before_building_and_flagged(monkeypatch):

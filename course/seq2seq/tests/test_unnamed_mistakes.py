@@ -11,6 +11,8 @@ import checkers.seq2seq as checkers
 
 from . import unnamed_mistakes as held_out
 
+pytestmark = pytest.mark.fast
+
 WORDS = {
     "layernorm_unbiased_variance": "the variance is the unbiased one (divided by D - 1)",
     "layernorm_eps_outside_sqrt": "eps is added outside the square root",

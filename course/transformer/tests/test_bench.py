@@ -18,18 +18,22 @@ def quick_report(tmp_path_factory):
     return run_quick_bench(NAME, tmp_path_factory.mktemp("bench_transformer"))
 
 
+@pytest.mark.fast
 def test_the_bench_module_defines_the_sections_of_the_report():
     assert list(runner.load_bench(NAME).SECTIONS) == list(SECTIONS[1:-1])
 
 
+@pytest.mark.full
 def test_quick_bench_writes_every_section(quick_report):
     assert_whole_report(NAME, quick_report, SECTIONS)
 
 
+@pytest.mark.full
 def test_quick_bench_writes_the_scaling_plots(quick_report):
     assert len(list(quick_report[1].glob("scaling_*.png"))) == 4
 
 
+@pytest.mark.full
 def test_quick_bench_checks_outputs_before_timing(quick_report):
     report = quick_report[0]
     rows = [row for size in report["layers"].values() for row in size["comparisons"]] + [report["training_step"]]
@@ -39,6 +43,7 @@ def test_quick_bench_checks_outputs_before_timing(quick_report):
         assert row["reference_seconds"] > 0 and row["other_seconds"] > 0 and row["ratio"] > 0
 
 
+@pytest.mark.full
 def test_quick_bench_trains_and_measures_scaling(quick_report):
     report = quick_report[0]
     for task in [f"task {number}" for number in assignment(NAME).training_tasks]:

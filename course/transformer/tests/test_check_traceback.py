@@ -10,6 +10,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+pytestmark = pytest.mark.fast
+
 STUDENT_LINE = "check_task_1(my_attention)  # the student's call"
 CELLS = [
     "from checkers.transformer import check_task_1, check_task_4",

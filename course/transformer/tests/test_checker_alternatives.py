@@ -19,6 +19,8 @@ from .valid_variants import (ATTENTIONS, BLOCKS, CLASSIFIERS, LINFORMERS, MULTIH
                              EncoderBlockTwoDropouts, LinformerAttentionEinsum, LinformerBlockInherited,
                              MultiheadAttentionPermute, attention_einsum)
 
+pytestmark = pytest.mark.fast
+
 
 def expect_pass(capsys, task, *student_objects):
     """Run check_task_N on the objects; it must not raise and must print '✓ Task N passed'."""

@@ -11,6 +11,8 @@ import torch.nn as nn
 import checkers.transformer as checkers
 from checkers.transformer import CheckFailure, NotImplementedYet
 
+pytestmark = pytest.mark.fast
+
 CLASS_TASKS = {2: ("MultiheadAttention",), 3: ("EncoderBlock",), 4: ("PositionalEncoding",),
                5: ("TransformerForSequenceClassification",),
                7: ("LinformerAttention", "LinformerBlock", "LinformerForSequenceClassification")}

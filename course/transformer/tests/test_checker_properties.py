@@ -16,6 +16,8 @@ from .unnamed_mistakes import UNNAMED
 from course.transformer.mistakes import DIAGNOSES, MUTANTS
 from .student_objects import run_check
 
+pytestmark = pytest.mark.fast
+
 
 def failure_of(task, *student_objects):
     with pytest.raises(CheckFailure, match=f"^Task {task}") as failure:

@@ -12,6 +12,8 @@ from .palindrome_models import MirrorModel
 from .student_objects import STUDENT_OBJECTS
 from .unnamed_mistakes import UNNAMED
 
+pytestmark = pytest.mark.fast
+
 
 def expect_fast(task, check, limit):
     seconds = cpu_seconds(check)

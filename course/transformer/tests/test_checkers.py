@@ -9,6 +9,8 @@ from course.transformer.mistakes import MUTANTS
 from .palindrome_models import MirrorModel
 from .student_objects import STUDENT_OBJECTS, run_check
 
+pytestmark = pytest.mark.fast
+
 
 
 @pytest.mark.parametrize("task", sorted(STUDENT_OBJECTS))

@@ -5,6 +5,8 @@ import torch
 
 from course_lib.transformer import PalindromeDataset
 
+pytestmark = pytest.mark.fast
+
 
 def is_palindrome(row):
     return row.tolist() == row.flip(0).tolist()

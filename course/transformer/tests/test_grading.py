@@ -204,12 +204,14 @@ def make_zip(path):
 
 # ----- Fast checks of the pieces -------------------------------------------------------------------------------
 
+@pytest.mark.fast
 def test_the_full_solution_is_graded_as_the_vehicle():
     """The full solution trains, so it is graded once: by tests/test_redteam_containment.py, which grades the course's
     vehicle (the registry's first assignment). Registering another assignment first would leave it ungraded."""
     assert assignments()[0].name == NAME, "grade the full solution here, with its training, if it is not the vehicle"
 
 
+@pytest.mark.fast
 def test_collect_reads_student_ids_from_lms_names(tmp_path):
     """Per-student folders, LMS prefixes, Colab names and stray files, as grading/collect/naming.py documents."""
     with zipfile.ZipFile(tmp_path / "download.zip", "w") as archive:
@@ -245,6 +247,7 @@ def graded(tmp_path_factory):
     return course, time.monotonic() - started, grade_run.stdout
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_the_class_report_names_the_planted_mistake_for_its_student_alone(graded):
     """`make report` on this class: the overflowing softmax planted in Task 1 (the student whose check cell was edited
@@ -256,6 +259,7 @@ def test_the_class_report_names_the_planted_mistake_for_its_student_alone(graded
     assert counted.get(planted) == 1 and counted == dict(Counter(named.values())), (counted, named)
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_every_task_of_every_submission_gets_its_expected_score(graded):
     """grades_by_task.csv, task by task, for every kind of submission."""
@@ -270,6 +274,7 @@ def test_every_task_of_every_submission_gets_its_expected_score(graded):
     assert not wrong, f"(student, task): (graded, expected) = {wrong}"
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_nbgrader_export_and_gradebook_hold_the_same_scores(graded):
     """nbgrader's export (and so the formgrader) shows the authoritative totals; only tampering awaits a person."""
@@ -287,6 +292,7 @@ def test_nbgrader_export_and_gradebook_hold_the_same_scores(graded):
     assert flagged == {"monkeypatch"}  # it replaced torch's comparisons and the checkers: flagged, still 0
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_report_says_why_each_odd_submission_needed_attention(graded):
     """Every submission that needed attention is listed with the reason; clean ones are not."""
@@ -320,6 +326,7 @@ def hidden_test_lines():
             if len(line.strip()) > 25 and not line.strip().startswith(("#", '"""', "from ", "import "))]
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_feedback_and_release_hold_no_hidden_tests_or_reference_code(graded):
     """Nothing a student gets back holds hidden-test source, or reference code they did not write themselves."""
@@ -343,6 +350,7 @@ def test_feedback_and_release_hold_no_hidden_tests_or_reference_code(graded):
     assert seen_in_clean > 40  # the reference's definitions do show as the student's own code: the search finds code
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_honest_solutions_stay_within_their_cpu_limits(graded):
     """No submission but the loop reaches a limit, however busy the machine (a backstop under load is run again alone);

@@ -15,6 +15,8 @@ from .palindrome_models import mirror_logits
 from . import valid_variants as alt
 from .unnamed_mistakes import UNNAMED
 
+pytestmark = pytest.mark.fast
+
 TRANSFORMER = assignment("transformer")
 DEFINITION_TASKS, POINTS = TRANSFORMER.definition_tasks, TRANSFORMER.points
 

@@ -19,6 +19,8 @@ from course.registry import assignment
 
 from notebook_text import (MEASURED, code_cell, section)
 
+pytestmark = pytest.mark.fast
+
 TRANSFORMER = assignment("transformer")
 SOURCE, RELEASE = TRANSFORMER.source_notebook, TRANSFORMER.release_notebook
 

@@ -79,6 +79,7 @@ SABOTAGE = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("sabotage", SABOTAGE, ids=list(SABOTAGE))
 def test_hand_detector_with_unusable_config_scores_zero_with_reason(sabotage, judged):
     """The attack of issue 10: a hand-written forward plus one line that breaks the configuration."""
@@ -89,6 +90,7 @@ def test_hand_detector_with_unusable_config_scores_zero_with_reason(sabotage, ju
     assert "cannot be judged" in problem or "accuracy" in problem, problem
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task, name, config", [(6, "TransformerForSequenceClassification", defaults.CLASSIFIER),
                                                 (8, "LinformerForSequenceClassification", defaults.LINFORMER)])
 def test_hand_detector_with_valid_config_scores_zero(task, name, config, judged):
@@ -107,6 +109,7 @@ HONEST_CONFIGS = [
 ]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task, name, config", HONEST_CONFIGS)
 def test_honest_models_of_any_valid_config_load_exactly(task, name, config, judged):
     """The grader's rebuilt reference computes the very logits the student's (reference-class) model does."""
@@ -141,6 +144,7 @@ FORGED_RECORDS = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("forgery", FORGED_RECORDS, ids=list(FORGED_RECORDS))
 def test_forged_trained_records_score_zero_with_reason(forgery, judged):
     """Records the probe could be made to write: validated as data before anything is built from them."""
@@ -150,12 +154,14 @@ def test_forged_trained_records_score_zero_with_reason(forgery, judged):
     assert problem and words in problem, problem
 
 
+@pytest.mark.fast
 def test_a_model_of_another_class_scores_zero(judged):
     model = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 2), 1)
     problem, _ = trained_verdict(6, model, judged, "TransformerForSequenceClassification")
     assert problem == "the trained model is not a TransformerForSequenceClassification"
 
 
+@pytest.mark.fast
 def test_trained_case_sends_no_data_to_the_probe(judged):
     cases, expected, _ = judged
     assert "tokens" not in cases[6][0]["trained"] and "tokens" in expected[6][0]
@@ -171,6 +177,7 @@ class Liar(torch.Tensor):
         return super().__torch_function__(func, types, args, kwargs or {})
 
 
+@pytest.mark.fast
 def test_lying_tensor_subclass_scores_zero_and_is_flagged(judged):
     cases, expected, reference = judged
     honest = reference["scaled_softmax_attention"]
@@ -184,6 +191,7 @@ def test_lying_tensor_subclass_scores_zero_and_is_flagged(judged):
     assert verdict.score == 0 and "tensor subclass (Liar)" in verdict.message and verdict.flag
 
 
+@pytest.mark.fast
 def test_malformed_record_scores_zero_and_is_flagged(judged):
     cases, expected, reference = judged
     records = {1: [{"structure": expected[1][0]["structure"], "outputs": 5}] * len(cases[1])}
@@ -200,6 +208,7 @@ def overflowing_attention(query, key, value, mask=None):
     return weights @ value, weights
 
 
+@pytest.mark.fast
 def test_records_that_leave_out_outputs_score_zero_and_are_flagged(judged):
     """A record whose outputs were emptied by the notebook (recipes.run patched) once matched by comparing nothing."""
     cases, expected, reference = judged
@@ -263,6 +272,7 @@ def gradebook_grades(course):
     return found
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_attacks_score_what_they_earn_and_honest_work_keeps_full_marks(attacked):
     course, _, _ = attacked
@@ -275,6 +285,7 @@ def test_attacks_score_what_they_earn_and_honest_work_keeps_full_marks(attacked)
     assert got[("liar", 1)] == 0 and got[("liar", 4)] == 1
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_grades_csv_task_scores_and_gradebook_agree_for_everyone(attacked):
     course, _, _ = attacked
@@ -290,6 +301,7 @@ def test_grades_csv_task_scores_and_gradebook_agree_for_everyone(attacked):
     assert totals == by_task == from_book
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_what_could_not_be_judged_is_flagged_for_manual_grading(attacked):
     course, _, _ = attacked
@@ -305,6 +317,7 @@ def test_what_could_not_be_judged_is_flagged_for_manual_grading(attacked):
     assert "too large" in report_sections(plain)["bomb"] and "could not be unpacked" in report_sections(plain)["bomb"]
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_trained_attacks_say_why_they_scored_zero(attacked):
     course, _, _ = attacked
@@ -327,6 +340,7 @@ def test_trained_attacks_say_why_they_scored_zero(attacked):
            "than the one graded (the reference classes): fix Task 5 first, then train again." in page
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_no_student_text_is_shown_unescaped(attacked):
     """<img onerror> from stderr, an exception and a file name: escaped in feedback, the stored notebook, the report."""
@@ -345,6 +359,7 @@ def test_no_student_text_is_shown_unescaped(attacked):
     assert "&lt;img src=x onerror=alert(1)&gt;" in xss_page
 
 
+@pytest.mark.full
 @pytest.mark.grading
 def test_huge_outputs_are_cut_and_odd_text_does_not_stop_the_run(attacked):
     course, seconds, output = attacked

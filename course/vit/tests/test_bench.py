@@ -25,20 +25,24 @@ def quick_report(tmp_path_factory):
     return run_quick_bench(NAME, tmp_path_factory.mktemp("bench_vit"))
 
 
+@pytest.mark.fast
 def test_the_bench_module_defines_the_sections_of_the_report():
     assert list(runner.load_bench(NAME).SECTIONS) == list(SECTIONS[1:-1])
 
 
+@pytest.mark.full
 def test_quick_bench_writes_every_section(quick_report):
     assert_whole_report(NAME, quick_report, SECTIONS)
 
 
+@pytest.mark.full
 def test_quick_bench_writes_the_accuracy_plot(quick_report):
     report, out, _ = quick_report
     assert [Path(path).name for path in report["meta"]["plots"]] == ["test_accuracy.png"]
     assert (out / "test_accuracy.png").stat().st_size > 0
 
 
+@pytest.mark.full
 def test_quick_vit_bench_trains_as_the_notebook_and_scores_the_test_split(quick_report):
     training = quick_report[0]["training"]
     assert training["training"] == vit_defaults.TRAINING and training["model"] == vit_defaults.MODEL
@@ -53,6 +57,7 @@ def test_quick_vit_bench_trains_as_the_notebook_and_scores_the_test_split(quick_
     assert 0 <= run["shifted_accuracy"] <= 1 and 0 <= run["val_accuracy"] <= 1
 
 
+@pytest.mark.full
 def test_quick_vit_bench_checks_the_native_model_before_timing(quick_report):
     layers = quick_report[0]["layers"]
     assert layers["match"] is True and layers["batch_size"] == vit_defaults.BATCH_SIZE
@@ -69,6 +74,7 @@ def vit_reference():
     return reference_of("vit")
 
 
+@pytest.mark.fast
 def test_the_native_vit_differs_when_a_weight_is_not_copied(vit_reference):
     """The equality checks can fail: the native model with one norm of its last block left fresh computes otherwise,
     in training mode and on torch's eval fast path alike."""
@@ -81,6 +87,7 @@ def test_the_native_vit_differs_when_a_weight_is_not_copied(vit_reference):
     assert bench_vit.eval_difference(model, native, images) > 1e-3
 
 
+@pytest.mark.fast
 def test_the_native_vit_is_pre_norm_like_the_reference(vit_reference):
     """Built post-norm from the same weights, the native model computes another function: norm_first matters."""
     model, _, images, _ = bench_vit.model_pair(vit_reference, "cpu", batch_size=8)

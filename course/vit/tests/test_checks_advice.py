@@ -2,11 +2,14 @@
 what the student's code does; otherwise it says what it observed. Each case the issue lists is checked both ways: the
 wrong sentence is absent and the observation (or the right name) is present, and the sentence that the probe does
 identify still goes to the mistake it belongs to."""
+import pytest
 import torch
 import torch.nn.functional as F
 
 from checkers.vit import patches, rollout
 from .checks import failure_of
+
+pytestmark = pytest.mark.fast
 
 
 def patchify_patches_per_side(images, patch_size):

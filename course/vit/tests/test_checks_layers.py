@@ -17,6 +17,8 @@ from . import patch_loops
 from .checks import cpu_seconds, expect_named, raised, reference, variant
 from .layers_variants import EMBEDDINGS, PATCHIFIES
 
+pytestmark = pytest.mark.fast
+
 OBJECTS = {1: "patchify", 2: "PatchEmbedding"}
 PLANTED = [m for m in MUTANTS if m.task in OBJECTS]
 

@@ -14,6 +14,8 @@ from course.vit.mistakes import MUTANTS
 from . import model_variants
 from .checks import cpu_seconds, expect_named, failure_of, raised, reference, variant
 
+pytestmark = pytest.mark.fast
+
 PLANTED = [mutant for mutant in MUTANTS if mutant.task == 3]
 
 

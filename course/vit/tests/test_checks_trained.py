@@ -18,6 +18,7 @@ from .digit_models import (images_in_weights, label_reader, lookup_table, memori
                            scoring_exactly, trained_reference, with_row_cls_token)
 
 
+@pytest.mark.full
 def test_trained_reference_passes_and_is_left_as_it_was(capsys):
     model = trained_reference().train()
     before = {key: value.clone() for key, value in model.state_dict().items()}
@@ -28,6 +29,7 @@ def test_trained_reference_passes_and_is_left_as_it_was(capsys):
     model.eval()
 
 
+@pytest.mark.full
 def test_the_trained_reference_clears_every_bar_with_room():
     """The bars sit below what the reference reaches (the measured table is in checkers/vit/trained.py)."""
     splits, model = digit_splits(), trained_reference()
@@ -35,6 +37,7 @@ def test_the_trained_reference_clears_every_bar_with_room():
     assert classification_accuracy(model, *shifted_copies(*splits["test"])) >= SHIFT_FLOOR + 0.05
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("make, words", [
     (lambda ns: ns["VisionTransformer"](**vit_defaults.MODEL), "training has not reached the target: the model "
                                                                "classifies"),
@@ -51,11 +54,13 @@ def test_model_fails_at_its_step(make, words):
     assert words in str(failure.value)
 
 
+@pytest.mark.full
 def test_trained_on_the_test_split_fails_on_the_training_digits():
     with pytest.raises(CheckFailure, match="of the training digits"):
         check_task_4(memorised_test_split())
 
 
+@pytest.mark.full
 def test_the_cheats_would_pass_on_test_accuracy_alone():
     """Without the later steps the cheats above would pass: they classify the test digits."""
     images, labels = digit_splits()["test"]
@@ -64,12 +69,14 @@ def test_the_cheats_would_pass_on_test_accuracy_alone():
         assert classification_accuracy(model, images, labels) >= vit_defaults.TARGET_ACCURACY
 
 
+@pytest.mark.full
 def test_a_re_drawn_reference_falls_to_chance():
     images, labels = digit_splits()["test"]
     for seed in range(5):
         assert classification_accuracy(redrawn(trained_reference(), seed), images, labels) < RESET_CEILING
 
 
+@pytest.mark.fast
 def test_untouched_notebook_model_is_not_implemented_yet():
     class VisionTransformer(torch.nn.Module):  # the student notebook's stub: no layers, forward raises
         def forward(self, images):
@@ -86,6 +93,7 @@ def nan_logits():
     return model
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("make, words", [
     (lambda: None, "got None"),
     (lambda: torch.nn.Module, "got the class"),
@@ -102,6 +110,7 @@ def test_bad_input_fails_cleanly(make, words):
     assert words in str(failure.value)
 
 
+@pytest.mark.fast
 def test_a_model_without_the_pinned_parts_is_named():
     class VisionTransformer(torch.nn.Module):
         def __init__(self):
@@ -115,6 +124,7 @@ def test_a_model_without_the_pinned_parts_is_named():
         check_task_4(VisionTransformer())
 
 
+@pytest.mark.full
 def test_check_takes_under_a_second():
     model = trained_reference()
     assert cpu_seconds(lambda: check_task_4(model)) <= 1.0
@@ -122,6 +132,7 @@ def test_check_takes_under_a_second():
 
 # ----- exactly the bar; a class that fails Task 3; a [CLS] row -------------------------------------------------------
 
+@pytest.mark.full
 def test_exactly_342_of_360_reaches_the_95_percent_bar(capsys):
     """342 / 360 is 0.95, but a float32 mean makes it 0.94999999: the check counts in integers."""
     model, width = scoring_exactly(trained_reference(), 342)
@@ -133,6 +144,7 @@ def test_exactly_342_of_360_reaches_the_95_percent_bar(capsys):
     assert "the model classifies 95.0% of the 360 test digits" in capsys.readouterr().out
 
 
+@pytest.mark.full
 def test_341_of_360_misses_the_bar():
     model, _ = scoring_exactly(trained_reference(), 341)
     with pytest.raises(CheckFailure, match="training has not reached the target: the model classifies 94.7%"):
@@ -156,6 +168,7 @@ def post_norm(ns):
     return VisionTransformer
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("make_class", [attention_last_block_first, post_norm])
 def test_a_model_whose_class_fails_task_3_is_sent_back_to_task_3(make_class):
     """The weights of a trained reference in a class check_task_3 rejects: the grade would load them into the pinned
@@ -172,12 +185,14 @@ def test_a_model_whose_class_fails_task_3_is_sent_back_to_task_3(make_class):
     assert str(failure.value).split(": ", 1)[1][:60] in message, message
 
 
+@pytest.mark.fast
 def test_a_class_that_passes_task_3_but_would_fail_task_4_before_is_still_judged():
     """The Task 3 step comes after the re-drawn step: the label reader is still caught by its own step."""
     with pytest.raises(CheckFailure, match="with every weight re-drawn"):
         check_task_4(label_reader(reference()))
 
 
+@pytest.mark.full
 def test_a_trained_model_with_a_row_cls_token_passes(capsys):
     """[CLS] of shape (1, D) passes Tasks 2 and 3, so Task 4 takes it too (the grade reshapes it, see
     test_hidden_cases.py)."""

@@ -12,6 +12,8 @@ from checkers.vit import _model_probes, _tokens
 from checkers.vit.embedding import N_ROWS
 from .checks import cpu_seconds, failure_of, reference, variant
 
+pytestmark = pytest.mark.fast
+
 
 # ----- Task 2: PatchEmbedding ---------------------------------------------------------------------------------------
 

@@ -1,9 +1,12 @@
 """course_lib.vit: the images, the course's split, one-pixel shifts, accuracy and the confusion matrix."""
+import pytest
 import torch
 import torch.nn as nn
 
 from course_lib.vit import (ONE_PIXEL_SHIFTS, classification_accuracy, confusion_matrix, digit_splits,
                             load_digits, shift_images, shifted_copies)
+
+pytestmark = pytest.mark.fast
 
 
 def test_images_are_scaled_to_unit_range_with_ten_labels():

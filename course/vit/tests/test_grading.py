@@ -26,6 +26,8 @@ from course.vit.memorisers import trained
 
 from .checks import reference
 
+pytestmark = pytest.mark.full
+
 VIT = assignment("vit")
 NAME = VIT.name
 POINTS = VIT.points

@@ -43,12 +43,14 @@ def variant(edit):
     return dict(load_reference(edit(reference_source(VIT))), model=None)
 
 
+@pytest.mark.fast
 def test_every_definition_task_has_hidden_cases(graded_cases):
     assert set(DEFINITION_TASKS) == {1, 2, 3, 5}
     for task in DEFINITION_TASKS:
         assert sum(not case["visible"] for case in graded_cases[0][task]) >= 5, task
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task", DEFINITION_TASKS)
 def test_reference_passes_hidden_tests(task, graded_cases):
     verdict = verdict_of(task, dict(graded_cases[4], model=None), graded_cases)
@@ -58,6 +60,7 @@ def test_reference_passes_hidden_tests(task, graded_cases):
 PLANTED = [mutant for mutant in MUTANTS if mutant.task in DEFINITION_TASKS]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("planted", PLANTED, ids=lambda m: f"task{m.task}-{m.name}")
 def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases):
     verdict = verdict_of(planted.task, variant(planted.apply), graded_cases)
@@ -77,12 +80,14 @@ WRONG_ADVICE = [
 ]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mistake", WRONG_ADVICE, ids=lambda m: f"task{m.task}-{m.name}")
 def test_hidden_tests_reject_the_mistakes_once_wrongly_advised(mistake, graded_cases):
     verdict = verdict_of(mistake.task, variant(mistake.apply), graded_cases)
     assert verdict.score == 0 and verdict.message.startswith(f"Task {mistake.task}"), verdict.message
 
 
+@pytest.mark.fast
 def test_the_catalogue_covers_every_definition_task():
     """course/vit/mistakes.py plants mistakes of Tasks 1-3 and 5 (the vit-layers and vit-model helpers' part)."""
     assert {mutant.task for mutant in MUTANTS} >= set(DEFINITION_TASKS)
@@ -108,12 +113,14 @@ VALID = [
 ]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("valid", VALID, ids=lambda m: f"task{m.task}-{m.name}")
 def test_hidden_tests_accept_valid_variants(valid, graded_cases):
     verdict = verdict_of(valid.task, variant(valid.apply), graded_cases)
     assert verdict.score == POINTS[valid.task], verdict.message
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("patchify", layers_variants.PATCHIFIES, ids=lambda f: f.__name__)
 def test_hidden_tests_accept_the_checks_patchify_variants(patchify, graded_cases):
     """The check's valid patchifies (einops, F.unfold, Tensor.unfold, reshape and permute, a loop over a patch's
@@ -128,6 +135,7 @@ def looping_patchifies():
     return [variant(planted.apply)["patchify"], *patch_loops.LOOPS]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("patchify", looping_patchifies(), ids=lambda f: f.__name__)
 def test_a_python_loop_over_the_patches_scores_0_for_the_check_s_reason(patchify, graded_cases):
     """Right values, but Task 1 says "without Python loops over patches": the check fails it and the grader pays
@@ -142,6 +150,7 @@ def test_a_python_loop_over_the_patches_scores_0_for_the_check_s_reason(patchify
     assert found and int(found[1]) < int(found[2]) and found[3] == LOOPS, verdict.message
 
 
+@pytest.mark.fast
 def test_recipes_hold_no_expected_values(graded_cases):
     """What a probe receives: inputs and weights only; Task 4's digits stay in the grader."""
     cases, expected = graded_cases[0], graded_cases[1]
@@ -159,10 +168,12 @@ def judged(model, graded_cases):
     return trained_problem(4, record, expected[4][0], reference)[0]
 
 
+@pytest.mark.full
 def test_a_trained_reference_model_earns_task_4(graded_cases):
     assert judged(trained_reference(), graded_cases) is None
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("cheat", [lookup_table, label_reader], ids=["lookup table", "labels read from a global"])
 def test_task_4_is_judged_on_the_reference_not_on_the_model_s_own_forward(cheat, graded_cases):
     """A forward that looks the digits up, or reads their labels from a global, earns nothing: the grader runs the
@@ -171,6 +182,7 @@ def test_task_4_is_judged_on_the_reference_not_on_the_model_s_own_forward(cheat,
     assert problem and problem.startswith("accuracy ") and "with your weights" in problem, problem
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("make, words", [
     (lambda ns: memorised_test_split(), "of the training digits"),
     (images_in_weights, "of the training digits"),
@@ -184,6 +196,7 @@ def test_memorisers_are_refused_with_the_reason(make, words, graded_cases):
     assert problem and "cannot be judged" in problem and words in problem, problem
 
 
+@pytest.mark.full
 def test_trained_weights_that_do_not_fit_the_reference_are_not_judged(graded_cases):
     """Settings the reference cannot build, another activation or other sizes score 0 and say why."""
     cases, expected, _, _, reference = graded_cases
@@ -200,6 +213,7 @@ def test_trained_weights_that_do_not_fit_the_reference_are_not_judged(graded_cas
     assert "the digits have 10 classes" in judge({"weights": weights})
 
 
+@pytest.mark.fast
 def test_a_model_of_other_sizes_is_rebuilt_with_them(graded_cases):
     """Sizes the student chose (here patch 4, embed 32, 3 heads, 1 block) are read from the weights and settings."""
     torch.manual_seed(0)
@@ -211,6 +225,7 @@ def test_a_model_of_other_sizes_is_rebuilt_with_them(graded_cases):
     assert problem.startswith("accuracy ") and "at least 95%" in problem, problem  # judged, untrained: below target
 
 
+@pytest.mark.full
 def test_exactly_342_of_360_earns_task_4_and_341_does_not(graded_cases):
     """The grade counts in integers as check_task_4 does: 342 / 360 reaches the 95% bar (a float32 mean would not)."""
     exact, _ = scoring_exactly(trained_reference(), 342)
@@ -220,6 +235,7 @@ def test_exactly_342_of_360_earns_task_4_and_341_does_not(graded_cases):
     assert problem and problem.startswith("accuracy 94.7%") and "at least 95%" in problem, problem
 
 
+@pytest.mark.full
 def test_a_row_cls_token_is_loaded_into_the_reference_s_vector(graded_cases):
     """[CLS] of shape (1, D), accepted by Tasks 2-4, is recorded as it is and reshaped to the reference's (D,) when
     the grader loads it: the trained model earns Task 4."""

@@ -25,6 +25,8 @@ from notebook_text import (broken_copy, cells, check_cell_problems, checker_seed
                            shape_name_problems, task_cell_order_problems, task_text_problems, tasks_of,
                            titled_by_its_plotter)
 
+pytestmark = pytest.mark.fast
+
 VIT = assignment("vit")
 SOURCE, RELEASE = VIT.source_notebook, VIT.release_notebook
 TASKS = tasks_of("vit")  # {task: trains}

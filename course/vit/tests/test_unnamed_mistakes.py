@@ -16,6 +16,8 @@ from in_process_grading import graded_cases_of, verdict_of
 from . import unnamed_mistakes as heldout
 from .checks import cpu_seconds, failure_of
 
+pytestmark = pytest.mark.fast
+
 # name -> words of the sentence its failure must hold (the checkers' own sentences where one is shared)
 WORDS = {
     "patchify_no_permute": _order.STRAIGHT,
