@@ -19,7 +19,7 @@ ENV PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu \
 
 WORKDIR /opt/course
 COPY . .
-RUN make .venv/.installed PYTHON=python3 \
+RUN make .venv/.compiled PYTHON=python3 \
     && useradd --uid 1000 --create-home --shell /usr/sbin/nologin grader
 ENV PATH=/opt/course/.venv/bin:$PATH
 

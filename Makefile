@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+COMPILED := $(VENV)/.compiled
 # ASSIGNMENT=name does one assignment of course.toml; empty: every registered assignment, in release order.
 ASSIGNMENT ?=
 # In a recipe: `$(EACH_ASSIGNMENT) command $$name || exit 1; done` (a registry that does not load stops it).
@@ -12,18 +13,23 @@ export MPLBACKEND := Agg
 .PHONY: lab test test-all test-slurm release student-dist fixtures assets bench collect grade grade-slurm grade-k8s report similarity clean
 
 # pip compiles every installed module to bytecode on one core (22 of the install's 35 s, docs/bench.md): it installs
-# without, and compileall does it on every core, skipping the packages' own test suites, which nothing here imports.
-# Compiled here, not left to first import: the sandbox's read-only site-packages could not cache them. compileall
-# fails on a file of torch's written for Python 3.12 (pip ignores that too), hence `|| true`.
+# without. What the grading sandbox imports must be compiled before it runs (its site-packages are read-only, so it
+# could not cache them): $(COMPILED), which compileall makes on every core, skipping the packages' own test suites,
+# before `make test-all` and the grading targets. `make test` needs no sandbox: its processes compile what they import
+# and cache it. compileall fails on a file of torch's written for Python 3.12 (pip ignores that too), hence `|| true`.
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) tools/timed.py "set-up: .venv with the pinned dependencies" -- sh -c '\
 		$(PYTHON) -m venv $(VENV) && \
 		$(BIN)/python -m pip install --quiet --upgrade pip && \
 		$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt && \
-		{ $(BIN)/python -m compileall -qq -j 0 -x "/tests/" \
-			"$$($(BIN)/python -c "import sysconfig; print(sysconfig.get_path(\"purelib\"))")" || true; } && \
 		$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .'
 	touch $(STAMP)
+
+$(COMPILED): $(STAMP)
+	$(PYTHON) tools/timed.py "set-up: the packages compiled to bytecode, for the grading sandbox" -- sh -c '\
+		{ $(BIN)/python -m compileall -qq -j 0 -x "/tests/" \
+			"$$($(BIN)/python -c "import sysconfig; print(sysconfig.get_path(\"purelib\"))")" || true; }'
+	touch $(COMPILED)
 
 lab: $(STAMP)  ## open JupyterLab on the student notebooks
 	MPLBACKEND= $(BIN)/jupyter lab notebooks/
@@ -36,7 +42,10 @@ lab: $(STAMP)  ## open JupyterLab on the student notebooks
 # (measured: 3.5 times the CPU time for one test file beside two busy processes, docs/bench.md).
 WORKERS ?= 2
 TEST_THREADS ?= 1
-PYTEST = OMP_NUM_THREADS=$(TEST_THREADS) MKL_NUM_THREADS=$(TEST_THREADS) $(BIN)/python tools/timed.py
+# PYTHONDONTWRITEBYTECODE is left out: with it every worker, kernel and subprocess compiles the project and the tests
+# (pytest rewrites their asserts) anew, about 3 s of each process's start (docs/bench.md).
+PYTEST = env -u PYTHONDONTWRITEBYTECODE OMP_NUM_THREADS=$(TEST_THREADS) MKL_NUM_THREADS=$(TEST_THREADS) \
+	$(BIN)/python tools/timed.py
 # ASSIGNMENT=name: that assignment's own tests (course/<name>/) and notebook, without the course-wide tests/.
 TEST_PATHS = -n $(WORKERS) --dist loadfile --no-loadscope-reorder $(or $(addprefix course/,$(ASSIGNMENT)),tests course) \
 	--nbval-lax $$(for name in $$names; do echo solutions/$$name/$$name.ipynb; done)
@@ -45,7 +54,7 @@ test: $(STAMP)  ## the fast tier: lint, unit tests, every check both ways, agree
 	names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && \
 	$(PYTEST) "the fast tier (pytest -m fast), $(WORKERS) workers" -- $(BIN)/pytest -q -m fast $(TEST_PATHS)
 
-test-all: $(STAMP)  ## every test: the fast tier, end-to-end grading and red team, nbval, real trainings, Slurm, Chromium
+test-all: $(COMPILED)  ## every test: the fast tier, end-to-end grading and red team, nbval, real trainings, Slurm, Chromium
 	$(BIN)/python tools/timed.py "lint (ruff)" -- $(BIN)/ruff check .
 	names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && \
 	$(PYTEST) "every test: both tiers, reference notebooks (nbval), $(WORKERS) workers" -- \
@@ -53,7 +62,7 @@ test-all: $(STAMP)  ## every test: the fast tier, end-to-end grading and red tea
 
 # make test-slurm: only the test that grades through a single-node Slurm it starts (tests/test_slurm.py, marker cluster;
 # root and Slurm's Debian packages, or skipped saying why); make test-all runs it too.
-test-slurm: $(STAMP)  ## grading through a real Slurm cluster, end to end (root; Debian's slurmctld, slurmd, munge)
+test-slurm: $(COMPILED)  ## grading through a real Slurm cluster, end to end (root; Debian's slurmctld, slurmd, munge)
 	$(BIN)/python tools/timed.py "Slurm, end to end" -- $(BIN)/pytest -q -m cluster tests/test_slurm.py
 
 release: $(STAMP)  ## regenerate the student notebooks from the references (nbgrader generate_assignment)
@@ -79,19 +88,19 @@ collect: $(STAMP)  ## unpack one assignment's LMS download: make collect ZIP=pat
 # make grade: STUDENT=id regrades that one submission (the others' results stay); JOBS=N grades N at once;
 # SANDBOX=none runs student code unisolated; EXPORTS=canvas,moodle (default) names the LMS layouts in exports/.
 EXPORTS ?= canvas,moodle
-grade: $(STAMP)  ## autograde submitted/ in bubblewrap: every assignment with submissions (ASSIGNMENT=, STUDENT=, JOBS=, EXPORTS=)
+grade: $(COMPILED)  ## autograde submitted/ in bubblewrap: every assignment with submissions (ASSIGNMENT=, STUDENT=, JOBS=, EXPORTS=)
 	$(BIN)/python -m grading.grade $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") --jobs "$(or $(JOBS),1)" \
 		--sandbox "$(or $(SANDBOX),auto)" --exports "$(EXPORTS)" $(if $(STUDENT),--student "$(STUDENT)")
 
 # make grade-slurm SHARDS=N: grade as a Slurm job array of N shards and a merge job after it (docs/instructors.md);
 # the course folder must be on a file system every node mounts. ASSIGNMENT= one assignment (default: every one).
-grade-slurm: $(STAMP)  ## grade in a Slurm job array: make grade-slurm SHARDS=N [ASSIGNMENT=] [PARTITION=] [JOBS=]
+grade-slurm: $(COMPILED)  ## grade in a Slurm job array: make grade-slurm SHARDS=N [ASSIGNMENT=] [PARTITION=] [JOBS=]
 	$(BIN)/python -m grading.cluster.slurm --shards "$(SHARDS)" $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") \
 		$(if $(PARTITION),--partition "$(PARTITION)") --jobs "$(or $(JOBS),1)" --sandbox "$(or $(SANDBOX),auto)"
 
 # make grade-k8s SHARDS=N IMAGE=…: write a Kubernetes Indexed Job of N shards, a merge Job and submit.sh, which
 # applies them in turn (docs/instructors.md); the course folder is the claim CLAIM, mounted at /course in every pod.
-grade-k8s: $(STAMP)  ## write Kubernetes Jobs: make grade-k8s SHARDS=N IMAGE=… [ASSIGNMENT=] [CLAIM=] [JOBS=] [RERUN=I]
+grade-k8s: $(COMPILED)  ## write Kubernetes Jobs: make grade-k8s SHARDS=N IMAGE=… [ASSIGNMENT=] [CLAIM=] [JOBS=] [RERUN=I]
 	$(BIN)/python -m grading.cluster.k8s --shards "$(SHARDS)" --image "$(IMAGE)" \
 		$(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") $(if $(CLAIM),--claim "$(CLAIM)") \
 		$(if $(RERUN),--rerun "$(RERUN)") --jobs "$(or $(JOBS),1)" --sandbox "$(or $(SANDBOX),auto)"

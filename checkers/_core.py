@@ -1,6 +1,8 @@
 """What every check shares: clean failures, guarded calls to student code, tensor comparisons."""
+import copy
 import functools
 import inspect
+import os
 import sys
 from contextlib import contextmanager
 from importlib import resources
@@ -177,15 +179,32 @@ def single_threaded():
     return cpu_threads(1)
 
 
+_FIXTURES = {}  # (file, its size and time) -> what torch.load read: a check run again copies it instead of reading
+
+
 def load_fixture(package, number):
     """The expected values of one task of an assignment, computed from its reference in float64 by `make fixtures`.
+
+    Read once per process and file (torch.load's safe unpickler takes about 9 ms a file, a copy well under one);
+    each call returns a copy of its own, so a check whose student code writes into its inputs spoils no later one.
 
     Args:
         package: the assignment's checkers package ("checkers.<assignment>"), whose fixtures/ holds task_<N>.pt.
         number: the task number.
     """
-    with resources.files(package).joinpath("fixtures", f"task_{number}.pt").open("rb") as file:
-        return torch.load(file, weights_only=True)
+    path = resources.files(package).joinpath("fixtures", f"task_{number}.pt")
+    try:
+        status = os.stat(path)
+        key = (str(path), status.st_size, status.st_mtime_ns)  # a fixture written anew is read anew
+    except (OSError, TypeError):  # not a plain file (a zipped package): read every time
+        key = None
+    if key not in _FIXTURES:
+        with path.open("rb") as file:
+            loaded = torch.load(file, weights_only=True)
+        if key is None:
+            return loaded
+        _FIXTURES[key] = loaded
+    return copy.deepcopy(_FIXTURES[key])
 
 
 @contextmanager

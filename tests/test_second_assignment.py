@@ -54,10 +54,10 @@ def scratch_env(folder):
 
 def make(folder, *arguments, timeout=600):
     """Run a Makefile target in folder with this checkout's .venv, resolved (the sandbox binds a real folder, not a
-    link: a worktree's .venv may be one); `-o` keeps make from rebuilding it."""
+    link: a worktree's .venv may be one); `-o` keeps make from rebuilding or compiling it."""
     venv = (ROOT / ".venv").resolve()
-    run = subprocess.run(["make", f"VENV={venv}", "-o", f"{venv}/.installed", *arguments], cwd=folder,
-                         capture_output=True, text=True, timeout=timeout, env=scratch_env(folder))
+    run = subprocess.run(["make", f"VENV={venv}", "-o", f"{venv}/.installed", "-o", f"{venv}/.compiled", *arguments],
+                         cwd=folder, capture_output=True, text=True, timeout=timeout, env=scratch_env(folder))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return run.stdout
 
