@@ -603,7 +603,7 @@ for cell in range(1000):  # claims one cell after another, each within its limit
 '''
 
 
-@pytest.mark.fast
+@pytest.mark.full
 def test_watchdog_bounds_a_submission_that_keeps_claiming_progress(tmp_path, monkeypatch):
     """A probe that reports a new cell every half second, using no CPU, still ends at MAX_TOTAL's wall-clock
     backstop, by the grader's clock."""
@@ -619,7 +619,7 @@ def test_watchdog_bounds_a_submission_that_keeps_claiming_progress(tmp_path, mon
     assert not job.scratch.exists() and (tmp_path / "logs" / "someone.log").is_file()
 
 
-@pytest.mark.fast
+@pytest.mark.full
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to start a "
                     "process as another uid")
 def test_a_uid_is_swept_before_reuse():
@@ -642,7 +642,7 @@ def test_a_uid_is_swept_before_reuse():
             handle.close()
 
 
-@pytest.mark.fast
+@pytest.mark.full
 def test_two_grading_runs_at_once_never_share_a_sandbox_uid(tmp_path, monkeypatch):
     """Two runs (two assignments, two checkouts) lease disjoint slots; a slot frees when its run ends, even killed."""
     monkeypatch.setattr(sandbox, "LOCKS", tmp_path / "locks")

@@ -23,8 +23,6 @@ from grading.judge import unreadable_records
 from grading.judge.score import Verdict
 from grading.sandbox import cpuclock, supervise
 
-pytestmark = pytest.mark.fast
-
 
 class StillMeter:
     """A sandbox that never runs: its CPU and run-queue seconds stay at 0."""
@@ -65,6 +63,7 @@ def watched(meter, monkeypatch, seconds=4.0, started=True):
         os.close(writer)
 
 
+@pytest.mark.full
 def test_a_cell_that_sleeps_past_the_submissions_idle_allowance_is_stopped(monkeypatch):
     (ended, cell), job = watched(StillMeter(), monkeypatch, seconds=60)
     assert (ended, cell) == ("idle", 0)
@@ -75,18 +74,21 @@ def test_a_cell_that_sleeps_past_the_submissions_idle_allowance_is_stopped(monke
     assert "its 1 s of wall-clock time allowed" in output["error"]["evalue"]
 
 
+@pytest.mark.full
 def test_a_starved_cell_is_not_idle(monkeypatch):
     """Time spent waiting for a CPU on a busy machine is not sleep: the cell runs to its end."""
     (ended, _), job = watched(BusyMeter(), monkeypatch, seconds=3)
     assert ended == "died" and job.idle < job.max_idle  # "died": the sandbox's process ended by itself
 
 
+@pytest.mark.full
 def test_the_probes_start_is_left_to_its_own_backstop(monkeypatch):
     """Reading torch from a slow disk after the allowance is spent does not stop the next attempt before any cell."""
     (ended, cell), job = watched(StillMeter(), monkeypatch, seconds=3, started=False)
     assert (ended, cell) == ("died", -1) and job.idle > job.max_idle
 
 
+@pytest.mark.fast
 def test_idle_is_the_wall_time_neither_run_nor_queued(monkeypatch):
     monkeypatch.setattr(cpuclock, "WAITS", True)
     assert supervise.idle_seconds((10.0, (5.0, 1.0)), (12.0, (5.5, 1.0))) == pytest.approx(1.5)
@@ -95,6 +97,7 @@ def test_idle_is_the_wall_time_neither_run_nor_queued(monkeypatch):
     assert supervise.idle_seconds((10.0, (5.0, 1.0)), (12.0, (5.0, 1.0))) == 0.0
 
 
+@pytest.mark.fast
 def test_a_saved_model_beyond_the_read_limit_is_flagged_as_too_large_not_as_tampering(tmp_path, monkeypatch):
     monkeypatch.setattr(supervise, "MAX_FILE", 10_000)
     (tmp_path / "out").mkdir()
@@ -115,6 +118,7 @@ def test_a_saved_model_beyond_the_read_limit_is_flagged_as_too_large_not_as_tamp
     assert "exceeds" in verdicts[large].flag and "tampering" not in verdicts[large].flag + verdicts[large].message
 
 
+@pytest.mark.fast
 def test_files_left_in_out_are_looked_up_by_task_never_listed(tmp_path):
     (tmp_path / "out").mkdir()
     for number in ("3", "99", "0100", "x"):  # check cells ask for 3 and 4; 99 is an answer cell's; 0100 is not 100
@@ -129,6 +133,7 @@ MODEL = dict(vocab_size=16, embed_dim=32, num_heads=2, feedforward_dim=64, num_e
              pad_id=0)
 
 
+@pytest.mark.fast
 def test_one_size_rule_bounds_sizes_both_ways_and_leaves_ids_alone():
     """1..4 x the default for every size: above it flagged (BeyondDefaults), below 1 no model; pad_id 0 is no size."""
     spec = {"defaults": f"{__name__}:MODEL"}  # the sizes of a model like an assignment's defaults, below

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-pytestmark = pytest.mark.fast
+pytestmark = pytest.mark.full  # each test runs the notebook in a kernel or Python in a subprocess
 
 STUDENT_LINE = "check_task_1(my_attention)  # the student's call"
 CELLS = [
