@@ -153,7 +153,7 @@ def trailing_provided_cells(layout):
     return {cell.index for cell in layout if cell.kind == "given" and cell.index > last_check}
 
 
-@pytest.mark.fast
+@pytest.mark.full
 def test_a_new_gradebook_gets_the_migration_nbgraders_own_alembic_command_gives():
     """The grader reads nbgrader's newest migration in-process; nbgrader's own way, in a process without the grader,
     runs `alembic heads`."""

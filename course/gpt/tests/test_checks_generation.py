@@ -16,7 +16,6 @@ from course_lib import gpt as gpt_defaults
 from . import model_variants
 from .checks import cpu_seconds, expect_named, reference, variant
 
-pytestmark = pytest.mark.fast
 
 TASK_8 = [mutant for mutant in MUTANTS if mutant.task == 8]
 
@@ -26,11 +25,13 @@ def untrained_model(seed=0):
     return reference()["GPT"](**gpt_defaults.MODEL)
 
 
+@pytest.mark.fast
 def test_reference_passes(capsys):
     check_task_8(reference()["generate"], untrained_model())
     assert capsys.readouterr().out.startswith("✓ Task 8 passed")
 
 
+@pytest.mark.fast
 def test_the_model_is_left_as_it_was():
     model = untrained_model().train()
     state = copy.deepcopy(model.state_dict())
@@ -39,6 +40,7 @@ def test_the_model_is_left_as_it_was():
     assert next(model.parameters()).dtype == torch.float32
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", TASK_8, ids=lambda m: m.name)
 def test_planted_mistake_fails_with_its_name(mutant):
     with pytest.raises(CheckFailure, match="^Task 8: ") as failure:
@@ -46,18 +48,21 @@ def test_planted_mistake_fails_with_its_name(mutant):
     expect_named(failure.value, mutant)
 
 
+@pytest.mark.fast
 def test_at_least_the_mistakes_the_brief_names_are_planted():
     assert {"cache never used", "whole sequence fed with the cache", "mode not restored",
             "global RNG instead of the generator", "mode restored only without an error"} <= \
         {mutant.name for mutant in TASK_8}
 
 
+@pytest.mark.fast
 def test_valid_variant_passes(capsys):
     check_task_8(model_variants.generate_with_while_loop(reference()), untrained_model())
     check_task_8(model_variants.generate_calling_forward(reference()), untrained_model())
     assert capsys.readouterr().out.startswith("✓ Task 8 passed")
 
 
+@pytest.mark.fast
 def test_a_model_whose_cache_changes_the_tokens_is_caught():
     """A GPT whose cached path ignores the cache passes every stand-in check; on the student's model the tokens with
     and without the cache differ, and the check then blames the model's class, which fails Task 5."""
@@ -77,6 +82,7 @@ def test_a_model_whose_cache_changes_the_tokens_is_caught():
     assert generation.CACHE_CHANGES_TOKENS in str(failure.value)
 
 
+@pytest.mark.fast
 def test_expected_tokens_follow_the_pinned_draws():
     """An independent route for every stand-in case: top-k by argsort, probabilities by exp and a sum, the draws with
     torch.multinomial from the stored seed (argmax for temperature 0)."""
@@ -98,6 +104,7 @@ def test_expected_tokens_follow_the_pinned_draws():
         assert torch.equal(tokens, case["tokens"])
 
 
+@pytest.mark.fast
 def test_the_stand_in_counts_what_it_is_fed():
     fixture = load_fixture("checkers.gpt", 8)
     state = torch.get_rng_state()
@@ -127,6 +134,7 @@ BAD = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kind", BAD)
 def test_bad_input_fails_cleanly(kind):
     make, model, words = BAD[kind]
@@ -139,6 +147,7 @@ class EmptyModel(nn.Module):
     """What an untouched notebook's GPT(...) builds: a module without layers."""
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("model", [untrained_model, EmptyModel], ids=["a GPT", "an untouched notebook's GPT"])
 def test_not_implemented_is_reported_as_such(model):
     def generate(model, prompt, max_new_tokens, temperature=1.0, top_k=None, use_cache=True, generator=None):
@@ -147,6 +156,7 @@ def test_not_implemented_is_reported_as_such(model):
         check_task_8(generate, model())
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("name", ["reference", "cache never used", "mode restored only without an error"])
 def test_check_takes_under_a_second(name):
     generate = reference()["generate"] if name == "reference" else \
@@ -161,6 +171,7 @@ def test_check_takes_under_a_second(name):
     assert cpu_seconds(run) <= 1.0
 
 
+@pytest.mark.fast
 def test_a_model_failing_task_5_is_blamed_on_task_5():
     mutant = next(m for m in MUTANTS if m.name == "one cache for every block")
     torch.manual_seed(0)

@@ -14,7 +14,6 @@ from . import layers_unnamed as unnamed
 from .checks import cpu_seconds, expect_named, reference, variant
 from .layers_variants import ROTARIES, make_attention_without_cache, make_attentions
 
-pytestmark = pytest.mark.fast
 
 OBJECTS = {1: "RotaryEmbedding", 2: "CausalSelfAttention", 3: "CausalSelfAttention"}
 PLANTED = [m for m in MUTANTS if m.task in OBJECTS]
@@ -46,6 +45,7 @@ def failure_of(task, obj):
 
 # ----- The reference ------------------------------------------------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task", sorted(OBJECTS))
 def test_reference_passes(task, capsys):
     expect_pass(capsys, task, reference()[OBJECTS[task]])
@@ -53,6 +53,7 @@ def test_reference_passes(task, capsys):
 
 # ----- Planted mistakes: each fails, and is named when it has a diagnosis --------------------------------------
 
+@pytest.mark.fast
 def test_the_mistakes_the_brief_names_are_planted_and_named():
     named = {m.name for m in PLANTED if m.diagnosis}
     assert {"halves instead of interleaved pairs", "i for 2i in the exponent", "exponent twice too large",
@@ -66,6 +67,7 @@ def test_the_mistakes_the_brief_names_are_planted_and_named():
         assert sum(m.task == task for m in PLANTED) >= 8, task
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", PLANTED, ids=lambda m: f"task{m.task}-{m.name}")
 def test_planted_mistake_fails_with_its_diagnosis(mutant):
     failure = raised(mutant.task, variant(mutant)[OBJECTS[mutant.task]])
@@ -73,6 +75,7 @@ def test_planted_mistake_fails_with_its_diagnosis(mutant):
         expect_named(failure, mutant)
 
 
+@pytest.mark.fast
 def test_diagnoses_are_distinct_per_task():
     """Two mistakes sharing one sentence must be the same mistake seen through the same evidence."""
     named = [(m.task, m.diagnosis) for m in PLANTED if m.diagnosis]
@@ -82,12 +85,14 @@ def test_diagnoses_are_distinct_per_task():
                         (3, cache_check.FUTURE_WITH_CACHE)}, repeated
 
 
+@pytest.mark.fast
 def test_a_cache_built_before_rope_fails_task_2_too():
     """Task 2 pins the returned keys after RoPE, so both planted caches of unrotated keys fail it, named."""
     for mutant in (m for m in PLANTED if m.diagnosis == attention_check.CACHE_BEFORE_ROPE):
         assert attention_check.CACHE_BEFORE_ROPE in failure_of(2, variant(mutant)["CausalSelfAttention"])
 
 
+@pytest.mark.fast
 def test_one_angle_for_every_token_is_not_told_it_adds_sines():
     """cos[offset] for every token already multiplies; at offset 0 it leaves x unchanged, which the additive probe
     (y - x independent of x) also fits: the per-token probe names what the code does instead."""
@@ -97,6 +102,7 @@ def test_one_angle_for_every_token_is_not_told_it_adds_sines():
     assert rotary_check.ONE_ANGLE in message and "positions 0 to 4" in message, message
 
 
+@pytest.mark.fast
 def test_a_rotary_that_returns_x_is_told_no_token_turns():
     class Unchanged(reference()["RotaryEmbedding"]):
         def forward(self, x, offset=0):
@@ -106,6 +112,7 @@ def test_a_rotary_that_returns_x_is_told_no_token_turns():
     assert "added" not in message and rotary_check.ONE_ANGLE in message, message
 
 
+@pytest.mark.fast
 def test_cached_keys_rotated_again_inside_the_concatenation_are_named():
     """Another way to turn the cached keys twice: rotate the cache again where it is concatenated."""
     cat = "key = torch.cat([cache[0], key], dim=2)"
@@ -117,11 +124,13 @@ def test_cached_keys_rotated_again_inside_the_concatenation_are_named():
 
 # ----- Valid variants pass ------------------------------------------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("cls", ROTARIES, ids=lambda c: c.__name__)
 def test_task_1_accepts(cls, capsys):
     expect_pass(capsys, 1, cls)
 
 
+@pytest.mark.fast
 def test_float32_angles_need_the_far_tolerance():
     """The float32-angle variant is off by more than the near cases' 1e-6 at positions 2040-2043 (so the far case's
     tolerance is what accepts it) and by less than that tolerance."""
@@ -136,6 +145,7 @@ def test_float32_angles_need_the_far_tolerance():
     assert rotary_check.ATOL < deviation < rotary_check.FAR_ATOL / 2, deviation
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("index", range(4))
 @pytest.mark.parametrize("task", [2, 3])
 @pytest.mark.parametrize("rotary", ["reference", "variant"])
@@ -144,6 +154,7 @@ def test_tasks_2_and_3_accept(rotary, task, index, capsys):
     expect_pass(capsys, task, make_attentions(RotaryEmbedding)[index])
 
 
+@pytest.mark.fast
 def test_task_2_passes_before_the_cache_is_written_and_task_3_says_so(capsys):
     cls = make_attention_without_cache(reference()["CausalSelfAttention"])
     expect_pass(capsys, 2, cls)
@@ -154,12 +165,14 @@ def test_task_2_passes_before_the_cache_is_written_and_task_3_says_so(capsys):
 
 # ----- A wrong earlier task is named first ---------------------------------------------------------------------
 
+@pytest.mark.fast
 def test_task_2_blames_a_wrong_rotary_embedding_on_task_1():
     halves = next(m for m in PLANTED if m.name == "halves instead of interleaved pairs")
     message = failure_of(2, variant(halves)["CausalSelfAttention"])
     assert "does not pass check_task_1" in message and "fix Task 1 first" in message, message
 
 
+@pytest.mark.fast
 def test_task_2_blames_keys_rotated_from_position_1_on_task_1():
     """Positions from 1 shift every position alike: out and attention stay right and only the returned keys differ."""
     from_one = next(m for m in PLANTED if m.name == "positions from 1")
@@ -167,6 +180,7 @@ def test_task_2_blames_keys_rotated_from_position_1_on_task_1():
     assert "does not pass check_task_1" in message and "fix Task 1 first" in message, message
 
 
+@pytest.mark.fast
 def test_task_3_blames_a_wrong_uncached_pass_on_task_2():
     unscaled = next(m for m in PLANTED if m.name == "scores not scaled")
     message = failure_of(3, variant(unscaled)["CausalSelfAttention"])
@@ -194,12 +208,14 @@ def unnamed_cases():
 UNNAMED = unnamed_cases()
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task, cls, words", UNNAMED, ids=lambda value: getattr(value, "__name__", None))
 def test_unnamed_mistake_fails(task, cls, words):
     message = failure_of(task, cls)
     assert words in message, message
 
 
+@pytest.mark.fast
 def test_unnamed_attentions_are_right_without_their_flaw(capsys):
     """The SDPA-with-cache mistake passes Task 2: its flaw shows only with a cache."""
     expect_pass(capsys, 2, unnamed.make_unnamed_attentions(reference()["RotaryEmbedding"])["sdpa_causal_with_cache"])
@@ -232,6 +248,7 @@ BROKEN = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kind", BROKEN)
 @pytest.mark.parametrize("task", sorted(OBJECTS))
 def test_broken_class(task, kind):
@@ -260,6 +277,7 @@ def complex_rope(x, offset, base):
     return torch.view_as_real(z * phase).reshape(x.shape)
 
 
+@pytest.mark.fast
 def test_task_1_fixture_is_complex_multiplication():
     fixture = load_fixture("checkers.gpt", 1)
     for case in fixture["cases"].values():
@@ -273,6 +291,7 @@ def test_task_1_fixture_is_complex_multiplication():
     torch.testing.assert_close(tables["sin"], turned[:, 1::2], rtol=0, atol=1e-12)
 
 
+@pytest.mark.fast
 def test_task_2_fixture_is_sdpa_on_rotated_heads():
     fixture = load_fixture("checkers.gpt", 2)
     x = fixture["x"]
@@ -290,6 +309,7 @@ def test_task_2_fixture_is_sdpa_on_rotated_heads():
         torch.testing.assert_close(case["new_values"], value, rtol=0, atol=1e-12)
 
 
+@pytest.mark.fast
 def test_task_3_fixture_runs_are_slices_of_the_full_pass():
     fixture = load_fixture("checkers.gpt", 3)
     for run in fixture["runs"].values():
@@ -310,18 +330,21 @@ def _failing(task, obj):
     return run
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("task", sorted(OBJECTS))
 def test_checks_take_under_a_second(task):
     obj = reference()[OBJECTS[task]]
     assert cpu_seconds(lambda: check(task)(obj)) <= 1.0
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("mutant", PLANTED, ids=lambda m: f"task{m.task}-{m.name}")
 def test_diagnosing_a_planted_mistake_takes_under_a_second(mutant):
     obj = variant(mutant)[OBJECTS[mutant.task]]
     assert cpu_seconds(_failing(mutant.task, obj), runs=3) <= 1.0
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("task, cls, words", UNNAMED, ids=lambda value: getattr(value, "__name__", None))
 def test_diagnosing_an_unnamed_mistake_takes_under_a_second(task, cls, words):
     assert cpu_seconds(_failing(task, cls), runs=3) <= 1.0
@@ -352,6 +375,7 @@ def _without_signatures(value):
     return value
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", [m for m in PLANTED if m.name in EVIDENCE_NAMED], ids=lambda m: m.name)
 def test_named_without_the_fixtures_stored_mistakes(mutant, monkeypatch):
     """With every stored mistake output removed from the fixtures, these mistakes are still named: by the fixture's

@@ -13,12 +13,12 @@ from course.gpt.mistakes import MUTANTS
 from . import layers_variants, model_variants
 from .checks import cpu_seconds, expect_named, reference, variant
 
-pytestmark = pytest.mark.fast
 
 CHECKS = {4: (check_task_4, "GPTBlock"), 5: (check_task_5, "GPT")}
 PLANTED = [mutant for mutant in MUTANTS if mutant.task in CHECKS]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task", CHECKS)
 def test_reference_passes(task, capsys):
     check, name = CHECKS[task]
@@ -26,6 +26,7 @@ def test_reference_passes(task, capsys):
     assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", PLANTED, ids=lambda m: f"{m.task}: {m.name}")
 def test_planted_mistake_fails_with_its_name(mutant):
     check, name = CHECKS[mutant.task]
@@ -34,6 +35,7 @@ def test_planted_mistake_fails_with_its_name(mutant):
     expect_named(failure.value, mutant)
 
 
+@pytest.mark.fast
 def test_at_least_the_mistakes_the_brief_names_are_planted():
     names = {mutant.name for mutant in PLANTED}
     assert {"post-norm", "post-norm attention", "post-norm feed-forward", "no residual around the attention",
@@ -46,6 +48,7 @@ VALID = {4: [model_variants.block_with_named_sublayers, model_variants.block_reb
          5: [model_variants.model_tied_the_other_way, model_variants.model_tied_after_construction]}
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task, build", [(task, build) for task, builds in VALID.items() for build in builds],
                          ids=lambda value: getattr(value, "__name__", str(value)))
 def test_valid_variant_passes(task, build, capsys):
@@ -53,6 +56,7 @@ def test_valid_variant_passes(task, build, capsys):
     assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task", CHECKS)
 def test_a_rotary_embedding_with_a_complex_buffer_passes(task, capsys):
     """LLaMA-style RoPE keeps a complex table (e^{i p theta}) beside cos and sin: the blocks and the model built on it
@@ -63,6 +67,7 @@ def test_a_rotary_embedding_with_a_complex_buffer_passes(task, capsys):
     assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
 
 
+@pytest.mark.fast
 def test_tanh_gelu_blocks_fail_task_5_as_the_grader_does():
     """The pinned GPT uses GPTBlock's default nn.GELU() (exact); the grader's reference does too, so the check names a
     tanh approximation rather than passing what the hidden cases reject (their logits differ)."""
@@ -85,6 +90,7 @@ NO_MASK = Mutant(2, "no causal mask", (('attention = scores.masked_fill(~allowed
                                         "attention = scores.softmax(dim=-1)"),))
 
 
+@pytest.mark.fast
 def test_a_wrong_attention_is_blamed_on_task_2():
     try:
         check_task_2(reference()["CausalSelfAttention"])
@@ -95,6 +101,7 @@ def test_a_wrong_attention_is_blamed_on_task_2():
     assert "does not pass check_task_2" in str(failure.value) and "fix Task 2 first" in str(failure.value)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", ["new keys rotated at position 0", "mask ignores the cached prefix",
                                   "SDPA is_causal=True with a cache when no weights are asked"])
 def test_a_wrong_cache_is_blamed_on_task_3(name):
@@ -110,6 +117,7 @@ CACHE_UNWRITTEN = Mutant(3, "cache branch not written yet", (
      "if cache is not None:\n            raise NotImplementedError()\n        past = 0"),))
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task", CHECKS)
 def test_an_unwritten_cache_branch_sends_to_task_3_not_to_not_implemented(task):
     """Task 2 allows raising NotImplementedError for a cache: the cached run of Tasks 4 and 5 then names Task 3."""
@@ -121,6 +129,7 @@ def test_an_unwritten_cache_branch_sends_to_task_3_not_to_not_implemented(task):
     assert "do Task 3 first" in str(failure.value), str(failure.value)
 
 
+@pytest.mark.fast
 def test_a_wrong_block_is_blamed_on_task_4():
     mutant = next(m for m in PLANTED if m.name == "post-norm feed-forward")
     with pytest.raises(CheckFailure, match="^Task 5: ") as failure:
@@ -166,6 +175,7 @@ BAD = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("key", BAD, ids=lambda key: f"{key[0]}: {key[1]}")
 def test_bad_input_fails_cleanly(key):
     make, words = BAD[key]
@@ -174,6 +184,7 @@ def test_bad_input_fails_cleanly(key):
     assert words in str(failure.value), str(failure.value)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task", CHECKS)
 @pytest.mark.parametrize("how", ["constructor creates no layers", "forward raises NotImplementedError"])
 def test_not_implemented_is_reported_as_such(task, how):
@@ -183,6 +194,7 @@ def test_not_implemented_is_reported_as_such(task, how):
         CHECKS[task][0](cls)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("task, name", [(4, "reference"), (4, "post-norm"), (4, "no dropout on the attention"),
                                         (5, "reference"), (5, "missing final norm"), (5, "one cache for every block")])
 def test_check_takes_under_a_second(task, name):
@@ -205,6 +217,7 @@ PROBED = {"post-norm": "STREAM_NORMALISED", "post-norm attention": "STREAM_NORMA
           "missing final norm": "NO_FINAL_NORM"}
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", PROBED)
 def test_layout_mistakes_are_named_without_stored_outputs(name):
     from checkers.gpt import block, model

@@ -12,16 +12,17 @@ from course.gpt.mistakes import MUTANTS
 from . import model_variants
 from .checks import cpu_seconds, expect_named, reference, variant
 
-pytestmark = pytest.mark.fast
 
 TASK_6 = [mutant for mutant in MUTANTS if mutant.task == 6]
 
 
+@pytest.mark.fast
 def test_reference_passes(capsys):
     check_task_6(reference()["sample_next_token"])
     assert capsys.readouterr().out.startswith("✓ Task 6 passed")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", TASK_6, ids=lambda m: m.name)
 def test_planted_mistake_fails_with_its_name(mutant):
     with pytest.raises(CheckFailure, match="^Task 6: ") as failure:
@@ -35,6 +36,7 @@ def _message(sampler):
     return str(failure.value)
 
 
+@pytest.mark.fast
 def test_temperature_skipped_with_top_k_is_not_told_it_comes_after_the_softmax():
     """The stored after-softmax frequencies match the one setting with both a temperature and top_k; the settings
     with a temperature alone are right, so that diagnosis does not fit and is not given."""
@@ -50,6 +52,7 @@ def _stripped(package, number):
                                 for name, case in fixture["cases"].items()})
 
 
+@pytest.mark.fast
 def test_without_a_fitting_mistake_the_settings_off_and_right_are_listed(monkeypatch):
     monkeypatch.setattr(sampling, "load_fixture", _stripped)
     message = _message(variant(next(m for m in TASK_6 if m.name == "temperature only without top_k"))
@@ -60,6 +63,7 @@ def test_without_a_fitting_mistake_the_settings_off_and_right_are_listed(monkeyp
     assert "after the softmax" not in message, message
 
 
+@pytest.mark.fast
 def test_a_temperature_ignored_everywhere_is_told_it_changes_nothing():
     def sampler(logits, temperature=1.0, top_k=None, generator=None):
         if temperature == 0:
@@ -70,6 +74,7 @@ def test_a_temperature_ignored_everywhere_is_told_it_changes_nothing():
     assert sampling.TEMPERATURE_AFTER_SOFTMAX in _message(sampler)
 
 
+@pytest.mark.fast
 def test_at_least_the_mistakes_the_brief_names_are_planted():
     assert {"temperature after the softmax", "temperature multiplied", "top-k keeps the smallest logits",
             "top-k keeps k - 1", "top-k keeps k + 1", "temperature only without top_k",
@@ -77,6 +82,7 @@ def test_at_least_the_mistakes_the_brief_names_are_planted():
         {mutant.name for mutant in TASK_6}
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("sampler", [model_variants.sample_with_topk_scatter,
                                      model_variants.sample_with_sort_and_log_softmax], ids=lambda f: f.__name__)
 def test_valid_variant_passes(sampler, capsys):
@@ -84,6 +90,7 @@ def test_valid_variant_passes(sampler, capsys):
     assert capsys.readouterr().out.startswith("✓ Task 6 passed")
 
 
+@pytest.mark.fast
 def test_a_sampler_with_other_draws_fails_only_the_exact_draws():
     """Gumbel-max with the generator draws from the right distribution but not the pinned multinomial draws."""
     def gumbel(logits, temperature=1.0, top_k=None, generator=None):
@@ -99,6 +106,7 @@ def test_a_sampler_with_other_draws_fails_only_the_exact_draws():
     assert "the distribution is right" in str(failure.value)
 
 
+@pytest.mark.fast
 def test_fixture_probabilities_and_draws_follow_the_formula():
     """An independent route: exp(logit / T) over the k largest ids found by argsort, normalised; then the draws of
     the fixture are the pinned multinomial's from the stored seed, and no setting has ties among its kept logits."""
@@ -124,6 +132,7 @@ DISTRIBUTION_MISTAKES = {sampling.TEMPERATURE_AFTER_SOFTMAX, sampling.TEMPERATUR
                          sampling.TOP_K_PLUS_ONE, sampling.TEMPERATURE_ONLY_WITHOUT_TOP_K}
 
 
+@pytest.mark.fast
 def test_the_distribution_tolerance_separates_the_planted_mistakes():
     """Each planted distribution mistake is, in some setting, more than 10 binomial sigmas of 4000 draws away from the
     right distribution: twice the check's 5 sigmas, so a student's own draws of that mistake cannot pass."""
@@ -152,6 +161,7 @@ BAD = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kind", BAD)
 def test_bad_input_fails_cleanly(kind):
     student, words = BAD[kind]
@@ -160,6 +170,7 @@ def test_bad_input_fails_cleanly(kind):
     assert words in str(failure.value), str(failure.value)
 
 
+@pytest.mark.fast
 def test_not_implemented_is_reported_as_such():
     def sample_next_token(logits, temperature=1.0, top_k=None, generator=None):
         raise NotImplementedError()
@@ -167,6 +178,7 @@ def test_not_implemented_is_reported_as_such():
         check_task_6(sample_next_token)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("name", ["reference", "global RNG instead of the generator", "top-k keeps k - 1"])
 def test_check_takes_under_a_second(name):
     sampler = reference()["sample_next_token"] if name == "reference" else \

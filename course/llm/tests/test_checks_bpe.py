@@ -14,11 +14,11 @@ from course_lib.llm import PRETOKENIZE
 from . import bpe_variants
 from .checks import cpu_seconds, expect_named, reference, variant
 
-pytestmark = pytest.mark.fast
 
 CHECKS = {1: (check_task_1, "train_bpe"), 2: (check_task_2, "BPETokenizer")}
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task", CHECKS)
 def test_reference_passes(task, capsys):
     check, name = CHECKS[task]
@@ -29,6 +29,7 @@ def test_reference_passes(task, capsys):
 BPE_MUTANTS = [mutant for mutant in MUTANTS if mutant.task in CHECKS]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", BPE_MUTANTS, ids=lambda m: f"{m.task}: {m.name}")
 def test_planted_mistake_fails(mutant):
     """Named where the evidence identifies the mistake; otherwise a plain failure of its task."""
@@ -41,6 +42,7 @@ def test_planted_mistake_fails(mutant):
         assert failure.value.diagnosis is None, str(failure.value)
 
 
+@pytest.mark.fast
 def test_at_least_the_prototype_mistakes_are_planted():
     slugs = {mutant.diagnosis.slug for mutant in BPE_MUTANTS if mutant.diagnosis}
     assert {"tie-smaller", "tie-first-seen", "tie-by-ids", "cross-word", "no-frequency-weights", "stale-counts",
@@ -49,6 +51,7 @@ def test_at_least_the_prototype_mistakes_are_planted():
             "no-early-stop", "too-slow"} <= slugs
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("trainer", [bpe_variants.heap_train_bpe, bpe_variants.tuple_words_train_bpe],
                          ids=lambda f: f.__name__)
 def test_valid_trainer_passes(trainer, capsys):
@@ -56,6 +59,7 @@ def test_valid_trainer_passes(trainer, capsys):
     assert capsys.readouterr().out.startswith("✓ Task 1 passed")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("tokenizer", [bpe_variants.SequentialTokenizer, bpe_variants.ExplicitLoopTokenizer],
                          ids=lambda c: c.__name__)
 def test_valid_tokenizer_passes(tokenizer, capsys):
@@ -112,6 +116,7 @@ BAD_TOKENIZERS = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kind", BAD_TRAINERS)
 def test_bad_trainer_fails_cleanly(kind):
     student, words = BAD_TRAINERS[kind]
@@ -120,6 +125,7 @@ def test_bad_trainer_fails_cleanly(kind):
     assert words in str(failure.value), str(failure.value)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kind", BAD_TOKENIZERS)
 def test_bad_tokenizer_fails_cleanly(kind):
     student, words = BAD_TOKENIZERS[kind]
@@ -128,6 +134,7 @@ def test_bad_tokenizer_fails_cleanly(kind):
     assert words in str(failure.value), str(failure.value)
 
 
+@pytest.mark.fast
 def test_not_implemented_is_reported_as_such():
     def train_bpe(text, vocab_size):
         raise NotImplementedError()
@@ -145,6 +152,7 @@ def test_not_implemented_is_reported_as_such():
         check_task_2(BPETokenizer)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("name", ["reference", "ties to the smaller pair", "decode per token"])
 def test_check_takes_under_a_second(name):
     mutant = next((m for m in MUTANTS if m.name == name), None)
@@ -177,6 +185,7 @@ def _recount_train(text, vocab_size):
     return merges
 
 
+@pytest.mark.fast
 def test_fixture_merges_follow_a_plain_recount():
     fixture = load_fixture("checkers.llm", 1)
     for name, probe in [*fixture["probes"].items(), ("speed", fixture["speed"])]:
@@ -184,6 +193,7 @@ def test_fixture_merges_follow_a_plain_recount():
         assert unpadded(probe["merges"]) == _recount_train(probe["text"], probe["vocab_size"]), name
 
 
+@pytest.mark.fast
 def test_timed_text_merges_join_its_frequent_words_only():
     """The speed rule's premise (checkers/llm/training.py): each timed merge touches a few frequent words, so an
     incremental trainer's time hardly grows with the merges; most of the text's distinct words occur once."""
@@ -196,6 +206,7 @@ def test_timed_text_merges_join_its_frequent_words_only():
     assert sum(count == 1 for count in counts.values()) >= 0.9 * len(counts)
 
 
+@pytest.mark.fast
 def test_speed_rule_takes_a_ratio_of_the_students_own_times():
     """A trainer whose every merge costs a whole count fails; one that is slow by a constant passes (its first
     count as slow as its others: a slow machine, a busy one, or slow but incremental code)."""
@@ -220,6 +231,7 @@ def _count_everything(text, times):
         Counter(pair for word in PRETOKENIZE.findall(text) for pair in zip(word, word[1:]))
 
 
+@pytest.mark.fast
 def test_fixture_ids_follow_merges_applied_in_order():
     fixture = load_fixture("checkers.llm", 2)
     for name, case in fixture["encode"].items():

@@ -12,16 +12,17 @@ from course.llm.mistakes import MUTANTS
 from .attention_variants import GQA_VARIANTS
 from .checks import cpu_seconds, expect_named, reference, variant
 
-pytestmark = pytest.mark.fast
 
 TASK_5 = [mutant for mutant in MUTANTS if mutant.task == 5]
 
 
+@pytest.mark.fast
 def test_reference_passes(capsys):
     check_task_5(reference()["GroupedQueryAttention"])
     assert capsys.readouterr().out.startswith("✓ Task 5 passed")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", TASK_5, ids=lambda m: m.name)
 def test_planted_mistake_fails_with_its_name(mutant):
     with pytest.raises(CheckFailure, match="^Task 5: ") as failure:
@@ -29,6 +30,7 @@ def test_planted_mistake_fails_with_its_name(mutant):
     expect_named(failure.value, mutant)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("layer", GQA_VARIANTS, ids=lambda c: c.__name__)
 def test_another_formulation_passes(layer, capsys):
     check_task_5(layer)
@@ -55,6 +57,7 @@ BAD = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kind", BAD)
 def test_bad_input_fails_cleanly(kind):
     student, words = BAD[kind]
@@ -63,10 +66,12 @@ def test_bad_input_fails_cleanly(kind):
     assert words in str(failure.value), str(failure.value)
 
 
+@pytest.mark.full
 def test_check_takes_under_a_second():
     assert cpu_seconds(lambda: check_task_5(reference()["GroupedQueryAttention"]), runs=3) <= 1.0
 
 
+@pytest.mark.fast
 def test_fixture_outputs_follow_sdpa():
     fixture = load_fixture("checkers.llm", 5)
     x = fixture["x"]

@@ -12,12 +12,12 @@ from course.llm.mistakes import MUTANTS
 from . import layer_variants
 from .checks import cpu_seconds, expect_named, reference, variant
 
-pytestmark = pytest.mark.fast
 
 CHECKS = {3: (check_task_3, "RMSNorm"), 4: (check_task_4, "SwiGLU")}
 LAYER_MUTANTS = [mutant for mutant in MUTANTS if mutant.task in CHECKS]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task", CHECKS)
 def test_reference_passes(task, capsys):
     check, name = CHECKS[task]
@@ -25,6 +25,7 @@ def test_reference_passes(task, capsys):
     assert capsys.readouterr().out.startswith(f"✓ Task {task} passed")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", LAYER_MUTANTS, ids=lambda m: f"{m.task}: {m.name}")
 def test_planted_mistake_fails(mutant):
     check, name = CHECKS[mutant.task]
@@ -36,6 +37,7 @@ def test_planted_mistake_fails(mutant):
         assert failure.value.diagnosis is None, str(failure.value)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("layer", [layer_variants.RsqrtRMSNorm, layer_variants.TorchRMSNorm,
                                    layer_variants.UpcastRMSNorm], ids=lambda c: c.__name__)
 def test_valid_rms_norm_passes(layer, capsys):
@@ -43,6 +45,7 @@ def test_valid_rms_norm_passes(layer, capsys):
     assert capsys.readouterr().out.startswith("✓ Task 3 passed")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("layer", [layer_variants.SequentialGateSwiGLU, layer_variants.HandSiluSwiGLU],
                          ids=lambda c: c.__name__)
 def test_valid_swiglu_passes(layer, capsys):
@@ -82,6 +85,7 @@ BAD = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("key", BAD, ids=lambda key: f"{key[0]}: {key[1]}")
 def test_bad_input_fails_cleanly(key):
     student, words = BAD[key]
@@ -91,6 +95,7 @@ def test_bad_input_fails_cleanly(key):
     assert words in str(failure.value) or isinstance(failure.value, NotImplementedYet), str(failure.value)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("task", CHECKS)
 def test_check_takes_under_a_second(task):
     check, name = CHECKS[task]
@@ -100,6 +105,7 @@ def test_check_takes_under_a_second(task):
     assert cpu_seconds(run, runs=3) <= 1.0
 
 
+@pytest.mark.fast
 def test_fixture_outputs_follow_torch():
     fixture = load_fixture("checkers.llm", 3)
     for case in fixture["cases"].values():
@@ -117,6 +123,7 @@ def test_fixture_outputs_follow_torch():
         assert torch.allclose(case["outputs"], expected, atol=1e-12)
 
 
+@pytest.mark.fast
 def test_fixture_input_gradient_follows_torch():
     """The expected gradient is F.rms_norm's; the detached statistic's signature differs from it visibly."""
     fixture = load_fixture("checkers.llm", 3)
@@ -144,6 +151,7 @@ NAMED_BY_EVIDENCE = {  # an edit of the reference: the slug its failure carries
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", NAMED_BY_EVIDENCE)
 def test_rms_mistake_named_by_its_evidence(name):
     edit, slug = NAMED_BY_EVIDENCE[name]

@@ -11,16 +11,17 @@ from course.llm.mistakes import MUTANTS
 from .checks import cpu_seconds, expect_named, reference, variant
 from .lora_variants import LORA_VARIANTS, DeepcopyLoRA
 
-pytestmark = pytest.mark.fast
 
 TASK_8 = [mutant for mutant in MUTANTS if mutant.task == 8]
 
 
+@pytest.mark.fast
 def test_reference_passes(capsys):
     check_task_8(reference()["LoRALinear"])
     assert capsys.readouterr().out.startswith("✓ Task 8 passed")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", TASK_8, ids=lambda m: m.name)
 def test_planted_mistake_fails_with_its_name(mutant):
     with pytest.raises(CheckFailure, match="^Task 8: ") as failure:
@@ -28,6 +29,7 @@ def test_planted_mistake_fails_with_its_name(mutant):
     expect_named(failure.value, mutant)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("layer", LORA_VARIANTS, ids=lambda c: c.__name__)
 def test_another_layout_passes(layer, capsys):
     check_task_8(layer)
@@ -83,6 +85,7 @@ BAD = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kind", BAD)
 def test_bad_input_fails_cleanly(kind):
     student, words = BAD[kind]
@@ -91,10 +94,12 @@ def test_bad_input_fails_cleanly(kind):
     assert words in str(failure.value) or isinstance(failure.value, NotImplementedYet), str(failure.value)
 
 
+@pytest.mark.full
 def test_check_takes_under_a_second():
     assert cpu_seconds(lambda: check_task_8(reference()["LoRALinear"]), runs=3) <= 1.0
 
 
+@pytest.mark.fast
 def test_fixture_outputs_follow_the_formula():
     for name, case in load_fixture("checkers.llm", 8)["cases"].items():
         weights, x = case["weights"], case["x"]

@@ -12,16 +12,17 @@ from course.llm.mistakes import MUTANTS
 from .attention_variants import TILED_VARIANTS
 from .checks import cpu_seconds, expect_named, reference, variant
 
-pytestmark = pytest.mark.fast
 
 TASK_6 = [mutant for mutant in MUTANTS if mutant.task == 6]
 
 
+@pytest.mark.fast
 def test_reference_passes(capsys):
     check_task_6(reference()["tiled_attention"])
     assert capsys.readouterr().out.startswith("✓ Task 6 passed")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", TASK_6, ids=lambda m: m.name)
 def test_planted_mistake_fails(mutant):
     with pytest.raises(CheckFailure, match="^Task 6: ") as failure:
@@ -32,6 +33,7 @@ def test_planted_mistake_fails(mutant):
         assert failure.value.diagnosis is None, str(failure.value)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("answer", TILED_VARIANTS, ids=lambda f: f.__name__)
 def test_another_formulation_passes(answer, capsys):
     check_task_6(answer)
@@ -46,6 +48,7 @@ BAD = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kind", BAD)
 def test_bad_input_fails_cleanly(kind):
     student, words = BAD[kind]
@@ -54,6 +57,7 @@ def test_bad_input_fails_cleanly(kind):
     assert words in str(failure.value), str(failure.value)
 
 
+@pytest.mark.fast
 def test_not_implemented_is_reported_as_such():
     def tiled_attention(query, key, value, block_size, causal):
         raise NotImplementedError()
@@ -61,10 +65,12 @@ def test_not_implemented_is_reported_as_such():
         check_task_6(tiled_attention)
 
 
+@pytest.mark.full
 def test_check_takes_under_a_second():
     assert cpu_seconds(lambda: check_task_6(reference()["tiled_attention"]), runs=3) <= 1.0
 
 
+@pytest.mark.fast
 def test_fixture_outputs_follow_sdpa():
     for name, run in load_fixture("checkers.llm", 6)["runs"].items():
         expected = F.scaled_dot_product_attention(run["query"], run["key"], run["value"], is_causal=run["causal"])

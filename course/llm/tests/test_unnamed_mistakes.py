@@ -18,8 +18,6 @@ from in_process_grading import graded_cases_of, verdict_of
 
 from . import unnamed_mistakes as heldout
 
-pytestmark = pytest.mark.fast
-
 
 def _verdict(item):
     """(passed, what the check printed or raised) for the mistake's object."""
@@ -34,6 +32,7 @@ def _verdict(item):
     return True, printed.getvalue().strip()
 
 
+@pytest.mark.fast
 def test_every_task_has_six_held_out_mistakes():
     names = [item["name"] for item in heldout.MISTAKES]
     assert len(names) == len(set(names))
@@ -41,6 +40,7 @@ def test_every_task_has_six_held_out_mistakes():
         assert sum(item["task"] == task for item in heldout.MISTAKES) >= 6, task
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("item", heldout.MISTAKES, ids=lambda item: item["name"])
 def test_each_edit_applies_exactly_once(item):
     """Mutant.apply replaces every occurrence: an old text found twice would plant a different mistake."""
@@ -51,6 +51,7 @@ def test_each_edit_applies_exactly_once(item):
     assert source == heldout.mistake_source(item)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("item", heldout.MISTAKES, ids=lambda item: item["name"])
 def test_held_out_mistake_fails_its_check(item):
     passed, message = _verdict(item)
@@ -59,6 +60,7 @@ def test_held_out_mistake_fails_its_check(item):
     assert message.startswith(f"Task {item['task']}:"), message
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("item", heldout.MISTAKES, ids=lambda item: item["name"])
 def test_held_out_check_stays_within_a_second(item):
     check = getattr(checkers, f"check_task_{item['task']}")
@@ -78,6 +80,7 @@ def graded_cases():
     return graded_cases_of(assignment("llm"), reference_namespace(assignment("llm")))
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("item", heldout.MISTAKES, ids=lambda item: item["name"])
 def test_the_grader_scores_the_mistake_zero(item, graded_cases):
     """A ✓ from a check means the grader pays; a held-out mistake should be paid nothing."""

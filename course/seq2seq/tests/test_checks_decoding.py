@@ -10,11 +10,11 @@ from checkers.seq2seq._scripted import ScriptedModel
 from course.seq2seq.mistakes import MUTANTS
 from .checks import cpu_seconds, expect_named, reference, variant
 
-pytestmark = pytest.mark.fast
 
 TASK_6 = [mutant for mutant in MUTANTS if mutant.task == 6]
 
 
+@pytest.mark.fast
 def test_reference_passes(capsys):
     check_task_6(reference()["greedy_decode"])
     out = capsys.readouterr().out
@@ -22,6 +22,7 @@ def test_reference_passes(capsys):
     assert "the caller's mode (train or eval) back" in out and "eval mode restored" not in out, out
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", TASK_6, ids=lambda m: m.name)
 def test_known_mistake_fails_with_its_name(mutant):
     with pytest.raises(CheckFailure, match="^Task 6: ") as failure:
@@ -29,6 +30,7 @@ def test_known_mistake_fails_with_its_name(mutant):
     expect_named(failure.value, mutant)
 
 
+@pytest.mark.fast
 def test_at_least_the_mistakes_the_issue_names_are_planted():
     names = {mutant.name for mutant in TASK_6}
     assert {"never stops", "EOS dropped", "BOS kept", "EOS_ID constant instead of eos_id",
@@ -37,6 +39,7 @@ def test_at_least_the_mistakes_the_issue_names_are_planted():
             "mode not restored"} <= names
 
 
+@pytest.mark.fast
 def test_expected_tokens_are_the_scripts():
     """An independent route to the fixture: each row's real tokens reversed, EOS, cut at max_len, PAD after."""
     for case in load_fixture("checkers.seq2seq", 6)["cases"].values():
@@ -115,6 +118,7 @@ def decode_decorated(model, source, max_len, bos_id, eos_id):
         model.train(training)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("decode", [decode_preallocated, decode_with_forward, decode_decorated])
 def test_valid_variant_passes(decode, capsys):
     check_task_6(decode)
@@ -133,6 +137,7 @@ def decode_bos_constant(model, source, max_len, bos_id, eos_id):
     return decode_decorated(model, source, max_len, 1, eos_id)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("decode, words", [
     (decode_course_ids, "starts with the course's BOS_ID (1) and stops at its EOS_ID (2), though this call's bos_id "
                         "is 5 and eos_id is 6: use the bos_id / eos_id arguments, not constants."),
@@ -151,6 +156,7 @@ SAMPLERS = {name: next(m for m in TASK_6 if m.name == name)
             for name in ("samples with torch.multinomial", "samples with Categorical")}
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", SAMPLERS)
 def test_a_sampler_fails_for_every_global_seed_and_is_named(name):
     """The issue's sampler passed for 33 of 40 seeds and, when caught, was told the prefix was not fed."""
@@ -195,6 +201,7 @@ def decode_seeding(model, source, max_len, bos_id, eos_id):
     return reference()["greedy_decode"](model, source, max_len, bos_id, eos_id)
 
 
+@pytest.mark.fast
 def test_a_sampler_that_keeps_the_global_state_is_told_what_it_chose_not_that_it_samples():
     with pytest.raises(CheckFailure, match="^Task 6: ") as failure:
         check_task_6(decode_own_generator)
@@ -203,6 +210,7 @@ def test_a_sampler_that_keeps_the_global_state_is_told_what_it_chose_not_that_it
     assert "samples" not in message and "was not given BOS" not in message, message
 
 
+@pytest.mark.fast
 def test_a_decoder_whose_two_calls_differ_is_told_so():
     with pytest.raises(CheckFailure, match="^Task 6: ") as failure:
         check_task_6(decode_shared_generator)
@@ -211,6 +219,7 @@ def test_a_decoder_whose_two_calls_differ_is_told_so():
     assert "samples" not in message and "was not given BOS" not in message, message
 
 
+@pytest.mark.fast
 def test_a_decoder_that_seeds_the_global_generator_fails_without_being_called_a_sampler():
     torch.manual_seed(5)
     with pytest.raises(CheckFailure, match="^Task 6: ") as failure:
@@ -227,6 +236,7 @@ def _raises(error):
     return decode
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("student, words", [
     (None, "got None"),
     (ScriptedModel, "expected the function `greedy_decode`, got the class"),
@@ -245,11 +255,13 @@ def test_bad_input_fails_cleanly(student, words):
     assert words in str(failure.value)
 
 
+@pytest.mark.fast
 def test_not_implemented_is_reported_as_such():
     with pytest.raises(NotImplementedYet, match="^Task 6 is not implemented yet"):
         check_task_6(_raises(NotImplementedError()))
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("decode", [reference()["greedy_decode"], variant(TASK_6[0])["greedy_decode"]],
                          ids=["reference", TASK_6[0].name])
 def test_check_takes_under_a_second(decode):

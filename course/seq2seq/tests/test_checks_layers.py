@@ -13,7 +13,6 @@ from .checks import cpu_seconds, expect_named, reference, variant
 from .layers_support import LAYER_OBJECTS, run_layer_check
 from .layers_variants import LAYER_NORMS, MASKS, MULTIHEADS, make_decoder_blocks
 
-pytestmark = pytest.mark.fast
 
 LAYER_MUTANTS = [m for m in MUTANTS if m.task in LAYER_OBJECTS]
 
@@ -39,6 +38,7 @@ def failure_of(task, *objects):
 
 # ----- The reference ----------------------------------------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task", sorted(LAYER_OBJECTS))
 def test_reference_passes(task, capsys):
     run_layer_check(task, reference())
@@ -47,11 +47,13 @@ def test_reference_passes(task, capsys):
 
 # ----- Planted mistakes: each fails, and is named when it has a diagnosis --------------------------------
 
+@pytest.mark.fast
 def test_every_layer_task_has_planted_mistakes():
     for task in LAYER_OBJECTS:
         assert sum(m.task == task for m in LAYER_MUTANTS) >= 5, task
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", LAYER_MUTANTS, ids=lambda m: f"task{m.task}-{m.name}")
 def test_planted_mistake_fails_with_its_diagnosis(mutant):
     namespace = variant(mutant.apply)
@@ -63,6 +65,7 @@ def test_planted_mistake_fails_with_its_diagnosis(mutant):
         expect_named(failure.value, mutant)
 
 
+@pytest.mark.fast
 def test_diagnoses_are_distinct_per_task():
     """Two mistakes sharing one diagnosis would make a named mistake ambiguous (SHARED names both on purpose)."""
     from checkers.seq2seq.decoder import SHARED
@@ -73,11 +76,13 @@ def test_diagnoses_are_distinct_per_task():
 
 # ----- Valid variants pass ------------------------------------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("cls", LAYER_NORMS, ids=lambda c: c.__name__)
 def test_task_1_accepts(cls, capsys):
     expect_pass(capsys, 1, cls)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("cls", unnamed.TORCH_NORMS, ids=lambda c: c.__name__)
 def test_task_1_rejects_torch_s_own_layer_norm(cls):
     """The task is layer normalisation by hand: a forward that calls torch's (nn.LayerNorm, F.layer_norm,
@@ -87,6 +92,7 @@ def test_task_1_rejects_torch_s_own_layer_norm(cls):
     assert failure_of(1, cls) == f"Task 1: LayerNorm.forward called {called}: {checkers.layer_norm.BY_HAND}"
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", ["no cross-attention", "no residual around cross-attention", "activation ignored",
                                   "memory as the queries"])
 def test_task_4_does_not_blame_a_layer_norm_that_is_only_not_by_hand(name):
@@ -98,12 +104,14 @@ def test_task_4_does_not_blame_a_layer_norm_that_is_only_not_by_hand(name):
     assert failure_of(4, on_torch_s) == failure_of(4, by_hand)
 
 
+@pytest.mark.fast
 def test_task_4_still_blames_a_layer_norm_of_wrong_values():
     """The counterpart: a LayerNorm whose values are wrong is named as the likely cause."""
     message = failure_of(4, make_decoder_blocks(reference()["MultiheadAttention"], unnamed.LayerNormSequenceAxis)[0])
     assert "does not pass check_task_1" in message and "fix Task 1 first" in message, message
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name, refused", [
     ("torch.nn.functional.layer_norm", True), ("torch.layer_norm", True), ("torch.native_layer_norm", True),
     ("torch.ops.aten.native_layer_norm", True), ("torch.nn.functional.group_norm", True),
@@ -116,6 +124,7 @@ def test_task_1_refuses_torch_s_normalisations_and_nothing_else(name, refused):
     assert problem == (f"LayerNorm.forward called {name}: {checkers.layer_norm.BY_HAND}" if refused else None)
 
 
+@pytest.mark.fast
 def test_task_1_accepts_a_student_s_own_torch_function_mode(capsys):
     """A LayerNorm computed by hand inside a mode of the student's own is still by hand, and the check's recording
     of the calls leaves no mode behind."""
@@ -133,16 +142,19 @@ def test_task_1_accepts_a_student_s_own_torch_function_mode(capsys):
     assert torch._C._len_torch_function_stack() == 0
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("functions", MASKS, ids=lambda pair: pair[0].__name__)
 def test_task_2_accepts(functions, capsys):
     expect_pass(capsys, 2, *functions)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("cls", MULTIHEADS, ids=lambda c: c.__name__)
 def test_task_3_accepts(cls, capsys):
     expect_pass(capsys, 3, cls)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("parts", ["reference", "variants"])
 @pytest.mark.parametrize("index", [0, 1])
 def test_task_4_accepts(parts, index, capsys):
@@ -151,6 +163,7 @@ def test_task_4_accepts(parts, index, capsys):
     expect_pass(capsys, 4, make_decoder_blocks(attention, norm)[index])
 
 
+@pytest.mark.fast
 def test_task_4_rejects_a_module_list_of_norms():
     """The API pins norm1, norm2, norm3: a ModuleList of norms cannot be loaded by role."""
     base = make_decoder_blocks(reference()["MultiheadAttention"], reference()["LayerNorm"])[0]
@@ -174,6 +187,7 @@ def test_task_4_rejects_a_module_list_of_norms():
 
 # ----- Mistakes no planted mistake describes still fail, by a property where one applies ---------------------
 
+@pytest.mark.fast
 def test_task_2_names_a_reference_causal_mask_that_ignores_its_device():
     """The reference with `device=device` dropped: right on the CPU, so no grading case sees it (the hidden cases
     compare values on the CPU), hence an edit here rather than a planted mistake that the grader must reject."""
@@ -214,6 +228,7 @@ def unnamed_cases():
 UNNAMED = unnamed_cases()
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task, objects, words", UNNAMED, ids=lambda value: value[0].__name__
                          if isinstance(value, tuple) else None)
 def test_unnamed_mistake_fails(task, objects, words):
@@ -221,6 +236,7 @@ def test_unnamed_mistake_fails(task, objects, words):
     assert words in message, message
 
 
+@pytest.mark.fast
 def test_cross_attention_sources_swapped_are_named_where_the_same_length_case_fails():
     """Queries from the context, keys and values from x: named at the first case that shows it, never only
     'differs', and never a merge mistake (the crash at L_k != L_q comes from the swap)."""
@@ -230,6 +246,7 @@ def test_cross_attention_sources_swapped_are_named_where_the_same_length_case_fa
     assert "differs from the expected values" not in message and "merge the heads" not in message, message
 
 
+@pytest.mark.fast
 def test_a_layer_norm_without_tensors_but_with_a_forward_is_not_called_unimplemented():
     """The stub creates no tensors and its forward raises NotImplementedError; a written forward is no stub."""
     with pytest.raises(CheckFailure) as failure:
@@ -266,6 +283,7 @@ BROKEN_CLASSES = {
 NOT_IMPLEMENTED = {"forward raises NotImplementedError", "__init__ creates no layers"}
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kind", BROKEN_CLASSES)
 @pytest.mark.parametrize("task", sorted(CLASS_TASKS))
 def test_broken_class(task, kind):
@@ -295,6 +313,7 @@ BROKEN_FUNCTIONS = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kind", BROKEN_FUNCTIONS)
 @pytest.mark.parametrize("position", [0, 1])
 def test_broken_mask_function(position, kind):
@@ -304,6 +323,7 @@ def test_broken_mask_function(position, kind):
     assert BROKEN_FUNCTIONS[kind][1] in message, message
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("position", [0, 1])
 def test_mask_function_not_implemented(position):
     objects = [reference()["causal_mask"], reference()["padding_mask"]]
@@ -321,18 +341,21 @@ def _failing(task, objects):
     return run
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("task", sorted(LAYER_OBJECTS))
 def test_checks_take_under_a_second(task):
     objects = [reference()[name] for name in LAYER_OBJECTS[task]]
     assert cpu_seconds(lambda: check(task)(*objects)) <= 1.0
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("mutant", LAYER_MUTANTS, ids=lambda m: f"task{m.task}-{m.name}")
 def test_diagnosing_a_planted_mistake_takes_under_a_second(mutant):
     objects = [variant(mutant.apply)[name] for name in LAYER_OBJECTS[mutant.task]]
     assert cpu_seconds(_failing(mutant.task, objects), runs=3) <= 1.0
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("task, objects, words", UNNAMED, ids=lambda value: value[0].__name__
                          if isinstance(value, tuple) else None)
 def test_diagnosing_an_unnamed_mistake_takes_under_a_second(task, objects, words):

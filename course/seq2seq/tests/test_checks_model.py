@@ -11,16 +11,17 @@ from course.mutant import Mutant
 from course.seq2seq.mistakes import MUTANTS
 from .checks import cpu_seconds, expect_named, reference, variant
 
-pytestmark = pytest.mark.fast
 
 TASK_5 = [mutant for mutant in MUTANTS if mutant.task == 5]
 
 
+@pytest.mark.fast
 def test_reference_passes(capsys):
     check_task_5(reference()["Seq2SeqTransformer"])
     assert capsys.readouterr().out.startswith("✓ Task 5 passed")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", TASK_5, ids=lambda m: m.name)
 def test_known_mistake_fails_with_its_name(mutant):
     with pytest.raises(CheckFailure, match="^Task 5: ") as failure:
@@ -28,6 +29,7 @@ def test_known_mistake_fails_with_its_name(mutant):
     expect_named(failure.value, mutant)
 
 
+@pytest.mark.fast
 def test_at_least_the_mistakes_the_issue_names_are_planted():
     names = {mutant.name for mutant in TASK_5}
     assert {"decoder sees the next token", "no causal mask in decode", "memory padding ignored in the cross-attention",
@@ -119,6 +121,7 @@ def torch_sqrt_model(ns):
     return Scaled
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("build", [alternative_model, torch_sqrt_model])
 def test_valid_variant_passes(build, capsys):
     check_task_5(build(reference()))
@@ -136,6 +139,7 @@ PART_MISTAKES = [
 ]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task, mutant", PART_MISTAKES, ids=lambda value: getattr(value, "name", value))
 def test_a_wrong_part_is_blamed_on_its_task(task, mutant):
     ns = variant(mutant)
@@ -181,6 +185,7 @@ BAD = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kind", BAD)
 def test_bad_input_fails_cleanly(kind):
     make, words = BAD[kind]
@@ -189,6 +194,7 @@ def test_bad_input_fails_cleanly(kind):
     assert words in str(failure.value)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("make", [lambda ns: Stub, lambda ns: _with(ns, decode=_not_implemented)],
                          ids=["constructor creates no layers", "decode raises NotImplementedError"])
 def test_not_implemented_is_reported_as_such(make):
@@ -196,6 +202,7 @@ def test_not_implemented_is_reported_as_such(make):
         check_task_5(make(reference()))
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("name", ["reference", "decoder sees the next token", "separate target embedding"])
 def test_check_takes_under_a_second(name):
     cls = reference()["Seq2SeqTransformer"] if name == "reference" else \
@@ -230,6 +237,7 @@ PROBED = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", PROBED)
 def test_unrecorded_mistake_is_explained_by_a_probe(name):
     edit, words = PROBED[name]
@@ -246,6 +254,7 @@ TARGET_PADDING_MASKED = Mutant(5, "padded target keys masked too", ((
     CAUSAL, CAUSAL + " & padding_mask(target_input, self.pad_id)"),))
 
 
+@pytest.mark.fast
 def test_a_decoder_that_also_masks_padded_target_keys_passes(capsys):
     """What nn.Transformer's tgt_key_padding_mask does: it changes only the logits at PAD inputs, which the loss
     ignores and greedy decoding never reads."""
@@ -253,6 +262,7 @@ def test_a_decoder_that_also_masks_padded_target_keys_passes(capsys):
     assert capsys.readouterr().out.startswith("✓ Task 5 passed")
 
 
+@pytest.mark.fast
 def test_the_fixture_pads_its_sources_not_its_decoder_inputs():
     from checkers._core import load_fixture
     for case in load_fixture("checkers.seq2seq", 5)["cases"].values():
@@ -274,6 +284,7 @@ SWAPPED = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", SWAPPED)
 def test_a_swapped_memory_or_mask_is_named(name):
     from checkers.seq2seq import model as checks

@@ -12,7 +12,7 @@ from .palindrome_models import MirrorModel
 from .student_objects import STUDENT_OBJECTS
 from .unnamed_mistakes import UNNAMED
 
-pytestmark = pytest.mark.fast
+pytestmark = pytest.mark.full  # how long each check takes: repeated runs, CPU time
 
 
 def expect_fast(task, check, limit):

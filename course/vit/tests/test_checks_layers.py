@@ -17,7 +17,6 @@ from . import patch_loops
 from .checks import cpu_seconds, expect_named, raised, reference, variant
 from .layers_variants import EMBEDDINGS, PATCHIFIES
 
-pytestmark = pytest.mark.fast
 
 OBJECTS = {1: "patchify", 2: "PatchEmbedding"}
 PLANTED = [m for m in MUTANTS if m.task in OBJECTS]
@@ -44,21 +43,25 @@ def failure_of(task, obj):
 
 # ----- The reference and valid variants pass ----------------------------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task", sorted(OBJECTS))
 def test_reference_passes(task, capsys):
     expect_pass(capsys, task, reference()[OBJECTS[task]])
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("patchify", PATCHIFIES, ids=lambda f: f.__name__)
 def test_task_1_accepts(patchify, capsys):
     expect_pass(capsys, 1, patchify)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("cls", EMBEDDINGS, ids=lambda c: c.__name__)
 def test_task_2_accepts(cls, capsys):
     expect_pass(capsys, 2, cls)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("seed", [0, 1])
 def test_task_2_does_not_depend_on_the_initial_values(seed, capsys):
     """The reference with its parameters drawn from other seeds, and scaled by 1000 after construction, passes."""
@@ -75,6 +78,7 @@ def test_task_2_does_not_depend_on_the_initial_values(seed, capsys):
 
 # ----- Planted mistakes: each fails, and is named when it has a diagnosis ------------------------------------------
 
+@pytest.mark.fast
 def test_the_mistakes_the_brief_names_are_planted_and_named():
     named = {m.name for m in PLANTED if m.diagnosis}
     assert {"reshaped straight to patches", "patches in column-major order", "channel last in a patch",
@@ -85,6 +89,7 @@ def test_the_mistakes_the_brief_names_are_planted_and_named():
         assert sum(m.task == task for m in PLANTED) >= 8, task
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", PLANTED, ids=lambda m: f"task{m.task}-{m.name}")
 def test_planted_mistake_fails_with_its_diagnosis(mutant):
     failure = raised(mutant.task, variant(mutant)[OBJECTS[mutant.task]])
@@ -92,6 +97,7 @@ def test_planted_mistake_fails_with_its_diagnosis(mutant):
         expect_named(failure, mutant)
 
 
+@pytest.mark.fast
 def test_diagnoses_are_distinct_per_task():
     """Two mistakes sharing one sentence must be the same mistake seen through the same evidence."""
     named = [(m.task, m.diagnosis) for m in PLANTED if m.diagnosis]
@@ -105,6 +111,7 @@ def _without_fixture_mistakes(value):
         if isinstance(value, dict) else True
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task", sorted(OBJECTS))
 def test_mistakes_are_named_by_construction_not_by_stored_outputs(task):
     """The fixtures hold no known mistake's output: every diagnosis above came from probing the student's answer."""
@@ -119,6 +126,7 @@ ORDER_MISTAKES = [m for m in PLANTED if m.task == 1 and m.diagnosis and m.diagno
                                                            _order.INNER_ORDER)}]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", [m for m in PLANTED if m.task == 1], ids=lambda m: m.name)
 def test_task_2_blames_a_wrong_patchify_on_task_1(mutant, capsys):
     """A PatchEmbedding right but for its patchify fails with 'fix Task 1 first' whenever it fails; the patch-order
@@ -134,10 +142,12 @@ def test_task_2_blames_a_wrong_patchify_on_task_1(mutant, capsys):
     assert "does not pass check_task_1" in message and "fix Task 1 first" in message, message
 
 
+@pytest.mark.fast
 def test_order_mistakes_found():
     assert len(ORDER_MISTAKES) >= 7
 
 
+@pytest.mark.fast
 def test_task_2_blames_a_patchify_stub_on_task_1():
     stub = variant(lambda source: source.replace("    batch_size, channels, height, width = images.shape\n",
                                                  "    raise NotImplementedError()\n", 1))
@@ -145,6 +155,7 @@ def test_task_2_blames_a_patchify_stub_on_task_1():
     assert "does not pass check_task_1" in message and "fix Task 1 first" in message, message
 
 
+@pytest.mark.fast
 def test_a_right_patchify_is_not_blamed():
     hard_coded = next(m for m in PLANTED if m.name == "patch size 2 written in")
     assert "check_task_1" not in failure_of(2, variant(hard_coded)["PatchEmbedding"])
@@ -179,6 +190,7 @@ def patchify_one_channel(images, patch_size):
     return blocks.permute(0, 2, 4, 1, 3, 5).reshape(batch_size, -1, patch_size * patch_size)  # (B, N, p·p)
 
 
+@pytest.mark.fast
 def test_only_a_square_only_answer_is_told_about_square_images():
     message = failure_of(1, patchify_one_channel)
     assert "(2, 3, 4, 6)" in message and "raised RuntimeError" in message, message
@@ -217,12 +229,14 @@ UNNAMED = [
 ]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task, obj, words", UNNAMED, ids=lambda value: getattr(value, "__name__", None))
 def test_unnamed_mistake_fails(task, obj, words):
     message = failure_of(task, obj)
     assert words in message, message
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("patchify", [variant(next(m for m in PLANTED if m.diagnosis == checkers.patches.LOOPS))
                                       ["patchify"], *patch_loops.LOOPS], ids=lambda f: f.__name__)
 def test_task_1_rejects_a_python_loop_over_the_patches(patchify):
@@ -234,6 +248,7 @@ def test_task_1_rejects_a_python_loop_over_the_patches(patchify):
     assert found and int(found[1]) < int(found[2]) and found[3] == checkers.patches.LOOPS, message
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", [m for m in PLANTED if m.task == 2 and m.diagnosis], ids=lambda m: m.name)
 def test_task_2_does_not_blame_a_patchify_that_only_loops(mutant):
     """A PatchEmbedding mistake on a looping patchify is named as on the reference's: that patchify fails Task 1 for
@@ -243,6 +258,7 @@ def test_task_2_does_not_blame_a_patchify_that_only_loops(mutant):
     assert failure_of(2, variant(both)["PatchEmbedding"]) == failure_of(2, variant(mutant)["PatchEmbedding"])
 
 
+@pytest.mark.fast
 def test_task_1_accepts_a_loop_over_the_pixels_of_a_patch(capsys):
     """A loop whose length is the patch's p x p pixels, not the number of patches, is not what the text rules out."""
     from .layers_variants import patchify_pixel_offsets
@@ -269,6 +285,7 @@ BROKEN_FUNCTIONS = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kind", BROKEN_FUNCTIONS)
 def test_task_1_broken_input(kind):
     obj, words = BROKEN_FUNCTIONS[kind]
@@ -292,6 +309,7 @@ BROKEN_CLASSES = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kind", BROKEN_CLASSES)
 def test_task_2_broken_input(kind):
     make, words = BROKEN_CLASSES[kind]
@@ -313,6 +331,7 @@ def _expect_broken(task, obj, words):
 
 # ----- A failure shows the caller's line, none of the checkers' frames ----------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task", sorted(OBJECTS))
 def test_failure_renders_only_the_callers_line(task):
     wrong = variant(next(m for m in PLANTED if m.task == task and m.diagnosis))[OBJECTS[task]]
@@ -331,6 +350,7 @@ def rearranged(images, patch_size):
     return einops.rearrange(images, "b c (h p1) (w p2) -> b (h w) (c p1 p2)", p1=patch_size, p2=patch_size)
 
 
+@pytest.mark.fast
 def test_task_1_fixture_is_einops_rearrange():
     fixture = load_fixture("checkers.vit", 1)
     for case in fixture["cases"].values():
@@ -339,6 +359,7 @@ def test_task_1_fixture_is_einops_rearrange():
         assert shape[-1] % patch_size or shape[-2] % patch_size
 
 
+@pytest.mark.fast
 def test_task_2_fixture_is_cls_then_projected_patches_plus_positions():
     for case in load_fixture("checkers.vit", 2)["cases"].values():
         weights, patch_size = case["weights"], case["config"]["patch_size"]
@@ -359,22 +380,26 @@ def _failing(task, obj):
     return run
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("task", sorted(OBJECTS))
 def test_checks_take_under_a_second(task):
     obj = reference()[OBJECTS[task]]
     assert cpu_seconds(lambda: check(task)(obj)) <= 1.0
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("patchify", PATCHIFIES, ids=lambda f: f.__name__)
 def test_every_valid_patchify_takes_under_a_second(patchify):
     assert cpu_seconds(lambda: check(1)(patchify)) <= 1.0
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("patchify", patch_loops.LOOPS, ids=lambda f: f.__name__)
 def test_rejecting_a_python_loop_takes_under_a_second(patchify):
     assert cpu_seconds(_failing(1, patchify), runs=3) <= 1.0
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("mutant", PLANTED, ids=lambda m: f"task{m.task}-{m.name}")
 def test_diagnosing_a_planted_mistake_takes_under_a_second(mutant):
     obj = variant(mutant)[OBJECTS[mutant.task]]

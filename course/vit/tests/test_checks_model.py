@@ -14,21 +14,23 @@ from course.vit.mistakes import MUTANTS
 from . import model_variants
 from .checks import cpu_seconds, expect_named, failure_of, raised, reference, variant
 
-pytestmark = pytest.mark.fast
 
 PLANTED = [mutant for mutant in MUTANTS if mutant.task == 3]
 
 
+@pytest.mark.fast
 def test_reference_passes(capsys):
     check_task_3(reference()["VisionTransformer"])
     assert capsys.readouterr().out.startswith("✓ Task 3 passed")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", PLANTED, ids=lambda m: m.name)
 def test_planted_mistake_fails_with_its_name(mutant):
     expect_named(raised(3, variant(mutant)["VisionTransformer"]), mutant)
 
 
+@pytest.mark.fast
 def test_at_least_the_mistakes_the_brief_names_are_planted():
     assert {"mean of the patches", "mean of all tokens", "last token", "post-norm blocks", "missing final norm",
             "final norm before the blocks", "maps in reverse order", "only the last block's map",
@@ -40,6 +42,7 @@ PROBED = ["mean of the patches", "mean of all tokens", "last token", "missing fi
           "final norm before the blocks", "post-norm blocks", "forward_attention does not chain the blocks"]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", PROBED)
 def test_mistakes_are_named_without_stored_outputs(name):
     """The readout, flow and block probes name these from the student's own states, not from a stored signature."""
@@ -49,6 +52,7 @@ def test_mistakes_are_named_without_stored_outputs(name):
     expect_named(failure, mutant)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("build", [model_variants.model_with_a_shared_helper, model_variants.model_with_hooks,
                                    model_variants.model_norming_every_token],
                          ids=lambda f: f.__name__)
@@ -57,6 +61,7 @@ def test_valid_variant_passes(build, capsys):
     assert capsys.readouterr().out.startswith("✓ Task 3 passed")
 
 
+@pytest.mark.fast
 def test_a_post_norm_block_of_the_students_own_class_is_named():
     message = failure_of(3, model_variants.model_with_its_own_blocks(reference(), post_norm=True))
     assert _model_probes.POST_NORM in message and "blocks[0]" in message, message
@@ -70,6 +75,7 @@ COLUMN_MAJOR = Mutant(1, "patches in column-major order", (
     ("patches.permute(0, 2, 4, 1, 3, 5)", "patches.permute(0, 4, 2, 1, 3, 5)"),))
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", [NO_POSITIONS, COLUMN_MAJOR], ids=lambda m: m.name)
 def test_a_wrong_embedding_or_patchify_is_blamed_on_task_2(mutant):
     message = failure_of(3, variant(mutant)["VisionTransformer"])
@@ -137,6 +143,7 @@ BAD = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("key", BAD)
 def test_bad_input_fails_cleanly(key):
     make, words = BAD[key]
@@ -144,6 +151,7 @@ def test_bad_input_fails_cleanly(key):
     assert words in message, message
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("how", ["constructor creates no layers", "forward raises NotImplementedError",
                                  "forward_attention raises NotImplementedError"])
 def test_not_implemented_is_reported_as_such(how):
@@ -153,6 +161,7 @@ def test_not_implemented_is_reported_as_such(how):
         check_task_3(cls)
 
 
+@pytest.mark.fast
 def test_a_failure_shows_the_calling_line_only():
     student = variant(next(m for m in PLANTED if m.name == "mean of the patches"))["VisionTransformer"]
     with pytest.raises(CheckFailure) as failure:
@@ -162,6 +171,7 @@ def test_a_failure_shows_the_calling_line_only():
     assert "checkers/" not in text and "_core" not in text, text
 
 
+@pytest.mark.fast
 def test_probe_sentences_are_the_mutants_diagnoses():
     """The planted readout mistakes quote the probes' own sentences, so the probes, not only signatures, name them."""
     quoted = {mutant.diagnosis for mutant in PLANTED}
@@ -169,6 +179,7 @@ def test_probe_sentences_are_the_mutants_diagnoses():
             _model_probes.POST_NORM} <= quoted
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("name", ["reference", "post-norm blocks", "mean of the patches", "dropout applied at eval",
                                   "forward_attention does not chain the blocks", "patches in column-major order"])
 def test_check_takes_under_a_second(name):
@@ -183,6 +194,7 @@ def test_check_takes_under_a_second(name):
     assert cpu_seconds(run) <= 1.0
 
 
+@pytest.mark.fast
 def test_blocks_called_through_forward_are_not_said_to_be_skipped():
     """block.forward(x) runs no hooks: a wrong readout then is still reported, never as blocks not run."""
     mutant = next(m for m in PLANTED if m.name == "mean of the patches")

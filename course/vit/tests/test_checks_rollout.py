@@ -12,7 +12,6 @@ from course.vit.mistakes import MUTANTS
 from . import model_variants
 from .checks import cpu_seconds, expect_named, failure_of, raised, reference, variant
 
-pytestmark = pytest.mark.fast
 
 PLANTED = [mutant for mutant in MUTANTS if mutant.task == 5]
 
@@ -26,6 +25,7 @@ def closed_form(seq_len, num_layers, columns):
     return 2.0 ** -num_layers * torch.eye(seq_len, dtype=torch.float64) + (1 - 2.0 ** -num_layers) * reading
 
 
+@pytest.mark.fast
 def test_the_hand_built_rollouts_are_their_closed_forms():
     cases = load_fixture("checkers.vit", 5)["cases"]
     names = list(hand_built_stacks())
@@ -39,6 +39,7 @@ def test_the_hand_built_rollouts_are_their_closed_forms():
     assert torch.allclose(ordered, (torch.eye(4).double() + 2 * e_1 + e_3) / 4, atol=1e-12)
 
 
+@pytest.mark.fast
 def test_the_random_rollouts_agree_with_numpy():
     """An independent route for the random stacks: NumPy, layer by layer, from the definition."""
     for name, case in load_fixture("checkers.vit", 5)["cases"].items():
@@ -50,6 +51,7 @@ def test_the_random_rollouts_agree_with_numpy():
         assert np.allclose(case["rollout"].numpy(), rollout, atol=1e-12), name
 
 
+@pytest.mark.fast
 def test_random_cases_are_batched_with_heads_that_differ():
     fixture = load_fixture("checkers.vit", 5)
     maps = fixture["cases"][fixture["random"]]["maps"]
@@ -59,22 +61,26 @@ def test_random_cases_are_batched_with_heads_that_differ():
 
 # ----- both ways ---------------------------------------------------------------------------------------------------
 
+@pytest.mark.fast
 def test_reference_passes(capsys):
     check_task_5(reference()["attention_rollout"])
     assert capsys.readouterr().out.startswith("✓ Task 5 passed")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mutant", PLANTED, ids=lambda m: m.name)
 def test_planted_mistake_fails_with_its_name(mutant):
     expect_named(raised(5, variant(mutant)["attention_rollout"]), mutant)
 
 
+@pytest.mark.fast
 def test_at_least_the_mistakes_the_brief_names_are_planted():
     assert {"no identity for the residual", "rows not renormalised", "layers multiplied in the wrong order",
             "max over heads", "identity added after renormalising", "only the [CLS] row",
             "last layer only"} <= {mutant.name for mutant in PLANTED}
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("rollout", [model_variants.rollout_half_and_half, model_variants.rollout_from_the_identity,
                                      model_variants.rollout_by_reduce], ids=lambda f: f.__name__)
 def test_valid_variant_passes(rollout, capsys):
@@ -82,6 +88,7 @@ def test_valid_variant_passes(rollout, capsys):
     assert capsys.readouterr().out.startswith("✓ Task 5 passed")
 
 
+@pytest.mark.fast
 def test_identical_layers_name_neither_first_nor_last_layer_only():
     """On uniform layers, using only the first or only the last layer gives the same output: that case alone names
     neither; the two-layer case before it does."""
@@ -104,6 +111,7 @@ def identity_added_once(attention_maps):
     return rollout / rollout.sum(dim=-1, keepdim=True)
 
 
+@pytest.mark.fast
 def test_the_identity_added_once_is_not_told_only_the_first_layer_counts():
     """On the two one-hot layers it gives the first-layer-only output, but not on the random stacks: the evidence
     names no mistake, so the failure says only that the output differs."""
@@ -116,6 +124,7 @@ def test_the_identity_added_once_is_not_told_only_the_first_layer_counts():
     assert message.startswith("Task 5: attention_rollout on two layers attending to token 1") and "differs" in message
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("detach", ["no_grad", "detach"])
 def test_a_rollout_without_gradients_is_told_it_must_stay_differentiable(detach):
     def rollout(attention_maps):
@@ -151,6 +160,7 @@ BAD = {"None": (None, "got None instead of `attention_rollout`"),
        "modifies its input": (_in_place, "modified an attention map in place")}
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("key", BAD)
 def test_bad_input_fails_cleanly(key):
     obj, words = BAD[key]
@@ -158,11 +168,13 @@ def test_bad_input_fails_cleanly(key):
     assert words in message, message
 
 
+@pytest.mark.fast
 def test_not_implemented_is_reported_as_such():
     with pytest.raises(NotImplementedYet, match="^Task 5 is not implemented yet"):
         check_task_5(_not_implemented)
 
 
+@pytest.mark.fast
 def test_a_failure_shows_the_calling_line_only():
     mutant = next(m for m in PLANTED if m.name == "rows not renormalised")
     student = variant(mutant)["attention_rollout"]
@@ -173,6 +185,7 @@ def test_a_failure_shows_the_calling_line_only():
     assert "checkers/" not in text and "_core" not in text, text
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("name", ["reference", "layers multiplied in the wrong order", "max over heads"])
 def test_check_takes_under_a_second(name):
     rollout = reference()["attention_rollout"] if name == "reference" else \

@@ -12,8 +12,6 @@ from checkers.vit import _model_probes, _tokens
 from checkers.vit.embedding import N_ROWS
 from .checks import cpu_seconds, failure_of, reference, variant
 
-pytestmark = pytest.mark.fast
-
 
 # ----- Task 2: PatchEmbedding ---------------------------------------------------------------------------------------
 
@@ -64,6 +62,7 @@ EMBEDDINGS = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", EMBEDDINGS)
 def test_task_2_names_what_the_evidence_shows(name):
     tokens_of, sentence = EMBEDDINGS[name]
@@ -71,6 +70,7 @@ def test_task_2_names_what_the_evidence_shows(name):
     assert sentence in message, message
 
 
+@pytest.mark.fast
 def test_task_2_names_the_factor_of_scaled_patches():
     scaled = embedding(lambda self, cls, patches: torch.cat([cls, patches * math.sqrt(patches.size(-1))], dim=1)
                        + self.position_embedding)
@@ -80,12 +80,14 @@ def test_task_2_names_the_factor_of_scaled_patches():
     assert _tokens.SCALED.split("{")[0] in message and factor == pytest.approx(math.sqrt(embed_dim), abs=1e-3), message
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", ["zeros in the [CLS] slot", "[CLS] doubled", "LayerNorm on the tokens"])
 def test_task_2_blames_the_patch_tokens_only_when_they_are_wrong(name):
     message = failure_of(2, embedding(EMBEDDINGS[name][0]))
     assert _tokens.PATCH_TOKENS not in message, message
 
 
+@pytest.mark.fast
 def test_the_reference_tokens_are_no_sinusoid():
     """The sinusoid probe tells tables apart: the check's own tables are the test's tables, not the learned ones."""
     for halves, table in zip((False, True), _tokens.sinusoids(17, 6)):
@@ -134,6 +136,7 @@ READOUTS = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", READOUTS)
 def test_task_3_names_what_the_logits_are(name):
     forward, sentence = READOUTS[name]
@@ -146,6 +149,7 @@ def _rename_final_norm(self):
     del self.final_norm
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("change, found", [
     (_rename_final_norm, "found nothing (a LayerNorm named `norm` is there: name it final_norm)"),
     (lambda self: setattr(self, "final_norm", nn.LayerNorm(4)), "found nn.LayerNorm(4)"),
@@ -156,6 +160,7 @@ def test_task_3_says_what_final_norm_is(change, found):
     assert "final_norm should be nn.LayerNorm(embed_dim)" in message and found in message, message
 
 
+@pytest.mark.fast
 def test_a_wrong_shape_is_named_by_the_students_own_attribute():
     """feedforward_dim ignored: the message names an attribute the student's model really has."""
     base = reference()["VisionTransformer"]
@@ -216,28 +221,33 @@ def n_rows_embedding():
     return Embedding
 
 
+@pytest.mark.fast
 def test_task_3_blames_a_patchify_stub_on_task_1():
     message = failure_of(3, variant(_patchify_stub)["VisionTransformer"])
     assert "its patchify does not pass check_task_1" in message and "raised NotImplementedError" in message \
         and "fix Task 1 first" in message, message
 
 
+@pytest.mark.fast
 def test_task_3_blames_an_empty_patch_embedding_on_task_2():
     message = failure_of(3, with_embedding(StubEmbedding))
     assert "does not pass check_task_2" in message and "fix Task 2 first" in message and "found nothing" not in message
 
 
+@pytest.mark.fast
 def test_task_3_blames_a_patch_embedding_forward_stub_on_task_2():
     built = type("PatchEmbedding", (reference()["PatchEmbedding"],), {"forward": StubEmbedding.forward})
     message = failure_of(3, with_embedding(built))
     assert "does not pass check_task_2" in message and "fix Task 2 first" in message, message
 
 
+@pytest.mark.fast
 def test_task_3_blames_a_position_table_of_n_rows_on_task_2():
     message = failure_of(3, with_embedding(n_rows_embedding()))
     assert "does not pass check_task_2" in message and N_ROWS[:40] in message, message
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("task, make", [
     (2, lambda: embedding(EMBEDDINGS["sinusoid added in forward"][0])),
     (3, lambda: variant(_patchify_stub)["VisionTransformer"]),

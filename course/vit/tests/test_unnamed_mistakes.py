@@ -16,7 +16,6 @@ from in_process_grading import graded_cases_of, verdict_of
 from . import unnamed_mistakes as heldout
 from .checks import cpu_seconds, failure_of
 
-pytestmark = pytest.mark.fast
 
 # name -> words of the sentence its failure must hold (the checkers' own sentences where one is shared)
 WORDS = {
@@ -75,10 +74,12 @@ def _object(item):
     return obj
 
 
+@pytest.mark.fast
 def test_every_held_out_mistake_has_its_words():
     assert set(WORDS) == {item["name"] for item in heldout.MISTAKES} and len(WORDS) >= 22
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("item", heldout.MISTAKES, ids=lambda item: item["name"])
 def test_held_out_mistake_is_named(item):
     message = failure_of(item["task"], _object(item))
@@ -87,12 +88,14 @@ def test_held_out_mistake_is_named(item):
     assert not told, (told, message)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("item", heldout.VARIANTS, ids=lambda item: item["name"])
 def test_held_out_variant_passes(item, capsys):
     getattr(checkers, f"check_task_{item['task']}")(_object(item))
     assert capsys.readouterr().out.startswith(f"✓ Task {item['task']} passed")
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("item", heldout.MISTAKES + heldout.VARIANTS, ids=lambda item: item["name"])
 def test_held_out_checks_stay_within_a_second(item):
     check = getattr(checkers, f"check_task_{item['task']}")
@@ -111,6 +114,7 @@ def graded_cases():
     return graded_cases_of(vit, reference_namespace(vit))
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("item", heldout.MISTAKES + heldout.VARIANTS, ids=lambda item: item["name"])
 def test_the_grader_agrees_with_the_check(item, graded_cases):
     """A held-out mistake scores 0 on its task, a variant full marks: the check's ✗ or ✓ is what the grade pays."""
