@@ -6,7 +6,7 @@ attack does, it must be contained and reported, and the honest cells around it m
 their points. The vehicle's full solution is graded in the same run, the course's one grading of it: it trains while
 the attackers run in the other slot (among them a CPU hog that spins to its cell's limit, a fork bomb and the memory
 and disk hogs) and must keep full marks, name no limit and need nobody's attention: limits count CPU time, not the
-machine's load (in `make test` the other worker loads the machine too). The attacks print
+machine's load (in `make test-all` the other worker loads the machine too). The attacks print
 "ESCAPE: ..." for anything that got out and "ATTACK RAN <name>" when they finished, so a test
 can tell "contained" from "never ran".
 
