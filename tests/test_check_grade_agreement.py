@@ -160,6 +160,7 @@ def test_check_and_grader_agree(name, case):
                                         f"{points} ({verdict})"
     assert score in (0, points), verdict
     assert passed == case.right, f"a {'correct' if case.right else 'wrong'} answer: check said {said}"
+    assert case.right or verdict.startswith(f"Task {case.task}"), verdict  # the feedback names the task it failed
 
 
 def test_every_definition_task_has_mistakes_and_correct_answers():

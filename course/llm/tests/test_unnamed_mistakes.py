@@ -80,7 +80,8 @@ def graded_cases():
     return graded_cases_of(assignment("llm"), reference_namespace(assignment("llm")))
 
 
-@pytest.mark.fast
+# The full tier: the fast agreement matrix (tests/test_check_grade_agreement.py) asserts the same of each mistake
+@pytest.mark.full
 @pytest.mark.parametrize("item", heldout.MISTAKES, ids=lambda item: item["name"])
 def test_the_grader_scores_the_mistake_zero(item, graded_cases):
     """A ✓ from a check means the grader pays; a held-out mistake should be paid nothing."""

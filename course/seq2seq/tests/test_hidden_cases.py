@@ -59,7 +59,8 @@ def test_there_are_mistakes_of_every_definition_task_to_plant():
     assert {mutant.task for mutant in DEFINITION_MUTANTS} == set(DEFINITION_TASKS)
 
 
-@pytest.mark.fast
+# The full tier: the fast agreement matrix (tests/test_check_grade_agreement.py) asserts the same of each mistake
+@pytest.mark.full
 @pytest.mark.parametrize("planted", DEFINITION_MUTANTS, ids=lambda m: f"task{m.task}-{m.name}")
 def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases):
     verdict = verdict_of(planted.task, variant(planted.apply), graded_cases)

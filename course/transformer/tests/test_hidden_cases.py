@@ -15,7 +15,6 @@ from .palindrome_models import mirror_logits
 from . import valid_variants as alt
 from .unnamed_mistakes import UNNAMED
 
-pytestmark = pytest.mark.fast
 
 TRANSFORMER = assignment("transformer")
 DEFINITION_TASKS, POINTS = TRANSFORMER.definition_tasks, TRANSFORMER.points
@@ -27,6 +26,7 @@ def graded_cases():
     return graded_cases_of(TRANSFORMER, reference_namespace(TRANSFORMER))
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task", DEFINITION_TASKS)
 def test_reference_passes_hidden_tests(task, graded_cases):
     verdict = verdict_of(task, graded_cases[4], graded_cases)
@@ -34,6 +34,8 @@ def test_reference_passes_hidden_tests(task, graded_cases):
     assert sum(not case["visible"] for case in graded_cases[0][task]) >= 4  # hidden cases beyond the visible ones
 
 
+# The full tier: the fast agreement matrix (tests/test_check_grade_agreement.py) asserts the same of each mistake
+@pytest.mark.full
 @pytest.mark.parametrize("planted", MUTANTS, ids=lambda m: f"task{m.task}-{m.name}")
 def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases, load_variant):
     verdict = verdict_of(planted.task, load_variant(planted.apply), graded_cases)
@@ -45,6 +47,7 @@ def unnamed_mistakes():
     return [(task, objects) for task, objects, _ in UNNAMED]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task, objects", unnamed_mistakes(),
                          ids=lambda value: value[0].__name__ if isinstance(value, tuple) else None)
 def test_hidden_tests_reject_every_unnamed_mistake(task, objects, graded_cases):
@@ -64,6 +67,7 @@ def variant_id(value):
     return "-".join(obj.__name__ for obj in value) if isinstance(value, tuple) else str(value)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("task, objects", alternatives(), ids=variant_id)
 def test_hidden_tests_accept_what_the_checkers_accept(task, objects, graded_cases):
     names = graded_cases[2][task]
@@ -71,6 +75,7 @@ def test_hidden_tests_accept_what_the_checkers_accept(task, objects, graded_case
     assert verdict.score == POINTS[task], verdict.message
 
 
+@pytest.mark.fast
 def test_recipes_hold_no_expected_values(graded_cases):
     """What a probe receives: inputs and weights only; the trained tasks' data and labels stay in the grader."""
     cases = graded_cases[0]
@@ -79,6 +84,7 @@ def test_recipes_hold_no_expected_values(graded_cases):
     assert all("tokens" not in recipe["trained"] for task in (6, 8) for recipe in cases[task])
 
 
+@pytest.mark.fast
 def test_trained_task_is_judged_from_weights_not_from_forward(graded_cases):
     """A hand-written palindrome test put in place of the trained network's forward does not earn task 6."""
     from course_lib import transformer as defaults

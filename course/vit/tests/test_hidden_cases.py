@@ -60,7 +60,8 @@ def test_reference_passes_hidden_tests(task, graded_cases):
 PLANTED = [mutant for mutant in MUTANTS if mutant.task in DEFINITION_TASKS]
 
 
-@pytest.mark.fast
+# The full tier: the fast agreement matrix (tests/test_check_grade_agreement.py) asserts the same of each mistake
+@pytest.mark.full
 @pytest.mark.parametrize("planted", PLANTED, ids=lambda m: f"task{m.task}-{m.name}")
 def test_hidden_tests_reject_every_planted_mistake(planted, graded_cases):
     verdict = verdict_of(planted.task, variant(planted.apply), graded_cases)
