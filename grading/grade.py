@@ -28,7 +28,7 @@ from pathlib import Path
 
 from course.registry import RegistryError, assignments
 
-from .cases import build_cases
+from .cases import build_cases, stand_ins
 from .collect import discover
 from .folders import Course
 from .jobs import LoadSampler, Progress, grade_all, load_warning
@@ -54,8 +54,14 @@ class Grading:
         cases = build_cases(reference, course.registered)
         self.release = prepare_release(course)
         checks = [task.check for task in course.registered.tasks.values()]
-        self.runtime = prepare_runtime(course.build / "runtime", cases, checks)
+        hidden = stand_ins(course.registered.name, course.build / "stand-ins")
+        self.runtime = prepare_runtime(course.build / "runtime", cases, checks, hidden)
         self.judging = prepare_judging(course, self.release.checks, reference, cases)
+        self.caveats = [hidden.note] if hidden.covers and box.mode == "bwrap" else []  # in every student's feedback
+        if hidden.covers and box.mode != "bwrap":
+            print(f"WARNING: --sandbox none: {course.registered.name}'s scored data is not hidden from the notebooks "
+                  "(only the bubblewrap sandbox covers it with stand-ins): a notebook can train on what it is scored "
+                  "on.", file=sys.stderr)
 
 
 def submission_notebook(submission):
@@ -74,6 +80,7 @@ def grade_one(submission, grading, slot):
     try:
         notebook, record.cut = bounded(submission_notebook(submission), grading.release.notebook)  # before any other
         record.program, record.deviations = match_submission(notebook, grading.release)
+        record.caveats = grading.caveats
         scratch = grading.course.build / "scratch" / submission.student
         record.run = run_submission(record.program, grading.runtime, scratch, grading.box, slot,
                                     grading.course.registered.limits.idle_seconds)

@@ -32,6 +32,8 @@ class SubmissionRecord:
     run: ProbeRun = field(default_factory=ProbeRun)  # the sandbox: what the probe recorded
     result: object = None  # judge: the submission's Result (verdicts, notes for the instructor)
     error: str = ""  # why it could not be run and judged ('' when it was)
+    caveats: list = field(default_factory=list)  # the feedback's notes on the grader's own run (its stand-ins),
+    # the same for every submission: not in the report
 
     @property
     def student_notes(self):

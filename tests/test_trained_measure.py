@@ -46,7 +46,7 @@ RECORD = {"facts": {"module": True, "instance": True}, "weights": {}, "config": 
 @pytest.mark.parametrize("value, problem", [(1.5, None), (2.0, None), (2.5, "bits per byte 2.500"),
                                             (float("nan"), "bits per byte nan")])
 def test_a_bound_is_the_most_the_measure_may_be(value, problem, monkeypatch):
-    monkeypatch.setattr(judge, "reference_accuracy", lambda *args: value)
+    monkeypatch.setattr(judge, "reference_accuracy", lambda *args: (value, ""))
     got, _ = judge.trained_problem(7, RECORD, spec(bound=2.0, measure="bits per byte"), {})
     if problem is None:
         assert got is None
@@ -56,7 +56,7 @@ def test_a_bound_is_the_most_the_measure_may_be(value, problem, monkeypatch):
 
 @pytest.mark.parametrize("value, passes", [(0.95, True), (0.85, False)])
 def test_a_target_is_still_the_least_accuracy(value, passes, monkeypatch):
-    monkeypatch.setattr(judge, "reference_accuracy", lambda *args: value)
+    monkeypatch.setattr(judge, "reference_accuracy", lambda *args: (value, ""))
     got, _ = judge.trained_problem(7, RECORD, spec(target=0.9), {})
     assert (got is None) == passes and (passes or got.startswith("accuracy 85.0%")), got
 
@@ -81,3 +81,37 @@ def test_the_notebook_data_reaches_trained_accuracy_as_a_dict(recorded, given, m
     judge.reference_accuracy(7, {}, dict(RECORD, notebook_data=recorded), spec(notebook_data={"pairs": "x:y"}))
     judge.reference_accuracy(7, {}, RECORD, spec())
     assert cases.seen == [{"notebook": given}, {}]
+
+
+class FlaggingCases(Cases):
+    """A cases package whose stand_in_flag says the model fits the stand-ins, or refuses the notebook's data."""
+
+    def __init__(self, flag):
+        super().__init__()
+        self.flag = flag
+
+    def stand_in_flag(self, model, reference, **keywords):
+        if self.flag is None:
+            raise judge.InvalidModel("merges that are not valid")
+        return self.flag
+
+
+@pytest.mark.parametrize("value, passes", [(0.95, True), (0.85, False)])
+def test_a_model_fitted_to_the_stand_ins_is_flagged_whatever_it_scores(value, passes, monkeypatch):
+    cases = FlaggingCases("it fits the stand-ins")
+    cases.trained_accuracy = lambda *args, **keywords: value
+    monkeypatch.setattr(judge, "cases_of", lambda name: cases)
+    monkeypatch.setattr(judge, "reference_model", lambda *args: None)
+    got, flag = judge.trained_problem(7, RECORD, spec(target=0.9), {})
+    assert (got is None) == passes and flag.endswith("it fits the stand-ins"), flag
+
+
+def test_a_stand_in_flag_that_cannot_be_measured_leaves_the_score_to_say_why(monkeypatch):
+    cases = FlaggingCases(None)
+    monkeypatch.setattr(judge, "cases_of", lambda name: cases)
+    monkeypatch.setattr(judge, "reference_model", lambda *args: None)
+    assert judge.reference_accuracy(7, {}, RECORD, spec()) == (1.0, "")
+
+
+def test_reasons_to_look_are_joined_and_empty_ones_dropped():
+    assert judge.joined("", "a", "", "b") == "a; b" and judge.joined("", "") == ""

@@ -187,7 +187,7 @@ def test_the_flag_keeps_the_score_and_a_failed_model_is_flagged_only_for_tamperi
     record = PROBE.with_steps(ledger, recipe, [model], PROBE.recipes.run(recipe, [model], dict(reference)))
 
     def verdict(accuracy, changed=()):
-        monkeypatch.setattr(judge_trained, "reference_accuracy", lambda *args: accuracy)
+        monkeypatch.setattr(judge_trained, "reference_accuracy", lambda *args: (accuracy, ""))
         records = {task: [dict(record, **dict(changed))]}
         return score_submission({task: [recipe]}, {task: [spec]}, records, {task: 2}, reference)[task]
     passed = verdict(0.9)

@@ -14,7 +14,18 @@ public checkers package as "module:function" (recipes.slots_of, recipes.facts_of
 and what it saw during the call (its report) is compared like an output. Adding an assignment adds its
 course/<name>/cases/ and nothing in grading/. `build_cases` is instructor-side: it needs the reference namespace,
 which never reaches a student or a probe; the recipes it returns hold inputs and weights only.
+
+An assignment whose trained task is scored on data the student has (files of the Python installation) declares it
+there too: `stand_ins(folder)` writes stand-ins for those files in folder and returns [(installed path, stand-in
+path)], which the sandbox mounts over the installed ones (grading/sandbox/covers.py); STAND_IN_NOTE says so in the
+student's feedback; `stand_in_rows()` ({"rows": tensor (N, ...), "scale": their grid}, optional) gives the stand-ins
+as a model receives them, for the probe to spot in training batches; and `stand_in_flag(model, reference,
+notebook=None)` (optional) is a reason for a person to look ('' when none): the loaded reference model fits the
+stand-ins it could have trained on far better than their unseen twins.
 """
+import shutil
+from dataclasses import dataclass, field
+
 from course.slices import slice_of
 
 
@@ -53,3 +64,26 @@ def fact_problem(fact, key):
         except NoCases:
             pass
     return problems.get((fact, key), f"{function or fact}: {key} is wrong")
+
+
+
+@dataclass(frozen=True)
+class StandIns:
+    """An assignment's scored data as the sandbox sees it: covers ([(installed path, stand-in path)]), the note for
+    the student's feedback, and the stand-ins' rows as a model receives them ({"rows": tensor (N, ...), "scale":
+    their grid}) for the probe to spot in training batches (grading/probe/provenance.py: Sightings), or None."""
+
+    covers: list = field(default_factory=list)
+    note: str = ""
+    rows: dict = None
+
+
+def stand_ins(name, folder):
+    """The assignment's StandIns, their files written in folder (emptied first); empty for one that declares none."""
+    cases = cases_of(name)
+    if not hasattr(cases, "stand_ins"):
+        return StandIns()
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    rows = cases.stand_in_rows() if hasattr(cases, "stand_in_rows") else None
+    return StandIns(cases.stand_ins(folder), cases.STAND_IN_NOTE, rows)

@@ -68,3 +68,29 @@ def provenance_flag(record):
         return NO_STEP
     missing = unmatched(weights, evidence["norms"])
     return NOT_A_STEP.format(unmatched=len(missing), total=len(weights)) if missing else ""
+
+
+TRAINED_ON_STAND_INS = ("{trained} of the {total} stand-ins that the grader's sandbox holds in place of the scored "
+                        "data went through the notebook's training steps: it trains on the data it is scored on "
+                        "(in the sandbox the stand-ins buy nothing; at home the real data would): {check}")
+UNWATCHED = ("the notebook removed the grader's watch on training batches, so whether it trains on the data it is "
+             "scored on is unknown (possible tampering): {check}")
+CHECK_DATA = "check by hand what the notebook trains on"
+
+
+def sightings_flag(record):
+    """Why a person must check what the notebook trained on, or '': the probe's Sightings (grading/probe/
+    provenance.py) saw stand-ins of the scored data in a training batch, or lost its hook. A sandbox without
+    stand-in rows records none, and nothing is said."""
+    evidence = record.get("provenance")
+    sightings = evidence.get("stand_ins") if isinstance(evidence, dict) else None
+    if sightings is None:
+        return ""
+    counts = [sightings.get(key) if isinstance(sightings, dict) else None for key in ("trained", "total")]
+    if not isinstance(sightings, dict) or type(sightings.get("hooked")) is not bool or \
+            not all(type(count) is int and count >= 0 for count in counts):
+        return MISSING
+    if not sightings["hooked"]:
+        return UNWATCHED.format(check=CHECK_DATA)
+    trained, total = counts
+    return TRAINED_ON_STAND_INS.format(trained=trained, total=total, check=CHECK_DATA) if trained else ""

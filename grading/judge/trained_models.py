@@ -26,7 +26,7 @@ from checkers._modules import build
 
 from ..cases import cases_of
 from ..recipes import slots_of
-from .provenance_flags import provenance_flag, tampering_flag
+from .provenance_flags import provenance_flag, sightings_flag, tampering_flag
 
 SIZE_FACTOR = 4  # each size (widths, layers, heads) at most 4 x the task's default: the slowest judge
 # (an encoder-decoder's) then takes about 15 x its time at the defaults (65 s against 4 s at a load of 9 on 2 cores)
@@ -139,13 +139,27 @@ def reference_model(task, reference, record, spec):
 
 
 def reference_accuracy(task, reference, record, data):
-    """Accuracy of the reference loaded with the student's weights; raises InvalidModel."""
+    """(accuracy of the reference loaded with the student's weights, why a person must look at its fit to the
+    sandbox's stand-ins or ''); raises InvalidModel."""
     model = reference_model(task, reference, record, data)
-    measure = cases_of(data["assignment"]).trained_accuracy
-    if data.get("notebook_data"):  # the notebook's plain data the spec asks for, validated by the cases package
-        notebook = record.get("notebook_data")
-        return measure(task, model, data, reference, notebook=notebook if isinstance(notebook, dict) else {})
-    return measure(task, model, data, reference)
+    cases = cases_of(data["assignment"])
+    # the notebook's plain data the spec asks for, validated by the cases package
+    notebook = record.get("notebook_data") if data.get("notebook_data") else None
+    extra = {"notebook": notebook if isinstance(notebook, dict) else {}} if data.get("notebook_data") else {}
+    flag = stand_in_flag(cases, model, reference, extra)
+    return cases.trained_accuracy(task, model, data, reference, **extra), flag
+
+
+def stand_in_flag(cases, model, reference, extra):
+    """The cases package's reason to look at a model that fits the sandbox's stand-ins for the scored data far
+    better than their unseen twins ('' when it does not, or the assignment hides no data); measured before the
+    score, so a model that scores 0 is flagged too."""
+    if not hasattr(cases, "stand_in_flag"):
+        return ""
+    try:
+        return cases.stand_in_flag(model, reference, **extra)
+    except InvalidModel:
+        return ""  # the score says why (merges that are not valid)
 
 
 def trained_problem(task, record, data, reference):
@@ -166,16 +180,22 @@ def trained_problem(task, record, data, reference):
     if not facts.get("instance"):
         return f"the trained model is not a {class_name}", ""
     try:
-        mine = reference_accuracy(task, reference, record, data)
+        mine, fitted = reference_accuracy(task, reference, record, data)
     except InvalidModel as error:
         flag = f"model settings beyond the task's defaults, not evaluated: {error}" \
             if isinstance(error, BeyondDefaults) else ""
         return (f"the trained model cannot be judged: {error}; the grader measures accuracy with the reference "
-                f"{class_name} loaded with your weights"), flag
+                f"{class_name} loaded with your weights"), joined(flag, sightings_flag(record))
+    data_flags = joined(sightings_flag(record), fitted)  # what it trained on, whatever it scores
     if "bound" in data and not mine <= data["bound"]:  # a measure kept low (e.g. bits per byte); NaN fails too
         return (f"{data.get('measure', 'the measure')} {mine:.3f} (the reference {class_name} loaded with your "
-                f"weights); at most {data['bound']:g} is needed"), tampering_flag(record)
+                f"weights); at most {data['bound']:g} is needed"), joined(tampering_flag(record), data_flags)
     if target is not None and mine < target:  # no points to check; a removed step hook is flagged all the same
         return (f"accuracy {mine:.1%} (the reference {class_name} loaded with your weights); at least {target:.0%} "
-                "is needed"), tampering_flag(record)
-    return None, provenance_flag(record)  # its points stand; weights no optimizer step left are flagged
+                "is needed"), joined(tampering_flag(record), data_flags)
+    return None, joined(provenance_flag(record), data_flags)  # its points stand; weights no step left are flagged
+
+
+def joined(*flags):
+    """Every reason to look, in one line ('' when there is none)."""
+    return "; ".join(flag for flag in flags if flag)

@@ -34,7 +34,8 @@ WATCHED = {"torch": ("allclose", "equal", "isclose", "save", "load"), "torch.tes
            "checkers._core": ("check_function", "load_fixture"), "checkers._core.Task": ("call",),
            "checkers._calls._Recorder": ("__torch_function__",),
            "recipes": ("run", "call", "snapshot", "gradients"),  # what records a case: a forged record starts there
-           "provenance.Ledger": ("after_step", "hooked", "provenance", "norms_by_size")}  # the optimizer steps
+           "provenance.Ledger": ("after_step", "hooked", "provenance", "norms_by_size"),  # the optimizer steps
+           "provenance.Sightings": ("before_forward", "after_step", "report")}  # stand-ins in training batches
 
 
 class CellTimeout(BaseException):
@@ -107,7 +108,9 @@ class Probe:
         self.cases = torch.load(os.path.join(HERE, "cases.pt"), weights_only=True)
         self.progress = os.fdopen(int(os.environ["GRADING_PROGRESS_FD"]), "w", buffering=1)
         self.shell = make_shell()
-        self.ledger = provenance.Ledger()  # its optimizer step hook, installed before any student code runs
+        rows = os.path.join(HERE, "stand_in_rows.pt")  # the scored data's stand-ins as a model receives them
+        sightings = provenance.Sightings(**torch.load(rows, weights_only=True)) if os.path.exists(rows) else None
+        self.ledger = provenance.Ledger(sightings)  # its hooks installed before any student code runs
         self.checks = check_functions()
         self.originals = watched_objects(self.checks)
 

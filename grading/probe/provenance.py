@@ -21,7 +21,8 @@ _register = _optimizer.register_optimizer_step_post_hook
 class Ledger:
     """The steps of every optimizer in this process, each as the norms of the parameters it left."""
 
-    def __init__(self):
+    def __init__(self, sightings=None):
+        self.sightings = sightings  # Sightings of the sandbox's stand-ins in training batches, when it has some
         self.steps, self.failures = 0, 0
         self.layouts, self.parameters, self.sizes, self.counts = {}, [], [], []  # per layout: see after_step
         self.order, self.norms = [], []  # per step: its layout's index, the float64 norms of its parameters
@@ -61,13 +62,15 @@ class Ledger:
         Returns:
             {"hooked": bool, "steps": all steps, "failures": steps the hook could not record, "stepped": steps whose
             optimizer held one of the tensors themselves, "norms": {size: float64 tensor (steps of that size,) of
-            the norms every parameter of that many elements had after each step}}: plain data.
+            the norms every parameter of that many elements had after each step}, and "stand_ins" (Sightings.report)
+            where the sandbox has stand-ins}: plain data.
         """
         held = {id(t) for t in tensors}
         stepped = sum(count for parameters, count in zip(self.parameters, self.counts)
                       if any(id(p) in held for p in parameters))
-        return {"hooked": self.hooked(), "steps": self.steps, "failures": self.failures, "stepped": stepped,
-                "norms": self.norms_by_size({t.numel() for t in tensors})}
+        evidence = {"hooked": self.hooked(), "steps": self.steps, "failures": self.failures, "stepped": stepped,
+                    "norms": self.norms_by_size({t.numel() for t in tensors})}
+        return evidence if self.sightings is None else dict(evidence, stand_ins=self.sightings.report())
 
     def norms_by_size(self, sizes):
         """{size: the norms after every step of each parameter of that many elements} for the given sizes."""
@@ -75,3 +78,58 @@ class Ledger:
             return {size: _tensor([], dtype=torch.float64) for size in sizes}
         norms, all_sizes = _cat(self.norms), _cat([self.sizes[index] for index in self.order])
         return {size: norms[all_sizes == size] for size in sorted(sizes)}
+
+
+_register_pre = torch.nn.modules.module.register_module_forward_pre_hook
+_forward_pre_hooks = torch.nn.modules.module._global_forward_pre_hooks
+_is_grad_enabled, _round = torch.is_grad_enabled, torch.round
+
+
+def fingerprints(rows, scale):
+    """The bytes of each row (N, ...) rounded on its grid (values times scale): equal rows, equal bytes."""
+    return [bytes(row) for row in _round(rows.detach().float().cpu() * scale).to(torch.int32).reshape(
+        len(rows), -1).numpy()]
+
+
+class Sightings:
+    """Which of the sandbox's stand-ins for the scored data went through training: a module called in training mode
+    with gradients on a batch holding them, followed by an optimizer step before the next such batch.
+
+    The probe makes one, before any student code runs, when the runtime holds stand-in rows (grading/sandbox/covers.py):
+    a global forward pre-hook reads the first tensor argument of every module call whose trailing shape is a row's,
+    and a global optimizer step post hook confirms the rows of the last such batch. An honest notebook only evaluates
+    on them (in eval mode, or without a step after), and none is seen.
+    """
+
+    def __init__(self, rows, scale):
+        self.shape, self.scale, self.total = tuple(rows.shape[1:]), scale, len(rows)
+        self.known = set(fingerprints(rows, scale))
+        self.pending, self.trained = set(), set()
+        self.handle = _register_pre(self.before_forward)
+        self.hook = _forward_pre_hooks[self.handle.id]
+        self.step_handle = _register(self.after_step)
+
+    def before_forward(self, module, args):
+        """The global forward pre-hook: the stand-ins among a training batch's rows wait for the next step."""
+        try:
+            batch = args[0] if args else None
+            if type(batch) is not torch.Tensor or tuple(batch.shape[1:]) != self.shape or batch.dim() < 2:
+                return None
+            if module.training and _is_grad_enabled() and batch.is_floating_point():
+                self.pending = self.known.intersection(fingerprints(batch, self.scale))
+            else:
+                self.pending = set()
+        except Exception:  # noqa: BLE001 -- never break the student's code
+            pass
+        return None
+
+    def after_step(self, optimizer, args, kwargs):
+        self.trained |= self.pending
+        self.pending = set()
+
+    def report(self):
+        """{"hooked": whether torch still calls before_forward, "trained": stand-ins that went through a step,
+        "total": stand-ins}: plain data."""
+        hooked = torch.nn.modules.module._global_forward_pre_hooks is _forward_pre_hooks and \
+            _forward_pre_hooks.get(self.handle.id) is self.hook
+        return {"hooked": hooked, "trained": len(self.trained), "total": self.total}

@@ -38,7 +38,8 @@ def write_graded(course, release, record):
     """
     submission, graded = record.submission, record.result
     try:
-        notebook = render(release.notebook, record.program, record.run.cells, graded.verdicts, record.student_notes)
+        notebook = render(release.notebook, record.program, record.run.cells, graded.verdicts,
+                          record.student_notes + record.caveats)
         if any(cell.get("id") == "grader-left-out" for cell in notebook["cells"]):
             graded.notes.append("the notebook's code and outputs are too large to show whole: the feedback leaves "
                                 "out some of the cells the student added")

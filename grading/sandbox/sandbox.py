@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cgroups, cpuclock
+from . import cgroups, covers, cpuclock
 
 FIRST_UID = 62000  # one uid per job slot, so no probe can touch another's files or processes
 SLOTS = 1000  # uids FIRST_UID .. FIRST_UID + SLOTS - 1, shared by every grading run on this machine
@@ -203,7 +203,8 @@ def ancestors(paths):
 def bwrap_arguments(scratch, runtime):
     """bwrap's options: the allow-list root, private /tmp and /run, the namespaces.
 
-    The Python installation keeps its own paths (a virtual environment finds its base by them); the
+    Files of the installation that hold an assignment's scored data are covered by stand-ins (covers.py). The Python
+    installation keeps its own paths (a virtual environment finds its base by them); the
     runtime and the scratch folder appear at INSIDE/runtime and INSIDE/scratch, so no course path shows.
     """
     setpriv = os.path.realpath(shutil.which("setpriv") or "/usr/bin/setpriv")
@@ -218,6 +219,7 @@ def bwrap_arguments(scratch, runtime):
             argv += ["--perms", "0755", "--dir", path]
     for path in sorted(read_only, key=lambda p: p.count("/")):
         argv += ["--ro-bind", path, path]
+    argv += covers.cover_arguments(runtime, read_only)  # over the installation: the scored data's stand-ins
     for target, link in links:
         if not any(path == link or path.startswith(link + "/") for path in read_only):
             argv += ["--symlink", target, link]

@@ -6,10 +6,12 @@ See grading/cases/__init__.py for what an assignment's cases package provides.
 from grading.cases.parts import assemble
 from .facts import FACT_PROBLEMS
 from .hidden import hidden_cases
+from .scored_data import STAND_IN_NOTE, stand_ins, stand_in_rows
 from .trained_model import evaluation_data, trained_accuracy, trained_case, trained_config
 from .visible import VISIBLE
 
-__all__ = ["FACT_PROBLEMS", "build_cases", "evaluation_data", "trained_accuracy", "trained_config"]
+__all__ = ["FACT_PROBLEMS", "STAND_IN_NOTE", "stand_ins", "stand_in_rows",
+           "build_cases", "evaluation_data", "trained_accuracy", "trained_config"]
 
 
 def build_cases(reference, assignment):
