@@ -47,7 +47,7 @@ RECORD = {"facts": {"module": True, "instance": True}, "weights": {}, "config": 
                                             (float("nan"), "bits per byte nan")])
 def test_a_bound_is_the_most_the_measure_may_be(value, problem, monkeypatch):
     monkeypatch.setattr(judge, "reference_accuracy", lambda *args: (value, ""))
-    got, _ = judge.trained_problem(7, RECORD, spec(bound=2.0, measure="bits per byte"), {})
+    got, _, _ = judge.trained_problem(7, RECORD, spec(bound=2.0, measure="bits per byte"), {})
     if problem is None:
         assert got is None
     else:
@@ -57,7 +57,7 @@ def test_a_bound_is_the_most_the_measure_may_be(value, problem, monkeypatch):
 @pytest.mark.parametrize("value, passes", [(0.95, True), (0.85, False)])
 def test_a_target_is_still_the_least_accuracy(value, passes, monkeypatch):
     monkeypatch.setattr(judge, "reference_accuracy", lambda *args: (value, ""))
-    got, _ = judge.trained_problem(7, RECORD, spec(target=0.9), {})
+    got, _, _ = judge.trained_problem(7, RECORD, spec(target=0.9), {})
     assert (got is None) == passes and (passes or got.startswith("accuracy 85.0%")), got
 
 
@@ -102,8 +102,8 @@ def test_a_model_fitted_to_the_stand_ins_is_flagged_whatever_it_scores(value, pa
     cases.trained_accuracy = lambda *args, **keywords: value
     monkeypatch.setattr(judge, "cases_of", lambda name: cases)
     monkeypatch.setattr(judge, "reference_model", lambda *args: None)
-    got, flag = judge.trained_problem(7, RECORD, spec(target=0.9), {})
-    assert (got is None) == passes and flag.endswith("it fits the stand-ins"), flag
+    got, flag, note = judge.trained_problem(7, RECORD, spec(target=0.9), {})
+    assert (got is None) == passes and flag.endswith("it fits the stand-ins") and note == "it fits the stand-ins"
 
 
 def test_a_stand_in_flag_that_cannot_be_measured_leaves_the_score_to_say_why(monkeypatch):

@@ -44,8 +44,8 @@ def case_problem(task, recipe, got, expected, context):
         names = ", ".join(str(name) for name in got["subclasses"][:3])
         return SUBCLASS.format(names=names), "", f"a tensor subclass ({names}) was returned: possible tampering"
     if "trained" in recipe:  # settings beyond the task's defaults are flagged (trained.within_defaults)
-        problem, flag = trained_problem(task, got, expected, context["reference"])
-        return problem, "", flag
+        problem, flag, note = trained_problem(task, got, expected, context["reference"])
+        return problem, note, flag
     return compare_case(recipe, got, expected), "", ""
 
 
@@ -55,7 +55,7 @@ def score_task(task, points, recipes, expected, records, context):
     if records is None:
         return Verdict(task, points, 0.0, f"Task {task} was not graded: the notebook never reached its check cell.",
                        True, trained=trained)
-    flags = []  # of passed cases: the points stand, a person checks them (a trained model no step in it produced)
+    flags, notes = [], []  # of passed cases: the points stand, a person checks them (a trained model no step made)
     for index, recipe in enumerate(recipes):
         got = records[index] if index < len(records) else None
         try:
@@ -68,9 +68,10 @@ def score_task(task, points, recipes, expected, records, context):
                 f"Task {task}: {recipe['name']}: {strip_task(problem, task)}"
             return Verdict(task, points, 0.0, message, recipe["visible"], note, flag, trained)
         flags += [flag] if flag else []
+        notes += [note] if note else []
     hidden = sum(not recipe["visible"] for recipe in recipes)
     return Verdict(task, points, points, f"✓ Task {task} passed the grader: {len(recipes)} tests, {hidden} of them "
-                   "hidden.", flag=(flags or [""])[0], trained=trained)
+                   "hidden.", note="; ".join(notes), flag=(flags or [""])[0], trained=trained)
 
 
 NEEDS = ("Task {task}: the trained model's classes do not pass Task {needed}, so its weights were trained for another "

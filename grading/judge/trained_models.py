@@ -163,9 +163,10 @@ def stand_in_flag(cases, model, reference, extra):
 
 
 def trained_problem(task, record, data, reference):
-    """(the problem of a trained model's record or None when it reaches the target, why a person must look or ''):
-    a model that reaches it is flagged when its weights are no state an optimizer step of the notebook left
-    (judge/provenance_flags.py).
+    """(the problem of a trained model's record or None when it reaches the target, why a person must look or '',
+    what it trained on for the report or ''): a model that reaches it is flagged when its weights are no state an
+    optimizer step of the notebook left (judge/provenance_flags.py); one that trained on the sandbox's stand-ins for
+    the scored data, or fits them far better than their unseen twins, is flagged and noted whatever it scores.
 
     Args:
         record: what the probe recorded ("facts", "weights", "config").
@@ -176,24 +177,26 @@ def trained_problem(task, record, data, reference):
     """
     facts, class_name, target = record.get("facts", {}), data["class_name"], data.get("target")
     if not isinstance(facts, dict) or not facts.get("module"):
-        return "the trained model is not an nn.Module", ""
+        return "the trained model is not an nn.Module", "", ""
     if not facts.get("instance"):
-        return f"the trained model is not a {class_name}", ""
+        return f"the trained model is not a {class_name}", "", ""
     try:
         mine, fitted = reference_accuracy(task, reference, record, data)
     except InvalidModel as error:
         flag = f"model settings beyond the task's defaults, not evaluated: {error}" \
             if isinstance(error, BeyondDefaults) else ""
         return (f"the trained model cannot be judged: {error}; the grader measures accuracy with the reference "
-                f"{class_name} loaded with your weights"), joined(flag, sightings_flag(record))
+                f"{class_name} loaded with your weights"), joined(flag, sightings_flag(record)), sightings_flag(record)
     data_flags = joined(sightings_flag(record), fitted)  # what it trained on, whatever it scores
     if "bound" in data and not mine <= data["bound"]:  # a measure kept low (e.g. bits per byte); NaN fails too
         return (f"{data.get('measure', 'the measure')} {mine:.3f} (the reference {class_name} loaded with your "
-                f"weights); at most {data['bound']:g} is needed"), joined(tampering_flag(record), data_flags)
+                f"weights); at most {data['bound']:g} is needed"), joined(tampering_flag(record), data_flags), \
+            data_flags
     if target is not None and mine < target:  # no points to check; a removed step hook is flagged all the same
         return (f"accuracy {mine:.1%} (the reference {class_name} loaded with your weights); at least {target:.0%} "
-                "is needed"), joined(tampering_flag(record), data_flags)
-    return None, joined(provenance_flag(record), data_flags)  # its points stand; weights no step left are flagged
+                "is needed"), joined(tampering_flag(record), data_flags), data_flags
+    # its points stand; weights no optimizer step left are flagged
+    return None, joined(provenance_flag(record), data_flags), data_flags
 
 
 def joined(*flags):
