@@ -31,8 +31,8 @@ BLOCK_TOKENS = 32  # predictions per block of fitted_share
 
 def package_docstrings():
     """The module, class and function docstrings of the standard library's modules below its top level, in the order
-    of their sorted paths (stdlib_docstrings of course_lib.llm reads the top-level modules)."""
-    root = Path(sysconfig.get_paths()["stdlib"])
+    of their sorted paths, each once (stdlib_docstrings of course_lib.llm reads the top-level modules)."""
+    root, seen = Path(sysconfig.get_paths()["stdlib"]), set()
     for path in sorted(root.glob("*/**/*.py")):
         if SKIPPED & set(path.relative_to(root).parts[:-1]):
             continue
@@ -43,7 +43,8 @@ def package_docstrings():
         for node in ast.walk(tree):
             text = isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
                 and ast.get_docstring(node)
-            if text:
+            if text and text not in seen:  # a docstring copied between modules is given once
+                seen.add(text)
                 yield text
 
 
