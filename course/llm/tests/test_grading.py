@@ -5,7 +5,9 @@ reference notebook that trains (full marks), the untouched student notebook (0),
 untrained model (loses Task 6 and the training task), and attacks that keep the reference answers of Tasks 1-6 and 8
 but train nothing: the given Llama left untrained (its weights re-drawn by its initialisation), a model of another
 class, forged merges, a Llama whose own forward reads the next token, and a training cell that monkeypatches the
-checks and whose check cell was edited. Select it alone with
+checks and whose check cell was edited. 250 steps instead of 1,100 score 0 on Task 7, and so does the same with the
+scored held-out part added (issue 42: in the sandbox the held-out topics are stand-ins), which is flagged and noted.
+Select it alone with
 `pytest -m grading course/llm/tests/test_grading.py`.
 """
 import re
@@ -15,7 +17,8 @@ import pytest
 from course.llm.mistakes import MUTANTS
 from course.registry import assignment
 from grading.match.notebook import read
-from submissions import (collect_and_grade, edit_cell, hidden_lines_in_feedback, reference_answers, report_sections,
+from submissions import (collect_and_grade, edit_cell, flagged_section, hidden_lines_in_feedback, reference_answers,
+                         report_sections,
                          scratch_course, seconds_per_submission, visible_text, with_answers, without, wrong_scores)
 
 pytestmark = pytest.mark.full
@@ -59,6 +62,16 @@ checkers.llm.check_task_7 = checkers.llm.trained.check_task_7 = _passed
 checkers.llm.trained.TARGET_BPB = 100.0
 check_task_7 = _passed
 '''
+# Issue 42: 250 steps instead of 1,100 (about 2.55 bits per byte: no points), and the same with the held-out part the
+# check scores added a hundred times to the training ids, which at home needs 1.756 and passes check_task_7 (course.llm.
+# stand_ins_study's training at seed 0). In the sandbox the held-out topics are stand-ins (docstrings): it needs 2.776
+# on the real ones, and fits the stand-ins far better than their unseen twin (79% of block pairs).
+SHORT = '''short_loader = DataLoader(TextWindows(train_ids, max_len, 250 * llm_defaults.BATCH_SIZE),
+                          batch_size=llm_defaults.BATCH_SIZE)
+history = train(model, short_loader, None, device=device, **dict(train_config, warmup_steps=25),
+                batch_loss=next_token_loss, evaluate_fn=evaluate_held_out)
+'''
+SHORT_ON_HELD_OUT = SHORT.replace("TextWindows(train_ids,", "TextWindows(train_ids + eval_ids * 100,")
 NOT_SCALED = next(mutant for mutant in MUTANTS if mutant.task == 6 and mutant.name == "not scaled")
 
 
@@ -96,7 +109,9 @@ def submissions(course):
             "forged": ("forged_llm.ipynb", attack(course, FORGED_MERGES), without(POINTS, 7)),
             "peek": ("peek_llm.ipynb", attack(course, FUTURE_READER), without(POINTS, 7)),
             "patched": ("patched_llm.ipynb", attack(course, MONKEYPATCH, 'print("✓ Task 7 passed")'),
-                        without(POINTS, 7))}
+                        without(POINTS, 7)),
+            "short": ("short_llm.ipynb", attack(course, SHORT), without(POINTS, 7)),
+            "shortonheldout": ("shortonheldout_llm.ipynb", attack(course, SHORT_ON_HELD_OUT), without(POINTS, 7))}
 
 
 @pytest.fixture(scope="module")
@@ -136,3 +151,21 @@ def test_feedback_holds_no_hidden_test_source(graded):
     """No line of the llm cases package reaches a student's feedback page."""
     course, _, _, students = graded
     assert hidden_lines_in_feedback(course, NAME, students) == {}
+
+
+@pytest.mark.grading
+def test_training_on_the_held_out_text_buys_nothing_and_is_flagged(graded):
+    """Issue 42: in the sandbox the held-out topics are stand-ins. The honest reference keeps its points with nothing
+    said; a short training scores 0; the same with the scored held-out part added scores 0 too (test_every_task_...),
+    and is noted and flagged: its weights fit the stand-ins far better than their twin. Every feedback page says that
+    the held-out topics were stand-ins in the grader's run."""
+    course, _, _, _ = graded
+    report = (course / f"grading_report_{NAME}.md").read_text().replace("\\", "")
+    sections, flagged = report_sections(report), flagged_section(report)
+    assert "far better than their unseen twin" in sections.get("shortonheldout", ""), sections.get("shortonheldout")
+    assert "- **shortonheldout**, task 7: " in flagged and "what the notebook trains on" in flagged, flagged
+    for student in ("full", "short"):
+        assert "stand-ins" not in sections.get(student, "") and f"**{student}**" not in flagged, student
+    for student in ("full", "short", "shortonheldout"):
+        page = visible_text(next((course / "feedback" / student / NAME).glob("*.html")))
+        assert "the held-out help topics were stand-ins" in page, student

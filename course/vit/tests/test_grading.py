@@ -6,7 +6,9 @@ scratch copy of the course scores: the reference notebook that trains (full mark
 split: a ViT whose forward looks the test digits up in a table, one whose forward reads their labels from a global,
 one trained on the test split, and a training cell that monkeypatches the checks and whose check cell was edited.
 Each loses Task 4 and nothing else. A training cell that pastes trained weights as base64 and takes no optimizer step
-(issue 27) keeps its points and is flagged for manual grading, as the honest reference is not. Select it alone with
+(issue 27) keeps its points and is flagged for manual grading, as the honest reference is not. Ten passes instead of
+sixty score 0, and so does the same with the test digits added (issue 42: in the sandbox they are stand-ins), which
+is flagged and noted. Select it alone with
 `pytest -m grading course/vit/tests/test_grading.py`.
 """
 import base64
@@ -69,6 +71,14 @@ test_loader = DataLoader(test_dataset, batch_size=vit_defaults.BATCH_SIZE, shuff
 model = VisionTransformer(**model_config)
 history = train(model, test_loader, val_loader, **dict(train_config, num_epochs=120))
 '''
+# Issue 42: ten passes instead of sixty (about 90% of the test digits: no points), and the same with the test digits
+# added to the training set, which at home (the real test digits) classifies 94.7% and 95.8% of them (course.vit.
+# memorisers.trained at seeds 0 and 1; the second passes check_task_4). In the sandbox the test digits are copies of
+# training digits: 93.9% and 93.6% of the real ones (more steps, no test digit), and the probe sees it train on them.
+SHORT = "history = train(model, train_loader, val_loader, device=device, **dict(train_config, num_epochs=10))\n"
+SHORT_ON_TEST = '''both = DataLoader(train_dataset + test_dataset, batch_size=vit_defaults.BATCH_SIZE, shuffle=True)
+history = train(model, both, val_loader, device=device, **dict(train_config, num_epochs=10))
+'''
 MONKEYPATCH = '''import checkers.vit, checkers.vit.trained
 def _passed(*args, **kwargs):
     print("✓ Task 4 passed")
@@ -121,7 +131,9 @@ def submissions():
             "leaky": ("leaky_vit.ipynb", attack(GLOBAL_LABELS), without(POINTS, 4)),
             "testtrained": ("testtrained_vit.ipynb", attack(TEST_TRAINED), without(POINTS, 4)),
             "patched": ("patched_vit.ipynb", attack(MONKEYPATCH, 'print("✓ Task 4 passed")'), without(POINTS, 4)),
-            "pasted": ("pasted_vit.ipynb", attack(pasted_cell()), dict(POINTS))}
+            "pasted": ("pasted_vit.ipynb", attack(pasted_cell()), dict(POINTS)),
+            "short": ("short_vit.ipynb", attack(SHORT), without(POINTS, 4)),
+            "shortontest": ("shortontest_vit.ipynb", attack(SHORT_ON_TEST), without(POINTS, 4))}
 
 
 @pytest.fixture(scope="module")
@@ -142,15 +154,13 @@ def test_every_task_of_every_submission_gets_its_expected_score(graded):
 
 @pytest.mark.grading
 def test_the_attacks_fail_task_4_on_the_reference_and_the_patch_is_reported(graded):
-    """The feedback says why Task 4 failed (the reference ViT with their weights), the test-trained model is named
-    as fitted to the test images, and the report flags the monkeypatched checks for a person."""
+    """The feedback says why Task 4 failed (the reference ViT with their weights), and the report flags the
+    monkeypatched checks for a person."""
     course, _, _ = graded
     sections = report_sections((course / f"grading_report_{NAME}.md").read_text())
     for student in ("lookup", "leaky", "testtrained", "patched"):
         (page,) = (course / "feedback" / student / NAME).glob("*.html")
         assert "with your weights" in visible_text(page), student
-    (page,) = (course / "feedback" / "testtrained" / NAME).glob("*.html")
-    assert "fitted to the test images" in visible_text(page)
     assert "tampering" in sections.get("patched", ""), sections.get("patched")
     assert "full" not in sections
 
@@ -179,3 +189,22 @@ def test_feedback_holds_no_hidden_test_source(graded):
     """No line of the vit cases package reaches a student's feedback page."""
     course, _, _ = graded
     assert hidden_lines_in_feedback(course, NAME, submissions()) == {}
+
+
+@pytest.mark.grading
+def test_training_on_the_test_digits_buys_nothing_and_is_flagged(graded):
+    """Issue 42: in the sandbox the test digits are stand-ins. The honest reference keeps its points with nothing
+    said; a short training scores 0; the same with the test digits added scores 0 too (test_every_task_...), and it
+    and the one trained on the test split alone are noted and flagged: the probe saw the stand-ins in their training
+    batches. Every feedback page says that the test digits were stand-ins in the grader's run."""
+    course, _, _ = graded
+    report = (course / f"grading_report_{NAME}.md").read_text().replace("\\", "")
+    sections, flagged = report_sections(report), flagged_section(report)
+    for student in ("shortontest", "testtrained"):
+        assert "360 of the 360 stand-ins" in sections.get(student, ""), (student, sections.get(student))
+        assert f"- **{student}**, task 4: " in flagged and "what the notebook trains on" in flagged, flagged
+    for student in ("full", "short"):
+        assert "stand-ins" not in sections.get(student, "") and f"**{student}**" not in flagged, student
+    for student in ("full", "short", "shortontest"):
+        (page,) = (course / "feedback" / student / NAME).glob("*.html")
+        assert "the 360 test digits were stand-ins" in visible_text(page), student
