@@ -121,9 +121,10 @@ STAND_IN_NOTE = ("In the grader's run the held-out help topics were stand-ins (o
                  "the held-out text printed there (the training curves, Task 7's scores, your own Task 7 check, the "
                  "LoRA comparison) differs from your own run. Task 7's score comes from your saved weights and "
                  "merges, measured on the real held-out topics.")
-# Honest runs of the reference (seeds 0-2; 250, 500 and 1,100 steps) gave 0.469-0.502; the same runs with the shown
-# scored part added four times to the training ids 0.571 (250 steps), 0.630 (500) and 0.792 (1,100): see
-# `python -m course.llm.stand_ins_study` and docs/instructors.md
+# Honest runs of the reference (seeds 0-2; 250, 500 and 1,100 steps) gave 0.477-0.512; the same runs with the shown
+# scored part added four times to the training ids 0.556-0.565 (250 steps: not flagged), 0.653-0.666 (500) and
+# 0.804-0.824 (1,100), and a hundred times, 250 steps, 0.79 (`python -m course.llm.stand_ins_study`, a 2-core CPU at a
+# load of 1.5-4.6; docs/instructors.md, "Training on the test data")
 FITTED_SHARE = 0.60
 
 
