@@ -17,6 +17,7 @@ import pytest
 from course.llm.mistakes import MUTANTS
 from course.registry import assignment
 from grading.match.notebook import read
+from sandboxed import BWRAP, needs_bwrap  # without the sandbox the scored data is not hidden: its arms are left out
 from submissions import (collect_and_grade, edit_cell, flagged_section, hidden_lines_in_feedback, reference_answers,
                          report_sections,
                          scratch_course, seconds_per_submission, visible_text, with_answers, without, wrong_scores)
@@ -111,7 +112,8 @@ def submissions(course):
             "patched": ("patched_llm.ipynb", attack(course, MONKEYPATCH, 'print("✓ Task 7 passed")'),
                         without(POINTS, 7)),
             "short": ("short_llm.ipynb", attack(course, SHORT), without(POINTS, 7)),
-            "shortonheldout": ("shortonheldout_llm.ipynb", attack(course, SHORT_ON_HELD_OUT), without(POINTS, 7))}
+            **({"shortonheldout": ("shortonheldout_llm.ipynb", attack(course, SHORT_ON_HELD_OUT), without(POINTS, 7))}
+               if BWRAP else {})}
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +155,7 @@ def test_feedback_holds_no_hidden_test_source(graded):
     assert hidden_lines_in_feedback(course, NAME, students) == {}
 
 
+@needs_bwrap
 @pytest.mark.grading
 def test_training_on_the_held_out_text_buys_nothing_and_is_flagged(graded):
     """Issue 42: in the sandbox the held-out topics are stand-ins. The honest reference keeps its points with nothing

@@ -21,6 +21,7 @@ import torch
 from course.registry import assignment
 from course_lib.vit import digit_splits
 from grading.match.notebook import read
+from sandboxed import BWRAP, needs_bwrap  # without the sandbox the scored data is not hidden: its arms are left out
 from submissions import (collect_and_grade, edit_cell, flagged_section, hidden_lines_in_feedback, reference_answers,
                          report_sections, scratch_course, seconds_per_submission, visible_text, with_answers, without,
                          wrong_scores)
@@ -133,7 +134,8 @@ def submissions():
             "patched": ("patched_vit.ipynb", attack(MONKEYPATCH, 'print("✓ Task 4 passed")'), without(POINTS, 4)),
             "pasted": ("pasted_vit.ipynb", attack(pasted_cell()), dict(POINTS)),
             "short": ("short_vit.ipynb", attack(SHORT), without(POINTS, 4)),
-            "shortontest": ("shortontest_vit.ipynb", attack(SHORT_ON_TEST), without(POINTS, 4))}
+            **({"shortontest": ("shortontest_vit.ipynb", attack(SHORT_ON_TEST), without(POINTS, 4))}
+               if BWRAP else {})}
 
 
 @pytest.fixture(scope="module")
@@ -191,6 +193,7 @@ def test_feedback_holds_no_hidden_test_source(graded):
     assert hidden_lines_in_feedback(course, NAME, submissions()) == {}
 
 
+@needs_bwrap
 @pytest.mark.grading
 def test_training_on_the_test_digits_buys_nothing_and_is_flagged(graded):
     """Issue 42: in the sandbox the test digits are stand-ins. The honest reference keeps its points with nothing
