@@ -6,8 +6,8 @@ scratch copy of the course scores: the reference notebook that trains (full mark
 split: a ViT whose forward looks the test digits up in a table, one whose forward reads their labels from a global,
 one trained on the test split, and a training cell that monkeypatches the checks and whose check cell was edited.
 Each loses Task 4 and nothing else. A training cell that pastes trained weights as base64 and takes no optimizer step
-(issue 27) keeps its points and is flagged for manual grading, as the honest reference is not. Ten passes instead of
-sixty score 0, and so does the same with the test digits added (issue 42: in the sandbox they are stand-ins), which
+(issue 27) keeps its points and is flagged for manual grading, as the honest reference is not. Eight passes instead
+of sixty score 0, and so does the same with the test digits added (issue 42: in the sandbox they are stand-ins), which
 is flagged and noted. Select it alone with
 `pytest -m grading course/vit/tests/test_grading.py`.
 """
@@ -72,13 +72,15 @@ test_loader = DataLoader(test_dataset, batch_size=vit_defaults.BATCH_SIZE, shuff
 model = VisionTransformer(**model_config)
 history = train(model, test_loader, val_loader, **dict(train_config, num_epochs=120))
 '''
-# Issue 42: ten passes instead of sixty (about 90% of the test digits: no points), and the same with the test digits
-# added to the training set, which at home (the real test digits) classifies 94.7% and 95.8% of them (course.vit.
-# memorisers.trained at seeds 0 and 1; the second passes check_task_4). In the sandbox the test digits are copies of
-# training digits: 93.9% and 93.6% of the real ones (more steps, no test digit), and the probe sees it train on them.
-SHORT = "history = train(model, train_loader, val_loader, device=device, **dict(train_config, num_epochs=10))\n"
-SHORT_ON_TEST = '''both = DataLoader(train_dataset + test_dataset, batch_size=vit_defaults.BATCH_SIZE, shuffle=True)
-history = train(model, both, val_loader, device=device, **dict(train_config, num_epochs=10))
+# Issue 42: eight passes instead of sixty (83% of the test digits: no points), and the same with the test digits added
+# three times to the training set, which at home (the real test digits) classifies 98.9% and 99.7% of them, 96.2% and
+# 96.9% of the training digits, and passes check_task_4 (course.vit.memorisers.trained at seeds 0 and 1). In the
+# sandbox the test digits are copies of training digits: 93.3% and 91.7% of the real ones (more steps, no test digit),
+# and the probe sees it train on them.
+SHORT = "history = train(model, train_loader, val_loader, device=device, **dict(train_config, num_epochs=8))\n"
+SHORT_ON_TEST = '''both = DataLoader(train_dataset + test_dataset + test_dataset + test_dataset,
+                  batch_size=vit_defaults.BATCH_SIZE, shuffle=True)
+history = train(model, both, val_loader, device=device, **dict(train_config, num_epochs=8))
 '''
 MONKEYPATCH = '''import checkers.vit, checkers.vit.trained
 def _passed(*args, **kwargs):
