@@ -18,6 +18,14 @@ def bpe_speed(train_bpe):
     return {"fast_enough": bool(fast)}
 
 
+def merge_pairs(train_bpe):
+    """Whether train_bpe returns each merge as a tuple (the tokenizer keys a dict by them), on the check's text of ten
+    merges: the values of the merges are compared by the cases that call it (which record a tuple as a list)."""
+    probe = load_fixture(__package__, 1)["probes"]["ten merges"]
+    merges = train_bpe(probe["text"], probe["vocab_size"])
+    return {"tuples": all(type(pair) is tuple for pair in merges)}  # none: the values case says what is wrong
+
+
 def linear(weight, bias=None):
     """An nn.Linear holding weight (out, in) and bias (out,) or none: the layer a LoRALinear case adapts."""
     layer = nn.Linear(weight.size(1), weight.size(0), bias=bias is not None, dtype=weight.dtype)

@@ -50,6 +50,10 @@ MERGE_COUNT = Diagnosis(
 NO_EARLY_STOP = Diagnosis(
     "no-early-stop",
     "train_bpe must stop, returning fewer merges, when no pair is left to merge (e.g. for '' or 'ab').")
+MERGES_AS_LISTS = Diagnosis(
+    "merges-as-lists",
+    "each merge is a list [a, b]: the tokenizer looks merges up in a dict (their ranks), and a list cannot be a dict "
+    "key, so BPETokenizer(merges) fails. Append each merge as a tuple (a, b).")
 TOO_SLOW = Diagnosis(
     "too-slow",
     "train_bpe gives the right merges but is too slow: instead of recounting every pair after each merge, update "
@@ -106,6 +110,10 @@ def train(task, train_bpe, text, vocab_size):
     if not isinstance(merges, (list, tuple)) or not valid:
         task.fail(f"{what} returned {type(merges).__name__} {one_line(repr(merges), 60)}; it should return a list of "
                   "(int, int) pairs, the merges in the order learnt.")
+    kind = next((type(pair) for pair in merges if type(pair) is not tuple), None)
+    if kind is not None:
+        task.fail(f"{what} returned merges such as {one_line(repr(merges[0]), 30)}, a {kind.__name__}: "
+                  f"{MERGES_AS_LISTS}", MERGES_AS_LISTS.slug)
     return pairs
 
 

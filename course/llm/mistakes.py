@@ -16,6 +16,7 @@ UPDATE = ("            add_pairs(counts, where, old, -freqs[index], index)  # fo
           "            add_pairs(counts, where, new, freqs[index], index)  # ... and count its new ones\n")
 WHERE = "        for index in where.pop(pair):"
 STORE = "            words[index] = new\n"
+APPEND = "        merges.append(pair)\n"
 NEW_IDS = "    for new_id in range(256, vocab_size):"
 DROP = "        counts = +counts  # drop the pairs whose count fell to 0: they no longer occur\n"
 STOP = DROP + "        if not counts:\n            break\n"
@@ -49,6 +50,8 @@ TRAINER_MUTANTS = [
                                                                 'word.encode("utf-8")')),), _bpe.NO_SURROGATEPASS),
     Mutant(1, "overlapping merges in training", ((STEP, STEP.replace("i += 2", "i += 1")),)),  # Task 2 names it
     Mutant(1, "right to left in training", ((SCAN, RIGHT_TO_LEFT),), _bpe.MERGE_RIGHT_TO_LEFT),
+    Mutant(1, "merges as lists", ((APPEND, APPEND.replace("merges.append(pair)", "merges.append(list(pair))")),),
+           _training.MERGES_AS_LISTS),
     Mutant(1, "a full recount after every merge",  # right merges, the whole text's cost per merge
            ((DROP, "        counts, where = Counter(), defaultdict(set)\n"
                    "        for index, word in enumerate(words):\n"

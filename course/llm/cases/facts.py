@@ -1,15 +1,17 @@
 """The facts and weight roles the llm's cases name (functions of checkers/llm/), and the judge's sentence for each
 (fact, key) that differs from the reference's (grading/cases: fact_problem)."""
-from checkers.llm.training import SPEED_LIMIT, TOO_SLOW
+from checkers.llm.training import MERGES_AS_LISTS, SPEED_LIMIT, TOO_SLOW
 
 FACTS = "checkers.llm._facts"
 LORA_START, LORA_MERGE, PARAMETERS = (f"{FACTS}:{name}" for name in ("lora_start", "lora_merge", "parameter_count"))
 LORA_SLOTS, BASE_LAYER = f"{FACTS}:lora_slots", f"{FACTS}:linear"
+MERGE_PAIRS = f"{FACTS}:merge_pairs"  # Task 1: each merge a tuple (values record tuples and lists alike)
 BPE_SPEED = f"{FACTS}:bpe_speed"  # Task 1's speed rule, timed in the probe (a ratio of two of its own CPU times)
 RMS_SLOTS, SWIGLU_SLOTS = "checkers.llm._roles:rms_norm_slots", "checkers.llm._roles:swiglu_slots"
 ATTENTION_SLOTS = "checkers._weights:attention_slots"  # q_proj, k_proj, v_proj, o_proj, as the Task 5 check loads
 
 FACT_PROBLEMS = {
+    (MERGE_PAIRS, "tuples"): str(MERGES_AS_LISTS).rstrip("."),
     (BPE_SPEED, "fast_enough"): (f"all the timed text's merges took over {SPEED_LIMIT:g} times the CPU time of its "
                                  f"first merge alone (the check's speed rule): {str(TOO_SLOW).rstrip('.')}"),
     (PARAMETERS, "tensors"): ("the module has other parameters than the task names (RMSNorm: `weight` alone; "

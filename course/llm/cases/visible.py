@@ -10,8 +10,8 @@ from checkers.llm import gqa as gqa_check, lora as lora_check, tiled as tiled_ch
 from checkers.llm._bpe import unpadded
 
 from grading.cases.parts import called, helper, instance, module, recipe, watch
-from .facts import (ATTENTION_SLOTS, BASE_LAYER, BPE_SPEED, LORA_MERGE, LORA_SLOTS, LORA_START, PARAMETERS, RMS_SLOTS,
-                    SWIGLU_SLOTS)
+from .facts import (ATTENTION_SLOTS, BASE_LAYER, BPE_SPEED, LORA_MERGE, LORA_SLOTS, LORA_START, MERGE_PAIRS, PARAMETERS,
+                    RMS_SLOTS, SWIGLU_SLOTS)
 
 CHECK_TOLERANCE = dict(atol=1e-6, rtol=1e-6)
 SCORES = dict(name="checkers.llm.tiled:_Recorder", report="checkers.llm._facts:scores_seen",
@@ -25,7 +25,8 @@ def training_cases():
     probes = dict(fixture["probes"], **{"timed text": fixture["speed"]})
     cases = [recipe(1, f"check: {name}", True, call=called(probe["text"], probe["vocab_size"]), values=True)
              for name, probe in probes.items()]
-    return cases + [recipe(1, "check: the timed text, its counts kept up to date", True, facts=[BPE_SPEED])]
+    return cases + [recipe(1, "check: each merge a tuple", True, facts=[MERGE_PAIRS]),
+                    recipe(1, "check: the timed text, its counts kept up to date", True, facts=[BPE_SPEED])]
 
 
 def tokenizer_cases():
