@@ -12,7 +12,7 @@ ENCODES_CODE_POINTS = Diagnosis(
 ENCODE_MERGE_ORDER = Diagnosis(
     "encode-merge-order",
     "encode applies a merge learnt later before one learnt earlier: in each word, merge again and again the pair "
-    "with the lowest rank (learnt first), not the first mergeable pair from the left.")
+    "with the lowest rank, the one learnt first, wherever it stands in the word.")
 ENCODE_NO_PRETOKENIZE = Diagnosis(
     "encode-no-pretokenize",
     "encode merges across word boundaries: split the text with PRETOKENIZE.findall(text), as training did, and "
@@ -21,6 +21,11 @@ DECODE_PER_TOKEN = Diagnosis(
     "decode-per-token",
     "decode decodes each token on its own, which breaks a character whose bytes lie in two tokens: join all the "
     "tokens' bytes first, then decode once.")
+DECODE_NO_SURROGATEPASS = Diagnosis(
+    "decode-no-surrogatepass",
+    "decode turns a lone surrogate's bytes (ids encode made from '\\ud800') into U+FFFD: encode kept them with "
+    "errors=\"surrogatepass\", so decode with errors=\"surrogatepass\" first, and with errors=\"replace\" only when "
+    "that fails.")
 DECODE_NOT_REPLACE = Diagnosis(
     "decode-not-replace",
     "decode raises on ids whose bytes are not valid UTF-8 (e.g. [255]): catch the UnicodeDecodeError and decode "
@@ -69,8 +74,11 @@ def _decode(task, tokenizer, ids, expected):
         except UnicodeDecodeError as error:
             if "\ufffd" in expected:  # the bytes are not UTF-8
                 task.fail(f"{what} raised UnicodeDecodeError: {DECODE_NOT_REPLACE}", DECODE_NOT_REPLACE.slug)
-            task.fail(f"{what} raised UnicodeDecodeError ({one_line(error, 80)}) where {expected!r} is expected: "
-                      f"{DECODE_PER_TOKEN if len(ids) > 1 else NO_SURROGATEPASS}")
+            if any("\ud800" <= char <= "\udfff" for char in expected):
+                task.fail(f"{what} raised UnicodeDecodeError where {expected!r} is expected: {DECODE_NO_SURROGATEPASS}",
+                          DECODE_NO_SURROGATEPASS.slug)
+            task.fail(f"{what} raised UnicodeDecodeError ({one_line(error, 80)}) where {expected!r} is expected"
+                      + (f": {DECODE_PER_TOKEN}" if len(ids) > 1 else "."))
 
     text = task.call(what, run)
     if text == expected:
@@ -81,8 +89,8 @@ def _decode(task, tokenizer, ids, expected):
         if any("\ud800" <= char <= "\udfff" for char in expected):
             # a lone surrogate's bytes come back as U+FFFD; per-token decoding is ruled out here: the decode of a
             # character split over two ids ran first and passed, so decode lacks errors="surrogatepass"
-            task.fail(f"{what} gave {shorten(text)} where {expected!r} is expected: {NO_SURROGATEPASS}",
-                      NO_SURROGATEPASS.slug)
+            task.fail(f"{what} gave {shorten(text)} where {expected!r} is expected: {DECODE_NO_SURROGATEPASS}",
+                      DECODE_NO_SURROGATEPASS.slug)
         task.fail(f"{what} gave {shorten(text)} where {expected!r} is expected: {DECODE_PER_TOKEN}",
                   DECODE_PER_TOKEN.slug)
     task.fail(f"{what} gave {shorten(text)} where {shorten(expected)} is expected.")

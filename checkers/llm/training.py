@@ -56,8 +56,9 @@ MERGES_AS_LISTS = Diagnosis(
     "key, so BPETokenizer(merges) fails. Append each merge as a tuple (a, b).")
 TOO_SLOW = Diagnosis(
     "too-slow",
-    "train_bpe gives the right merges but is too slow: instead of recounting every pair after each merge, update "
-    "the counts of the words that hold the merged pair only (an index pair -> words finds them).")
+    "train_bpe gives the right merges but is too slow: after each merge, update the counts of only the words that "
+    "hold the merged pair, found through an index pair -> words (recounting every pair, or looking through every "
+    "word for the pair, costs a whole pass over the text per merge).")
 
 
 def cpu_seconds(fn, *args):

@@ -63,6 +63,7 @@ TRAINER_MUTANTS = [
 START = '    ids = list(word.encode("utf-8", errors="surrogatepass"))'
 LOWEST = "        pair = min(zip(ids, ids[1:]), key=lambda p: ranks.get(p, math.inf))"
 JOIN = '        data = b"".join(self.vocab[i] for i in ids)\n'
+SURROGATE_DECODE = '            return data.decode("utf-8", errors="surrogatepass")  # the exact inverse of encode'
 FALLBACK = '        except UnicodeDecodeError:\n            return data.decode("utf-8", errors="replace")'
 
 TOKENIZER_MUTANTS = [
@@ -74,6 +75,9 @@ TOKENIZER_MUTANTS = [
                                               "        for word in [text]:"),), _tokenizer.ENCODE_NO_PRETOKENIZE),
     Mutant(2, "decode per token", ((JOIN, '        return "".join(self.vocab[i].decode("utf-8", errors="replace") '
                                           'for i in ids)\n'),), _tokenizer.DECODE_PER_TOKEN),
+    Mutant(2, "plain UTF-8 in decode", ((SURROGATE_DECODE, SURROGATE_DECODE.replace('errors="surrogatepass"',
+                                                                                     'errors="strict"')),),
+           _tokenizer.DECODE_NO_SURROGATEPASS),
     Mutant(2, "no replace fallback", ((FALLBACK, "        finally:\n            pass"),), _tokenizer.DECODE_NOT_REPLACE),
     Mutant(2, "plain UTF-8 in encode", ((START, START.replace(', errors="surrogatepass"', "")),),
            _bpe.NO_SURROGATEPASS),
