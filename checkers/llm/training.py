@@ -4,6 +4,7 @@ import time
 
 from .._core import Diagnosis, check_function, expect_callable, load_fixture, one_line, slug_of
 from ._bpe import NO_SURROGATEPASS, listed, padded_merges, shorten, shown, token_bytes, unpadded
+from ._replay import ZERO_COUNT_PICKED, first_absent
 
 NAME = "train_bpe"
 # The timed text's run to all its merges may take at most SPEED_LIMIT times the CPU time of a run to its first merge
@@ -129,14 +130,20 @@ def compare(task, probe, got):
             task.fail(f"{where} your merges are {listed(got, 4)}: {diagnosis}", slug_of(diagnosis))
     if len(got) > vocab_size - 256:
         task.fail(f"{where} it returned {len(got)} merges: {MERGE_COUNT}", MERGE_COUNT.slug)
+    k = next((k for k, (mine, theirs) in enumerate(zip(got, expected)) if mine != theirs), min(len(got), len(expected)))
+    vocab = token_bytes(expected)
+    absent = first_absent(text, got)  # the first merge of a pair the text no longer holds tells what went wrong
+    if k == len(expected) and (absent is None or absent[1] is ZERO_COUNT_PICKED):
+        task.fail(f"{where} the first {k} merges are right, then it goes on with {len(got) - k} more although no pair "
+                  f"is left: {NO_EARLY_STOP}", NO_EARLY_STOP.slug)
+    if absent is not None:
+        at, diagnosis = absent
+        right = f"the first {at} merges are right; " if got[:at] == expected[:at] else ""
+        task.fail(f"{where} {right}merge {at} joins {shown(got[at], token_bytes(got))}, which does not occur in the "
+                  f"text after the merges before it: {diagnosis}", diagnosis.slug)
     if len(set(got)) < len(got):
         twice = next(pair for pair in got if got.count(pair) > 1)
         task.fail(f"{where} it merges the pair {twice} twice: {STALE_COUNTS}", STALE_COUNTS.slug)
-    k = next((k for k, (mine, theirs) in enumerate(zip(got, expected)) if mine != theirs), min(len(got), len(expected)))
-    vocab = token_bytes(expected)
-    if k == len(expected):
-        task.fail(f"{where} the first {k} merges are right, then it goes on with {len(got) - k} more although no pair "
-                  f"is left: {NO_EARLY_STOP}", NO_EARLY_STOP.slug)
     if k == len(got):
         task.fail(f"{where} it stops after {k} merges, all right, where {len(expected)} are expected: the next one is "
                   f"{shown(expected[k], vocab)}.")

@@ -1,0 +1,74 @@
+"""Task 1's probe of a trainer's merges (checkers/llm/_replay.py), on trainers written the way a student might, outside
+the planted list: each mistake gets the advice its evidence identifies, and none gets another mistake's.
+
+The trainers recount every pair after each merge (correct but slow, as a first try often is), with one mistake each.
+"""
+from collections import Counter
+
+import pytest
+
+from checkers.llm import CheckFailure, check_task_1
+from checkers.llm._replay import ABSENT_PAIR, WORD_KEEPS_SECOND, first_absent
+from checkers.llm.training import NO_EARLY_STOP, TOO_SLOW
+from course_lib.llm import PRETOKENIZE
+
+pytestmark = pytest.mark.fast
+
+
+def merged(word, pair, new_id, keep_second):
+    """word with pair replaced by new_id (and, wrongly, the pair's second id kept after it)."""
+    out, i = [], 0
+    while i < len(word):
+        if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
+            out += [new_id, word[i + 1]] if keep_second else [new_id]
+            i += 2
+        else:
+            out.append(word[i])
+            i += 1
+    return out
+
+
+def trainer(keep_zero=False, keep_second=False):
+    """A train_bpe that recounts every pair after each merge; keep_zero: pairs whose count fell to 0 stay candidates
+    (it never stops); keep_second: its merge keeps the pair's second id."""
+    def train_bpe(text, vocab_size):
+        frequencies = Counter(tuple(w.encode("utf-8", errors="surrogatepass")) for w in PRETOKENIZE.findall(text))
+        words, weights = [list(word) for word in frequencies], list(frequencies.values())
+        vocab, merges, seen = {i: bytes([i]) for i in range(256)}, [], set()
+        for new_id in range(256, vocab_size):
+            counts = Counter()
+            for word, weight in zip(words, weights):
+                for pair in zip(word, word[1:]):
+                    counts[pair] += weight
+            seen |= set(counts)
+            counts = {pair: counts.get(pair, 0) for pair in seen} if keep_zero else counts
+            if not counts:
+                break
+            top = max(counts.values())
+            pair = max((p for p in counts if counts[p] == top), key=lambda p: (vocab[p[0]], vocab[p[1]]))
+            merges.append(pair)
+            vocab[new_id] = vocab[pair[0]] + vocab[pair[1]]
+            words = [merged(word, pair, new_id, keep_second) for word in words]
+        return merges
+    return train_bpe
+
+
+def said(train_bpe):
+    with pytest.raises(CheckFailure) as failure:
+        check_task_1(train_bpe)
+    return failure.value
+
+
+@pytest.mark.parametrize("mistake, expected", [
+    ({}, TOO_SLOW), ({"keep_zero": True}, NO_EARLY_STOP), ({"keep_second": True}, WORD_KEEPS_SECOND)],
+    ids=["recount (right merges)", "count-0 pairs kept", "merge keeps the second id"])
+def test_each_trainer_gets_the_advice_its_merges_identify(mistake, expected):
+    failure = said(trainer(**mistake))
+    assert failure.diagnosis == f"llm.1.{expected.slug}" and str(expected) in str(failure), str(failure)
+
+
+def test_the_replay_finds_the_first_merge_of_a_pair_the_text_no_longer_holds():
+    assert first_absent("abab cd", [(97, 98), (256, 256), (99, 100)]) is None  # 'abab' -> [256, 256] holds it
+    assert first_absent("ab cd", [(97, 98), (256, 98)]) == (1, WORD_KEEPS_SECOND)
+    assert first_absent("ab cd", [(97, 98), (98, 99)]) == (1, ABSENT_PAIR)  # pairs stay inside words
+    assert first_absent("ab", [(97, 98), (97, 98)])[0] == 1
