@@ -33,11 +33,33 @@ def merged(word, pair, new_id):
     return out
 
 
+TIE_SECOND_IGNORED = Diagnosis(
+    "tie-second-ignored",
+    "a tie between two pairs that start with the same bytes was broken on the first token alone: compare the second "
+    "token's bytes too, max by (count, vocab[a], vocab[b]).")
+
+
+def words_of(text):
+    """{word as a tuple of byte ids: how often it occurs} of the text, split as training splits it."""
+    return dict(Counter(tuple(word.encode("utf-8", errors="surrogatepass")) for word in PRETOKENIZE.findall(text)))
+
+
+def pair_counts(text, merges):
+    """Counter {pair: occurrences, each word weighted by its frequency} of the text after merges done right."""
+    words = words_of(text)
+    for k, pair in enumerate(merges):
+        words = {tuple(merged(list(word), pair, 256 + k)): count for word, count in words.items()}
+    counts = Counter()
+    for word, count in words.items():
+        for pair in zip(word, word[1:]):
+            counts[pair] += count
+    return counts
+
+
 def first_absent(text, merges):
     """(k, the diagnosis) of the first merge k that joins a pair the text, after merges[:k] done right, does not hold;
     None when every merge joins a pair that is there."""
-    words = Counter(tuple(word.encode("utf-8", errors="surrogatepass")) for word in PRETOKENIZE.findall(text))
-    words = {tuple(word): count for word, count in words.items()}
+    words = words_of(text)
     for k, pair in enumerate(merges):
         present = any(pair == (word[i], word[i + 1]) for word in words for i in range(len(word) - 1))
         if not present:

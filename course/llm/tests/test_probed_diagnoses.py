@@ -1,15 +1,18 @@
 """Task 1's probe of a trainer's merges (checkers/llm/_replay.py), on trainers written the way a student might, outside
 the planted list: each mistake gets the advice its evidence identifies, and none gets another mistake's.
 
-The trainers recount every pair after each merge (correct but slow, as a first try often is), with one mistake each.
+The trainers recount every pair after each merge (correct but slow, as a first try often is), with one mistake each;
+the tie rules are the reference's trainer with another key.
 """
 from collections import Counter
 
 import pytest
 
 from checkers.llm import CheckFailure, check_task_1
-from checkers.llm._replay import ABSENT_PAIR, WORD_KEEPS_SECOND, first_absent
+from checkers.llm._replay import ABSENT_PAIR, TIE_SECOND_IGNORED, WORD_KEEPS_SECOND, first_absent
 from checkers.llm.training import NO_EARLY_STOP, TOO_SLOW
+from course.reference import load_reference, reference_source
+from course.registry import assignment
 from course_lib.llm import PRETOKENIZE
 
 pytestmark = pytest.mark.fast
@@ -72,3 +75,25 @@ def test_the_replay_finds_the_first_merge_of_a_pair_the_text_no_longer_holds():
     assert first_absent("ab cd", [(97, 98), (256, 98)]) == (1, WORD_KEEPS_SECOND)
     assert first_absent("ab cd", [(97, 98), (98, 99)]) == (1, ABSENT_PAIR)  # pairs stay inside words
     assert first_absent("ab", [(97, 98), (97, 98)])[0] == 1
+
+
+def tie_breaker(key):
+    """The reference train_bpe with its tie rule replaced by key (pair, vocab) -> sort key."""
+    source = reference_source(assignment("llm"))
+    best = "    return max(tied, key=lambda pair: (vocab[pair[0]], vocab[pair[1]]))"
+    assert source.count(best) == 1
+    return load_reference(source.replace(best, f"    return max(tied, key=lambda pair: {key})"))["train_bpe"]
+
+
+def test_a_tie_broken_on_the_first_token_alone_is_named_not_taken_for_another_tie_rule():
+    """It gives the merges of the planted 'first counted' tie rule on one text, but not on the others: that name is
+    not given, and the counts after the right merges show the tie and the shared first token."""
+    failure = said(tie_breaker("vocab[pair[0]]"))
+    assert failure.diagnosis == f"llm.1.{TIE_SECOND_IGNORED.slug}", str(failure)
+    assert "both occur" in str(failure) and "counted first" not in str(failure)
+
+
+def test_a_tie_broken_on_the_second_token_alone_is_shown_as_a_tie():
+    failure = said(tie_breaker("vocab[pair[1]]"))
+    assert "both occur 3 times, and a tie goes to the greater pair of byte strings" in str(failure), str(failure)
+    assert failure.diagnosis is None
