@@ -1,9 +1,7 @@
-"""Task 1's probe of a student's merges: replay them on the text with a correct merge, and find the first merge that
-joins a pair the text no longer holds (its count is 0 there), which tells how the student's trainer went wrong."""
-from collections import Counter
-
-from course_lib.llm import PRETOKENIZE
-
+"""Task 1's probe of a student's wrong merge: the pair counts of the check's text after the merges before it (the
+fixture's, computed from the reference), which tell whether the merge joined a pair the text no longer holds, and
+why: a pair merged before whose count fell to 0, or a token the merge should have taken out; and, when the pair is
+there, whether it tied with the expected one."""
 from .._core import Diagnosis
 
 ZERO_COUNT_PICKED = Diagnosis(
@@ -18,54 +16,29 @@ ABSENT_PAIR = Diagnosis(
     "absent-pair",
     "it merges a pair that does not occur in the text after the merges before it: the stored words and the pair "
     "counts disagree (are merged words stored back, and are the counts of exactly those words updated?).")
-
-
-def merged(word, pair, new_id):
-    """word with every occurrence of pair, from the left and without overlap, replaced by new_id."""
-    out, i = [], 0
-    while i < len(word):
-        if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
-            out.append(new_id)
-            i += 2
-        else:
-            out.append(word[i])
-            i += 1
-    return out
-
-
 TIE_SECOND_IGNORED = Diagnosis(
     "tie-second-ignored",
     "a tie between two pairs that start with the same bytes was broken on the first token alone: compare the second "
     "token's bytes too, max by (count, vocab[a], vocab[b]).")
 
 
-def words_of(text):
-    """{word as a tuple of byte ids: how often it occurs} of the text, split as training splits it."""
-    return dict(Counter(tuple(word.encode("utf-8", errors="surrogatepass")) for word in PRETOKENIZE.findall(text)))
+def counts_after(probe, k):
+    """{(a, b): occurrences} of the probe's text after its first k right merges, or None when the fixture has none
+    (the timed text)."""
+    table = probe.get("counts")
+    if table is None:
+        return None
+    rows = table[table[:, 0] == k].tolist()
+    return {(a, b): count for _, a, b, count in rows}
 
 
-def pair_counts(text, merges):
-    """Counter {pair: occurrences, each word weighted by its frequency} of the text after merges done right."""
-    words = words_of(text)
-    for k, pair in enumerate(merges):
-        words = {tuple(merged(list(word), pair, 256 + k)): count for word, count in words.items()}
-    counts = Counter()
-    for word, count in words.items():
-        for pair in zip(word, word[1:]):
-            counts[pair] += count
-    return counts
-
-
-def first_absent(text, merges):
-    """(k, the diagnosis) of the first merge k that joins a pair the text, after merges[:k] done right, does not hold;
-    None when every merge joins a pair that is there."""
-    words = words_of(text)
-    for k, pair in enumerate(merges):
-        present = any(pair == (word[i], word[i + 1]) for word in words for i in range(len(word) - 1))
-        if not present:
-            earlier = merges[pair[0] - 256] if 256 <= pair[0] < 256 + k else None
-            if pair in merges[:k]:
-                return k, ZERO_COUNT_PICKED
-            return k, WORD_KEEPS_SECOND if earlier is not None and earlier[1] == pair[1] else ABSENT_PAIR
-        words = {tuple(merged(list(word), pair, 256 + k)): count for word, count in words.items()}
-    return None
+def absent_diagnosis(merges, k, counts):
+    """Why merge k of merges, whose first k are right, joins a pair the text holds no more (counts: after those k), or
+    None when the pair is there."""
+    pair = merges[k]
+    if counts.get(pair, 0) > 0:
+        return None
+    if pair in merges[:k]:
+        return ZERO_COUNT_PICKED
+    made = merges[pair[0] - 256] if 256 <= pair[0] < 256 + k else None
+    return WORD_KEEPS_SECOND if made is not None and made[1] == pair[1] else ABSENT_PAIR

@@ -6,14 +6,17 @@ stores each known mistake's output beside the reference's (course/llm/mistakes.p
 writes checkers/llm/fixtures/. Instructor-side only: the fixtures ship, these builders do not.
 """
 
+from collections import Counter
+
 import torch
 import torch.nn as nn
 
 from checkers._weights import attention_slots
-from checkers.llm._bpe import padded_ids, padded_merges
+from checkers.llm._bpe import padded_ids, padded_merges, unpadded
 from checkers.llm._roles import rms_norm_slots, swiglu_slots
 from checkers.llm.layers import RMS_DETACHED
 from course.transformer.fixtures import randomize, weights
+from course_lib.llm import PRETOKENIZE
 
 OUTPUT_KEYS = ("merges", "ids", "outputs", "merged_outputs",  # Tasks 1-2, 3-4 and 6, 8
                "new_keys", "new_values", "continued", "continued_keys", "continued_values")  # Task 5
@@ -85,9 +88,33 @@ def trainer_probe(ref, text, vocab_size):
     return probe
 
 
+def prefix_counts(ref, text, merges):
+    """LongTensor (rows, 4) of [k, a, b, count]: the pair counts of the text (each word weighted by its frequency)
+    after each prefix merges[:k] of the reference's merges, k = 0 .. len(merges): what Task 1's check reads to tell
+    what a wrong merge k joined (checkers/llm/_replay.py), without a trainer of its own in what students receive."""
+    words = Counter(tuple(word.encode("utf-8", errors="surrogatepass")) for word in PRETOKENIZE.findall(text))
+    rows = []
+    for k in range(len(merges) + 1):
+        counts = Counter()
+        for word, count in words.items():
+            for pair in zip(word, word[1:]):
+                counts[pair] += count
+        rows += [[k, a, b, count] for (a, b), count in sorted(counts.items())]
+        if k < len(merges):
+            merged = Counter()
+            for word, count in words.items():
+                merged[tuple(ref["merge_word"](list(word), merges[k], 256 + k))] += count
+            words = merged
+    return torch.tensor(rows, dtype=torch.long).reshape(-1, 4)
+
+
 def trainer_fixture(ref, generator):
-    """Task 1: train_bpe on each constructed probe, and on the timed made-up text."""
+    """Task 1: train_bpe on each constructed probe (with the pair counts after each of its merges), and on the timed
+    made-up text."""
     probes = {name: trainer_probe(ref, text, vocab_size) for name, (text, vocab_size) in TRAINER_PROBES.items()}
+    for probe in probes.values():
+        if "merges" in probe:
+            probe["counts"] = prefix_counts(ref, probe["text"], unpadded(probe["merges"]))
     return dict(probes=probes, speed=trainer_probe(ref, timed_text(generator), 256 + TIMED_MERGES))
 
 

@@ -1,5 +1,5 @@
-"""Task 1's probe of a trainer's merges (checkers/llm/_replay.py), on trainers written the way a student might, outside
-the planted list: each mistake gets the advice its evidence identifies, and none gets another mistake's.
+"""Task 1's reading of a trainer's wrong merge (checkers/llm/_replay.py), on trainers written the way a student might,
+outside the planted list: each mistake gets the advice its evidence identifies, and none gets another mistake's.
 
 The trainers recount every pair after each merge (correct but slow, as a first try often is), with one mistake each;
 the tie rules are the reference's trainer with another key.
@@ -9,7 +9,8 @@ from collections import Counter
 import pytest
 
 from checkers.llm import CheckFailure, check_task_1
-from checkers.llm._replay import ABSENT_PAIR, TIE_SECOND_IGNORED, WORD_KEEPS_SECOND, first_absent
+from checkers.llm._replay import (ABSENT_PAIR, TIE_SECOND_IGNORED, WORD_KEEPS_SECOND, ZERO_COUNT_PICKED,
+                                  absent_diagnosis)
 from checkers.llm.training import NO_EARLY_STOP, TOO_SLOW
 from course.reference import load_reference, reference_source
 from course.registry import assignment
@@ -70,11 +71,12 @@ def test_each_trainer_gets_the_advice_its_merges_identify(mistake, expected):
     assert failure.diagnosis == f"llm.1.{expected.slug}" and str(expected) in str(failure), str(failure)
 
 
-def test_the_replay_finds_the_first_merge_of_a_pair_the_text_no_longer_holds():
-    assert first_absent("abab cd", [(97, 98), (256, 256), (99, 100)]) is None  # 'abab' -> [256, 256] holds it
-    assert first_absent("ab cd", [(97, 98), (256, 98)]) == (1, WORD_KEEPS_SECOND)
-    assert first_absent("ab cd", [(97, 98), (98, 99)]) == (1, ABSENT_PAIR)  # pairs stay inside words
-    assert first_absent("ab", [(97, 98), (97, 98)])[0] == 1
+def test_a_wrong_merge_is_read_against_the_counts_after_the_right_ones():
+    made = [(97, 98)]
+    assert absent_diagnosis([*made, (256, 98)], 1, {(99, 100): 1}) is WORD_KEEPS_SECOND
+    assert absent_diagnosis([*made, (97, 98)], 1, {(99, 100): 1}) is ZERO_COUNT_PICKED
+    assert absent_diagnosis([*made, (98, 99)], 1, {(99, 100): 1}) is ABSENT_PAIR  # pairs stay inside words
+    assert absent_diagnosis([*made, (99, 100)], 1, {(99, 100): 1}) is None
 
 
 def tie_breaker(key):
