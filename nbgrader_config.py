@@ -27,9 +27,11 @@ class ClearSolutionsKeepingConstructors(ClearSolutions):
     An untouched model class must still construct, so that later cells which build, train
     and check it fail in its forward with NotImplementedError instead of a NameError.
     Plain BEGIN SOLUTION regions get the usual raising stub.
+    A constructor that builds no layers says what it builds instead: `### BEGIN SOLUTION (constructor: <what>)`
+    gives the stub `# YOUR CODE HERE: <what>`.
     """
 
-    constructor_begin = re.compile(r"^(\s*)### BEGIN SOLUTION \(constructor\)\s*$")
+    constructor_begin = re.compile(r"^(\s*)### BEGIN SOLUTION \(constructor(?:: (.+))?\)\s*$")
     constructor_stub = "# YOUR CODE HERE: create the layers and parameters listed in the task above"
 
     def _replace_solution_region(self, cell, language):
@@ -41,7 +43,8 @@ class ClearSolutionsKeepingConstructors(ClearSolutions):
         for line in cell.source.split("\n"):
             opening = self.constructor_begin.match(line)
             if opening:
-                kept.append(opening.group(1) + self.constructor_stub)
+                stub = f"# YOUR CODE HERE: {opening.group(2)}" if opening.group(2) else self.constructor_stub
+                kept.append(opening.group(1) + stub)
                 inside = cleared = True
             elif inside and "### END SOLUTION" in line:
                 inside = False

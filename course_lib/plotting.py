@@ -76,7 +76,8 @@ def percent(fraction):
 
 def plot_history(history, target_accuracy=0.95,
                  chance_loss=np.log(2),  # noqa: B008 -- a float, immutable: a default computed once is safe
-                 chance_label="ln 2 (chance, binary)", target_label="target", check_accuracy=None):
+                 chance_label="ln 2 (chance, binary)", target_label="target", check_accuracy=None,
+                 eval_label="validation", accuracy_title="Validation accuracy"):
     """Loss, validation accuracy and learning rate against optimizer step.
 
     Args:
@@ -84,10 +85,12 @@ def plot_history(history, target_accuracy=0.95,
         target_accuracy: drawn as the accuracy's target line, labelled target_label and the number; None draws none.
         chance_loss, chance_label: the loss of a uniform guess, drawn as a dotted line, and its legend entry.
         check_accuracy: optional, what the task's check asks, drawn as its own line where it differs from the target.
+        eval_label, accuracy_title: what the evaluated data is called in the loss legend, and the accuracy panel's
+            title (an assignment scoring held-out text rather than a validation set says so).
     """
     fig, (loss_ax, acc_ax, lr_ax) = plt.subplots(1, 3, figsize=(15, 3.8))
     loss_ax.plot(history.step[1:], history.train_loss[1:], label="train (mean since last eval)")
-    loss_ax.plot(history.step, history.val_loss, label="validation")
+    loss_ax.plot(history.step, history.val_loss, label=eval_label)
     loss_ax.axhline(chance_loss, color="grey", linestyle=":", label=chance_label)
     loss_ax.set(title="Loss", xlabel="optimizer step", ylabel="cross-entropy (nats)")
     loss_ax.legend()
@@ -97,14 +100,30 @@ def plot_history(history, target_accuracy=0.95,
     if check_accuracy is not None and check_accuracy != target_accuracy:
         acc_ax.axhline(check_accuracy, color="tab:orange", linestyle=":",
                        label=f"the check needs {percent(check_accuracy)}")
-    lowest = min([0.4, *(accuracy for accuracy in history.val_accuracy if accuracy == accuracy)])  # NaN skipped
-    acc_ax.set(title="Validation accuracy", xlabel="optimizer step", ylabel="accuracy", ylim=(lowest - 0.01, 1.01))
+    acc_ax.set(title=accuracy_title, xlabel="optimizer step", ylabel="accuracy",
+               ylim=accuracy_limits(history.val_accuracy, target_accuracy, check_accuracy))
     if acc_ax.get_legend_handles_labels()[0]:
         acc_ax.legend()
-    lr_ax.plot(history.step, history.lr, color="tab:purple")
+    step_lr = getattr(history, "step_lr", None)  # every step's rate, where the History recorded it
+    if step_lr and history.lr:
+        lr_ax.plot(range(history.step[0], history.step[0] + len(step_lr) + 1), [history.lr[0], *step_lr],
+                   color="tab:purple")
+    else:
+        lr_ax.plot(history.step, history.lr, color="tab:purple")
     lr_ax.set(title="Learning rate", xlabel="optimizer step", ylabel="learning rate")
     fig.tight_layout()
     return fig
+
+
+def accuracy_limits(accuracies, *lines):
+    """The accuracy panel's y-limits: up to 1 where a target line is drawn (lines: its levels, None for none drawn),
+    else up to the highest accuracy with a tenth of the range as headroom (a language model's next-token accuracy
+    stays far below 1); from at most 0.4."""
+    measured = [accuracy for accuracy in accuracies if accuracy == accuracy]  # NaN skipped
+    lowest = min([0.4, *measured]) - 0.01
+    if any(line is not None for line in lines) or not measured:
+        return lowest, 1.01
+    return lowest, min(1.01, max(measured) + 0.1 * (max(measured) - lowest) + 0.01)
 
 
 class LiveCurves:
@@ -119,7 +138,7 @@ class LiveCurves:
     @student_call
     def __init__(self, target_accuracy=0.95, min_seconds=2.0, max_share=0.1, **chance):
         """chance: plot_history's other options (chance_loss and chance_label, default one binary logit's ln 2;
-        target_label, check_accuracy)."""
+        target_label, check_accuracy; eval_label and accuracy_title, default the validation set's)."""
         self.target_accuracy, self.min_seconds, self.max_share, self.chance = (target_accuracy, min_seconds,
                                                                                max_share, chance)
         self.handle, self.next_draw = None, float("-inf")
@@ -180,16 +199,17 @@ def plot_explained_variance(attention, untrained=None, threshold=0.99, title=Non
         if head >= num_heads:
             ax.set_visible(False)
             continue
-        ax.plot(ranks, curves[head], label="trained" if reference is not None else "this model")
+        # the curves above the threshold's line (zorder): near 1 they would otherwise hide under it
+        ax.plot(ranks, curves[head], zorder=3, label="trained" if reference is not None else "this model")
         head_title = f"head {head}: {threshold:.0%} at rank {_rank_at(curves[head], threshold)}"
         if reference is not None:
-            ax.plot(ranks, reference[head], "--", label="untrained")
+            ax.plot(ranks, reference[head], "--", zorder=3, label="untrained")
             head_title += f" (untrained {_rank_at(reference[head], threshold)})"
-        ax.plot(ranks, ranks / length, ":", color="grey", label="permutation (mirror lookup)")
-        ax.axhline(threshold, color="red", linewidth=0.8, label=f"{threshold:.0%} of the energy")
+        ax.plot(ranks, ranks / length, ":", color="grey", zorder=3, label="permutation (mirror lookup)")
+        ax.axhline(threshold, color="red", linewidth=0.8, zorder=2, label=f"{threshold:.0%} of the energy")
         ax.set(title=head_title, xlabel="rank k (singular values kept)", ylabel="share of energy kept",
                xlim=(1, length), ylim=(0, 1.02))
-        ax.legend(loc="center right", fontsize="small")
+        ax.legend(loc="lower right", fontsize="small")  # below the permutation's diagonal: no curve runs there
     if title:
         fig.suptitle(title)
     return fig
@@ -224,6 +244,8 @@ def plot_scaling(seq_lens, series, ylabel, title, ideal_slopes=None):
             ideal = values[0] * (lengths / lengths[0]) ** slope
             ax.plot(lengths, ideal, ":", color=line.get_color(), label=f"slope {slope} (ideal)")
     ax.set(xscale="log", yscale="log", xlabel="sequence length L (tokens)", ylabel=ylabel, title=title)
+    ax.set_xticks(lengths, [f"{length:,.0f}" for length in lengths])  # the lengths measured, not powers of 10
+    ax.set_xticks([], minor=True)
     ax.legend()
     return fig
 

@@ -21,7 +21,7 @@ TRAIN_CALLS = {"loss_fn": ("logits", "labels"), "batch_loss": ("model", "inputs"
 
 @dataclass
 class History:
-    """What happened during training, one entry per evaluation."""
+    """What happened during training, one entry per evaluation (step_lr: one per optimizer step)."""
 
     step: list = field(default_factory=list)
     seconds: list = field(default_factory=list)  # training time so far, evaluation excluded
@@ -29,6 +29,9 @@ class History:
     val_loss: list = field(default_factory=list)
     val_accuracy: list = field(default_factory=list)
     lr: list = field(default_factory=list)
+    # the learning rate after every optimizer step (steps 1, 2, ...), as lr holds it at each evaluation: the curves
+    # draw the schedule from it, since an evaluation every eval_every steps would cut the warm-up's peak off
+    step_lr: list = field(default_factory=list)
 
     def record(self, **values):
         for name, value in values.items():
@@ -133,6 +136,7 @@ class _Run:
         loss.backward()
         optimizer.step()
         schedule.step()
+        self.history.step_lr.append(optimizer.param_groups[0]["lr"])
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)  # so the clock measures the step, not its launch
         self.seconds += time.perf_counter() - start

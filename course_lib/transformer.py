@@ -126,7 +126,10 @@ LINFORMER = dict(CLASSIFIER, sequence_length=SEQ_LEN + 1, proj_dim=8)
 # Many epochs keep the cosine schedule near its peak through the plateau; training stops
 # at the accuracy target (stop_at_accuracy); pass max_seconds=... to train() to cap the time.
 TRAINING = dict(num_epochs=20, lr=1e-3, warmup_steps=100)
-STOP_AT_ACCURACY = 0.98
+STOP_AT_ACCURACY = 0.98  # above the 95% checks 6 and 8 ask for on their own fresh palindromes
+CHECK_ACCURACY = 0.95  # what checks 6 and 8 ask (checkers.transformer.trained.TARGET_ACCURACY), drawn beside the stop
+# The live training curves: the line training stops at and the check's bar (a binary task: the chance loss is ln 2).
+CURVES = dict(target_accuracy=STOP_AT_ACCURACY, target_label="training stops at", check_accuracy=CHECK_ACCURACY)
 
 
 def describe(config):

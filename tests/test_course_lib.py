@@ -15,6 +15,7 @@ from course_lib import (WarmupCosineSchedule, accuracy, classification_loss, get
                         plot_positional_encoding, plot_scaling, seed_everything, stop_at_accuracy, train,
                         warmup_cosine_factor)
 from course_lib.plotting import explained_variance
+from course_lib.training import History
 
 pytestmark = pytest.mark.fast
 
@@ -127,6 +128,36 @@ def test_history_plot_without_an_accuracy_target_draws_no_target_line():
         accuracy_panel = plot_history(history, target_accuracy=target).axes[1]
         assert len(accuracy_panel.get_lines()) == lines
         assert (accuracy_panel.get_legend() is not None) == (target is not None)
+
+
+def test_history_plot_draws_the_learning_rate_of_every_step():
+    """Evaluations every 10 steps would show a 5-step warm-up's peak 10 steps late: the panel draws every step's rate,
+    which train() records, through the points recorded at the evaluations."""
+    train_loader, val_loader = toy_loaders()
+    history = train(nn.Linear(4, 1), train_loader, val_loader, num_epochs=1, lr=0.05, warmup_steps=5, eval_every=10)
+    assert len(history.step_lr) == history.step[-1]
+    (line,) = plot_history(history).axes[2].get_lines()
+    steps, rates = (list(values) for values in line.get_data())
+    assert steps == list(range(history.step[-1] + 1))
+    assert max(rates) == pytest.approx(0.05) and steps[rates.index(max(rates))] in (4, 5)  # the warm-up's end
+    assert [rates[step] for step in history.step] == pytest.approx(history.lr)
+
+
+def test_accuracy_panel_fits_a_curve_far_below_1_when_no_target_is_drawn():
+    """A language model's next-token accuracy stays near 0.3: without a target line the panel ends a little above the
+    curve, not at 1; with one it still reaches 1 (the line and the curve both in view)."""
+    history = History(step=[0, 100, 200], seconds=[0.0, 1.0, 2.0], train_loss=[float("nan"), 5.0, 4.0],
+                      val_loss=[6.9, 5.0, 4.2], val_accuracy=[0.001, 0.25, 0.31], lr=[1e-3, 1e-3, 0.0])
+    low, high = plot_history(history, target_accuracy=None).axes[1].get_ylim()
+    assert low <= 0.001 and 0.31 < high < 0.4
+    assert plot_history(history, target_accuracy=0.95).axes[1].get_ylim()[1] > 1
+
+
+def test_scaling_plot_ticks_the_lengths_measured():
+    figure = plot_scaling([256, 512, 1024, 2048], {"a": [1.0, 2.0, 4.0, 8.0]}, "peak memory (MiB)", "t")
+    ax = figure.axes[0]
+    assert list(ax.get_xticks()) == [256, 512, 1024, 2048] and ax.get_xticks(minor=True).size == 0
+    assert [label.get_text() for label in ax.get_xticklabels()] == ["256", "512", "1,024", "2,048"]
 
 
 def test_device_is_cuda_only_when_available():

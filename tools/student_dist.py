@@ -70,15 +70,23 @@ def readme(url, assignments):
         "**Locally** (Python >= 3.9):", "", "```bash",
         f"git clone {url}.git && cd {slug.split('/')[-1]}",
         "python -m venv .venv && . .venv/bin/activate",
-        "pip install -e . jupyterlab", "jupyter lab notebooks/", "```", ""])
+        "pip install torch --index-url https://download.pytorch.org/whl/cpu  # only on Linux without an NVIDIA GPU",
+        'pip install -e ".[compare]" jupyterlab', "jupyter lab notebooks/", "```", "",
+        "On Linux, pip's default torch comes with CUDA's libraries (several GB); the CPU-only build, installed first "
+        "as above, is enough when there is no NVIDIA GPU, and the course package keeps the torch it finds. The "
+        "`compare` extra adds Hugging Face's `tokenizers`, which a notebook compares your tokenizer with "
+        "(`pip install -e .` leaves it out, and that cell skips the comparison).", ""])
 
 
 def pyproject(root, url):
     """The student package's pyproject.toml: the project's name, version and loose dependency ranges."""
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
     keep = {key: project[key] for key in ("name", "version", "description", "requires-python", "dependencies")}
+    extras = project.get("optional-dependencies", {})  # e.g. compare: what an optional notebook cell needs
     lines = ["[build-system]", 'requires = ["setuptools>=68"]', 'build-backend = "setuptools.build_meta"', "",
              "[project]", *(f"{key} = {json.dumps(value)}" for key, value in keep.items()), 'readme = "README.md"', "",
+             *(["[project.optional-dependencies]", *(f"{name} = {json.dumps(needs)}" for name, needs in extras.items()),
+                ""] if extras else []),
              "[project.urls]", f"Repository = {json.dumps(url)}", "",
              # Subpackages and their data (fixtures) whatever the layout: one per assignment, or one for all.
              "[tool.setuptools.packages.find]", f"include = {json.dumps([f'{p}*' for p in PACKAGES])}", "",

@@ -266,3 +266,37 @@ SHIPPED = [SOURCE, *sorted((LLM.root / "checkers" / "llm").glob("*.py")), LLM.ro
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_no_shipped_text_cites_lecture_notes_students_do_not_have(path):
     assert not re.search(r"lecture notes|\b004\b|004_", path.read_text()), path
+
+
+def test_the_training_curves_name_the_held_out_part_they_score():
+    """The curves score the held-out part (EVAL_CHARS characters), not a validation set: their labels say so."""
+    from course_lib import plot_history
+    from course_lib.training import History
+
+    history = History(step=[0, 100], seconds=[0.0, 1.0], train_loss=[float("nan"), 5.0], val_loss=[6.9, 5.0],
+                      val_accuracy=[0.001, 0.2], lr=[1e-4, 6e-3])
+    loss_panel, accuracy_panel, _ = plot_history(history, **llm_defaults.CURVES).axes
+    texts = [accuracy_panel.get_title(), *(line.get_label() for line in loss_panel.get_lines())]
+    assert "held-out part" in accuracy_panel.get_title()
+    assert f"held-out part ({llm_defaults.EVAL_CHARS:,} characters)" in texts
+    assert not any("validation" in text.lower() for text in texts), texts
+
+
+def test_task_7_counts_the_cells_it_describes():
+    """'The first cell below' defines the model, the second draws the windows, the third builds and scores it."""
+    start, section_cells = task_cells(SOURCE, 7)
+    text = section_cells[0][1]["source"]
+    below = [cell["source"] for _, cell in section_cells[1:]]
+    ordinals = {"first": 0, "second": 1, "third": 2}
+    for ordinal, needle in (("first", "class Llama("), ("second", "TextWindows(train_ids"), ("third", "Llama(**")):
+        assert needle in below[ordinals[ordinal]], (ordinal, needle)
+    assert "The first cell below builds it" in text
+    assert re.search(r"The second cell below tokenizes[^.]*draws[^;.]*\([^)]*\); the third builds the model", text)
+
+
+@BOTH
+def test_the_tokenizer_s_constructor_stub_says_what_to_build(path):
+    """BPETokenizer builds no layers: its constructor's TODO names the ranks and the vocab instead."""
+    todo = next(line for line in code_cell(path, "class BPETokenizer").splitlines()  # __init__'s, the first
+                if "YOUR CODE HERE" in line or "BEGIN SOLUTION" in line)
+    assert "layers" not in todo and "ranks" in todo and "vocab" in todo, todo

@@ -141,3 +141,20 @@ def test_each_training_task_states_its_measured_time_in_one_marked_sentence(head
     assert measured and all(low <= steps <= high for steps in measured), (low, high, measured)
 
 
+
+
+def test_training_curves_draw_the_accuracy_training_stops_at_and_the_check_s():
+    """Tasks 6 and 8 stop at STOP_AT_ACCURACY (98%) and the check needs 95%: the live curves' lines say both."""
+    from checkers.transformer.trained import TARGET_ACCURACY
+    from course_lib import plot_history
+    from course_lib.training import History
+
+    for needle in ("\nhistory = train(", "\nlinformer_history = train("):
+        cell = code_cell(SOURCE, needle)
+        assert "LiveCurves(**defaults.CURVES)" in cell and "stop_at_accuracy(defaults.STOP_AT_ACCURACY)" in cell
+    assert defaults.CURVES["target_accuracy"] == defaults.STOP_AT_ACCURACY
+    assert defaults.CURVES["check_accuracy"] == TARGET_ACCURACY
+    history = History(step=[0, 50], seconds=[0.0, 1.0], train_loss=[float("nan"), 0.6], val_loss=[0.7, 0.6],
+                      val_accuracy=[0.5, 0.6], lr=[1e-5, 1e-3])
+    labels = [line.get_label() for line in plot_history(history, **defaults.CURVES).axes[1].get_lines()]
+    assert "training stops at 98%" in labels and "the check needs 95%" in labels
