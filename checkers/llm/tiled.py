@@ -1,6 +1,8 @@
 """Task 6: tiled_attention against fixed expected outputs, with a partial last block, causal or not, and on scores
 near ±150 (beyond exp's float32 range); it must neither call scaled_dot_product_attention nor build an L × L tensor
 (the scores, or a mask of any dtype: memory that grows with L², which tiling exists to avoid)."""
+import functools
+
 import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
@@ -47,6 +49,11 @@ MAX_FROM_ZERO = Diagnosis(
     "tiled-max-from-zero",
     "the running max starts at 0 instead of -inf: for rows whose scores are all far below 0 (near -150 here) "
     "exp(score - 0) underflows to 0 and the sum is 0; start it at -inf.")
+MAX_OVER_BLOCK = Diagnosis(
+    "tiled-max-over-block",
+    "the running max is taken over the whole block of scores, every query row at once, instead of per row: a row "
+    "whose scores all lie far below the block's largest (near -150 beside rows near +150) underflows to 0; take the "
+    "max over the keys only, scores.max(dim=-1, keepdim=True).")
 CALLS_SDPA = Diagnosis(
     "tiled-calls-sdpa",
     "tiled_attention calls F.scaled_dot_product_attention: write the blockwise algorithm yourself.")
@@ -74,9 +81,10 @@ class _Recorder(TorchFunctionMode):
         return result
 
 
-def _non_finite_rows(task, what, got, run):
+def _non_finite_rows(task, what, got, run, alone):
     """Name a mistake from which query rows are not finite: row 0 alone of a causal run (the diagonal masked), the
-    rows of the large probe (the running max)."""
+    rows of the large probe (the running max: alone(rows) runs those query rows by themselves, which tells a max
+    taken over every row at once from one that starts at 0)."""
     bad = ~torch.isfinite(got).all(dim=-1).reshape(-1, got.size(-2)).all(dim=0)  # (L,): a row not finite anywhere
     if run["causal"] and bad.nonzero().flatten().tolist() == [0]:  # query 0 sees key 0 alone: here it saw none
         task.fail(f"{what}: only query row 0 is not finite: {DIAGONAL_HIDDEN}", DIAGONAL_HIDDEN.slug)
@@ -85,7 +93,23 @@ def _non_finite_rows(task, what, got, run):
     positive = run["signs"] > 0  # (L,): rows whose scores are near +150
     if bad[positive].any():
         task.fail(f"{what}: {NO_MAX}", NO_MAX.slug)
+    by_themselves = alone(~positive)  # the rows near -150 without the rows near +150
+    if by_themselves is not None and torch.isfinite(by_themselves).all():
+        task.fail(f"{what}: the rows near -150 are not finite beside the rows near +150, and are by themselves: "
+                  f"{MAX_OVER_BLOCK}", MAX_OVER_BLOCK.slug)
     task.fail(f"{what}: {MAX_FROM_ZERO}", MAX_FROM_ZERO.slug)
+
+
+def _rows_alone(tiled_attention, query, key, value, block, causal, rows):
+    """The output of only the given query rows (a boolean (L,)) against every key, or None when it cannot be had
+    (a causal run, where dropping rows moves the diagonal, or an error)."""
+    if causal:
+        return None
+    try:
+        with torch.no_grad():
+            return tiled_attention(query[..., rows, :].clone(), key.clone(), value.clone(), block, causal).detach()
+    except Exception:  # noqa: BLE001 -- no evidence either way
+        return None
 
 
 @check_function(6)
@@ -106,7 +130,8 @@ def check_task_6(task, tiled_attention):
             found = FULL_SCORES.format(dtype=recorder.dtype, shape=recorder.full, length=length, block=block)
             fail_method(task, f"{what}: {found}", FULL_SCORES.slug)
         expect_tensor(task, f"{what}'s output", got, tuple(query.shape))
-        _non_finite_rows(task, what, got.detach(), run)
+        _non_finite_rows(task, what, got.detach(), run, functools.partial(
+            _rows_alone, tiled_attention, query, key, value, block, causal))
         tolerance = LARGE_ATOL if "signs" in run else ATOL
         expect_close(task, what, got, run["outputs"], tolerance, RTOL, run.get("mistakes", {}).get("outputs"))
     task.passed("a blockwise softmax with a running max and sum: exact attention, causal or not, with a partial last "
