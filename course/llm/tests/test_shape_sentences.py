@@ -38,11 +38,12 @@ def as_cell(old, new):
     (check_task_3, "RMSNorm", RMS, RMS.replace("dim=-1", "dim=2"), "`x` (5, 6)", "dimension 2 was asked"),
     (check_task_5, "GroupedQueryAttention", CACHE, CACHE.replace("dim=2", "dim=1"), "`key` (2, 2, 3, 4)",
      "tensors joined along dimension 1 differ in another dimension: 4 and 3"),
-    (check_task_5, "GroupedQueryAttention", REPEAT, REPEAT.replace("group", "self.num_kv_heads"), "`keys` (2, 16, 7, 4)",
-     "sizes 4 and 16 met at dimension 1"),
+    (check_task_5, "GroupedQueryAttention", REPEAT, REPEAT.replace("group", "self.num_kv_heads"),
+     "`keys` (2, 16, 7, 4)", "sizes 4 and 16 met at dimension 1"),
     (check_task_5, "GroupedQueryAttention", ROPE, ROPE.replace("self.head_dim", "embed_dim"), "`cos` (7, 8)",
      "sizes 2 and 8 met at dimension 3")],
-    ids=["RMSNorm without keepdim", "RMSNorm over dim 2", "cache on dim 1", "repeated by kv heads", "RoPE of embed_dim"])
+    ids=["RMSNorm without keepdim", "RMSNorm over dim 2", "cache on dim 1", "repeated by kv heads",
+         "RoPE of embed_dim"])
 def test_each_shape_error_names_the_shapes_on_the_student_s_line(check, name, old, new, shapes, met):
     with pytest.raises(CheckFailure) as failure:
         check(as_cell(old, new)[name])
