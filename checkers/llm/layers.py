@@ -4,6 +4,7 @@ import torch
 from .._compare import expect_close, expect_finite, matches
 from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._modules import build, expect_gradients_everywhere, expect_output, load
+from ._layer_probes import rms_denominator, swiglu_gate
 from ._roles import SWIGLU_LINEARS, rms_norm_slots, swiglu_slots
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -98,11 +99,28 @@ def check_task_3(task, RMSNorm):
         norm = _loaded(task, RMSNorm, fixture, case, eps=case["eps"])
         what = f"RMSNorm({fixture['embed_dim']}, eps={case['eps']:g}) on {name}"
         outputs = _forward(task, norm, case["x"], what)
+        if _unexplained(outputs, case):  # a mistake no one listed: what the norm divides by, probed
+            _fail_with(task, what, rms_denominator(task, RMSNorm, fixture["embed_dim"]))
         expect_close(task, what, outputs, case["outputs"], ATOL, RTOL, case.get("mistakes", {}).get("outputs"))
     _expect_default_eps(task, RMSNorm, fixture)
     _expect_input_gradient(task, RMSNorm, fixture)
     task.passed("x / sqrt(mean(x², last axis) + eps) * weight, eps 1e-6 by default, weight starting at ones, no bias, "
                 "the input's gradient as expected.")
+
+
+def _unexplained(outputs, case):
+    """Whether finite outputs of the right shape differ from the case's and from every known mistake's."""
+    if not isinstance(outputs, torch.Tensor) or outputs.shape != case["outputs"].shape or \
+            not torch.isfinite(outputs).all() or matches(outputs, case["outputs"], ATOL, RTOL):
+        return False
+    known = case.get("mistakes", {}).get("outputs", {}).values()
+    return not any(matches(outputs, mistake, ATOL, RTOL) for mistake in known)
+
+
+def _fail_with(task, what, diagnosis):
+    """Fail naming what a probe found (nothing when it found nothing)."""
+    if diagnosis is not None:
+        task.fail(f"{what} differs from the expected values: {diagnosis}", diagnosis.slug)
 
 
 def _loaded(task, RMSNorm, fixture, case, **eps):
@@ -160,6 +178,8 @@ def check_task_4(task, SwiGLU):
         ffn = load(task, ffn, swiglu_slots, case["weights"], "SwiGLU")
         what = f"SwiGLU({fixture['embed_dim']}, {fixture['hidden_dim']}) on {name}"
         outputs = _forward(task, ffn, case["x"], what)
+        if _unexplained(outputs, case):  # a mistake no one listed: the gate's nonlinearity, probed
+            _fail_with(task, what, swiglu_gate(task, SwiGLU, fixture["embed_dim"], fixture["hidden_dim"]))
         expect_close(task, what, outputs, case["outputs"], ATOL, RTOL, case.get("mistakes", {}).get("outputs"))
     x = case["x"].clone().requires_grad_(True)
     expect_gradients_everywhere(task, ffn, _forward(task, ffn, x, "SwiGLU.forward").pow(2).sum(), x, "SwiGLU")

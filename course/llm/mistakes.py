@@ -2,7 +2,7 @@
 from the prototypes (/work/llm-proto/bpe/ and layers/ mistakes.py, rewritten against the notebook's answers). Task 7 has
 none yet (it has no answer by definitions). See course/transformer/mistakes.py for how they are used. Instructor-side only: never shipped.
 """
-from checkers.llm import _bpe, gqa as _gqa, layers as _layers, lora as _lora, tiled as _tiled
+from checkers.llm import _bpe, _layer_probes, gqa as _gqa, layers as _layers, lora as _lora, tiled as _tiled
 from checkers.llm import tokenizer as _tokenizer
 from checkers.llm import training as _training
 from course.mutant import Mutant
@@ -111,7 +111,8 @@ LAYER_MUTANTS = [
            _layers.RMS_WEIGHT_INIT),
     Mutant(3, "a bias", ((GAIN, GAIN + "\n        self.bias = nn.Parameter(torch.zeros(embed_dim))"),
                          (NORMED, "return x / rms * self.weight + self.bias  # (..., D)")), _layers.RMS_BIAS),
-    Mutant(3, "mean of |x|", ((RMS, "rms = x.abs().mean(dim=-1, keepdim=True) + self.eps  # (..., 1)"),)),
+    Mutant(3, "mean of |x|", ((RMS, "rms = x.abs().mean(dim=-1, keepdim=True) + self.eps  # (..., 1)"),),
+           _layer_probes.RMS_MEAN_ABS),
     Mutant(4, "sigmoid gate (GLU)", ((GATED, GATED.replace("F.silu(", "torch.sigmoid(")),), _layers.SWIGLU_SIGMOID),
     Mutant(4, "gate and up swapped", ((GATED, "hidden = F.silu(self.up_proj(x)) * self.gate_proj(x)"),),
            _layers.SWIGLU_SWAPPED),
@@ -122,7 +123,8 @@ LAYER_MUTANTS = [
            _layers.SWIGLU_BOTH_ACTIVATED),
     Mutant(4, "up_proj unused", ((GATED, "hidden = F.silu(self.gate_proj(x))"),), _layers.SWIGLU_UP_UNUSED),
     Mutant(4, "biases", ((PROJECTIONS, PROJECTIONS.replace("bias=False", "bias=True")),), _layers.SWIGLU_BIAS),
-    Mutant(4, "tanh gate", ((GATED, GATED.replace("F.silu(", "torch.tanh(")),)),
+    Mutant(4, "tanh gate", ((GATED, GATED.replace("F.silu(", "torch.tanh(")),),
+           _layer_probes.SWIGLU_OTHER_GATE.format(gate="tanh")),
 ]
 
 # ---- Task 6 ----
