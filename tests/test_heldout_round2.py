@@ -1,0 +1,70 @@
+"""The second held-out lists of mistakes (course/<name>/tests/heldout_round2.py, written from the notebook alone,
+without reading the checks): every mistake applies to its reference, fails its task's check with a sentence that
+starts "Task N:" (no false pass), and the grader's cases score it 0 (a check and the grade agree).
+
+How well the checks *name* these mistakes is measured, not asserted here: `python -m tools.heldout_messages`
+prints each mistake beside what its check said, for a reader who judges whether the sentence names it (the note of
+issue 43 has the table).
+"""
+import contextlib
+import importlib
+import io
+
+import pytest
+
+from course.reference import load_reference
+from course.registry import assignments
+from grading.judge.expected import reference_namespace
+from in_process_grading import graded_cases_of, verdict_of
+
+pytestmark = pytest.mark.fast
+
+
+def heldout_lists():
+    """{assignment: its heldout_round2 module} for every registered assignment that has one."""
+    found = {}
+    for registered in assignments():
+        try:
+            found[registered.name] = importlib.import_module(f"course.{registered.name}.tests.heldout_round2")
+        except ModuleNotFoundError:
+            continue
+    return found
+
+
+LISTS = heldout_lists()
+ITEMS = [(name, item) for name, module in LISTS.items() for item in module.MISTAKES]
+
+
+def verdict_of_check(name, item):
+    """(passed, what the check printed or raised) of the task's check on the mistake's object."""
+    checks = importlib.import_module(f"checkers.{name}")
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            getattr(checks, f"check_task_{item['task']}")(LISTS[name].mistake_object(item))
+    except checks.CheckFailure as failure:
+        return False, str(failure)
+    return True, printed.getvalue().strip()
+
+
+@pytest.mark.parametrize("name, item", ITEMS, ids=lambda value: value["name"] if isinstance(value, dict) else value)
+def test_each_held_out_mistake_fails_its_check(name, item):
+    passed, message = verdict_of_check(name, item)
+    assert not passed, f"a false pass: {name} {item['name']} ({item['what']}): {message}"
+    assert message.startswith(f"Task {item['task']}:"), message
+
+
+@pytest.fixture(scope="module")
+def graded():
+    return {}
+
+
+@pytest.mark.parametrize("name, item", ITEMS, ids=lambda value: value["name"] if isinstance(value, dict) else value)
+def test_the_grader_scores_each_held_out_mistake_zero(name, item, graded):
+    if name not in graded:
+        registered = next(entry for entry in assignments() if entry.name == name)
+        graded[name] = graded_cases_of(registered, reference_namespace(registered))
+    cases = graded[name]
+    namespace = dict(cases[4], **load_reference(LISTS[name].mistake_source(item)))
+    verdict = verdict_of(item["task"], namespace, cases)
+    assert verdict.score == 0, f"{name} {item['name']}: the grader paid {verdict.score}: {verdict.message}"
