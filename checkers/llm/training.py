@@ -148,14 +148,15 @@ def compare(task, probe, got, consistent=lambda diagnosis: True):
     if k == len(got):
         task.fail(f"{where} it stops after {k} merges, all right, where {len(expected)} are expected: the next one is "
                   f"{shown(expected[k], vocab)}.")
-    why, diagnosis = why_other_pair(counts, vocab, expected[k], got[k])
+    why, diagnosis = why_other_pair(counts, vocab, expected[k], got[k], k)
     task.fail(f"{where} the first {k} merges are right; merge {k} is {shown(got[k], token_bytes(got))} where "
               f"{shown(expected[k], vocab)} was expected{why}", diagnosis)
 
 
-def why_other_pair(counts, vocab, theirs, mine):
-    """(what the counts after the right merges say of the pair chosen instead of theirs, the slug it names or None):
-    a tie, and whether it was broken on the first token alone, or a less frequent pair."""
+def why_other_pair(counts, vocab, theirs, mine, k):
+    """(what the counts after the k right merges say of the pair chosen instead of theirs, the slug it names or None):
+    a tie, and whether it was broken on the first token alone, or a less frequent pair (at the first merge: counted
+    wrong from the start; later: not brought up to date)."""
     if counts is None:
         return ".", None
     count, expected_count = counts.get(mine, 0), counts.get(theirs, 0)
@@ -165,9 +166,14 @@ def why_other_pair(counts, vocab, theirs, mine):
     if count == expected_count:
         return (f": both occur {count} times, and a tie goes to the greater pair of byte strings, max by "
                 "(count, vocab[a], vocab[b]).", None)
+    if count < expected_count and k == 0:
+        return (f": yours occurs {count} times in the text, the expected one {expected_count} times, so the pairs are "
+                "counted differently from the start (how the text is split into words, and how often each word "
+                "counts).", None)
     if count < expected_count:
         return (f": yours occurs {count} times after the merges before it, the expected one {expected_count} times "
-                "(each merge takes the most frequent pair: are the counts up to date?).", None)
+                "(each merge takes the most frequent pair: are the counts brought up to date after each merge?).",
+                None)
     return ".", None
 
 
