@@ -107,9 +107,11 @@ def explain_activation(task, name, make_model, x, num_layers):
             return super().forward(input)
 
     try:
-        make_model(Recording)(x)
+        model = make_model(Recording)
+        model(x)
+        block = type(encoder_blocks(model)[0]).__name__  # the block class this classifier builds, named as it is
     except Exception:  # noqa: BLE001 -- only a probe
         return
     if len(calls) != num_layers:
         task.fail(f"{name}: the `activation` argument runs {len(calls)} times in one forward pass through "
-                  f"{num_layers} blocks: pass it on to every block, EncoderBlock(..., activation, dropout).")
+                  f"{num_layers} blocks: pass it on to every block, {block}(..., activation, dropout).")

@@ -3,8 +3,10 @@ they should be): a case names one as "checkers.transformer._facts:<function>".""
 import torch
 import torch.nn as nn
 
+from .._core import Task, load_fixture
 from .._facts import parameter_facts
 from .._weights import encoder_blocks
+from . import _cls_start
 
 
 def pe(module):
@@ -19,6 +21,17 @@ def pe(module):
 def cls_token(module):
     """How a classifier keeps its [CLS] embedding `cls_token` (see parameter_facts)."""
     return parameter_facts(module, "cls_token")
+
+
+def cls_start(module):
+    """Whether fresh models of the module's class, built with Task 5's check's small config, start cls_token like
+    N(0, 1) (see _cls_start): {"standard_normal": True or False}, or None when they cannot be built."""
+    try:
+        start = _cls_start.cls_start(type(module), "TransformerForSequenceClassification",
+                          load_fixture(__package__, 5)["config"], Task(5, __package__))
+    except Exception:  # noqa: BLE001 -- the student's class may raise anything: nothing to read
+        start = None
+    return {"standard_normal": None if start is None else _cls_start.like_standard_normal(*start)}
 
 
 def encoder(module):

@@ -3,10 +3,12 @@ import torch
 import torch.nn as nn
 
 from ._classifier_probes import explain_activation, explain_classifier
+from ._cls_start import MODELS, cls_start, like_standard_normal
 from .._dependencies import explain_parts, part_class
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
 from .._core import Diagnosis, check_function, expect_module_class, load_fixture
-from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
+from .._modules import expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
+from ._student_errors import build, call
 from .._weights import MissingPart, encoder_blocks
 from ._roles import classifier_slots
 
@@ -32,6 +34,9 @@ ONE_BLOCK_REUSED = Diagnosis(
     "one-block-reused-for-every-layer",
     "encoder repeats the same block object: create a new block for every layer (a list comprehension), or the "
     "layers share their weights.")
+CLS_NOT_STANDARD_NORMAL = Diagnosis(
+    "cls-token-not-drawn-from-n01",
+    "draw cls_token's starting values from N(0, 1), e.g. with torch.randn(embed_dim), as the task asks.")
 MAPS_PER_BLOCK = Diagnosis(
     "attention-maps-of-the-last-layer-only",
     "forward_attention should return a list with one attention tensor per encoder block")
@@ -86,7 +91,7 @@ def expect_classifier(task, model, case, x, name, rebuild=None):
 
 def _logits(task, model, x, name, num_classes, shown="x"):
     """model(x) checked to be one tensor (batch_size, num_classes) of x's dtype."""
-    logits = expect_output(task, f"{name}({shown})", task.call(f"{name}.forward", model, x), None, x.dtype,
+    logits = expect_output(task, f"{name}({shown})", call(task, f"{name}.forward", model, x), None, x.dtype,
                            attention_api=False)
     if tuple(logits.shape) != (x.size(0), num_classes):
         hint = ": apply the classifier to the [CLS] output hidden[:, 0] only" if logits.dim() == 3 else ""
@@ -197,10 +202,24 @@ def _expect_dropout_passed_on(task, cls, name, fixture):
                   "EncoderBlock.")
 
 
-def build_loaded(task, cls, name, config, case, activation, slots_of=classifier_slots):
+def _expect_cls_start(task, cls, name, config):
+    """Fail unless fresh models start cls_token with values that may be draws of N(0, 1) (see _cls_start)."""
+    start = cls_start(cls, name, config, task)
+    if start is not None and not like_standard_normal(*start):
+        mean, std, count = start
+        task.fail(f"{name}.cls_token starts with values of mean {mean:.2f} and standard deviation {std:.2f} (its "
+                  f"{count} values in {MODELS} fresh models; N(0, 1) gives about 0 and 1): {CLS_NOT_STANDARD_NORMAL}",
+                  CLS_NOT_STANDARD_NORMAL.slug)
+
+
+def build_loaded(task, cls, name, config, case, activation, slots_of=classifier_slots, explain_shapes=None):
+    """cls built with config (and activation), its structure checked, the case's weights loaded; explain_shapes(model)
+    may first name why a weight's shape differs from the case's."""
     kwargs = {} if activation is None else {"activation": activation}
     model = build(task, cls, name, **config, **kwargs)
     expect_structure(task, model, config, name)
+    if explain_shapes is not None:
+        explain_shapes(model)
     return load(task, model, slots_of, case["weights"], name).eval()
 
 
@@ -219,6 +238,7 @@ def check_task_5(task, TransformerForSequenceClassification):
     if not torch.equal(first, second):
         task.fail(f"{name} in eval mode gave two different outputs for the same input.")
     _expect_dropout_passed_on(task, cls, name, fixture)
+    _expect_cls_start(task, cls, name, fixture["config"])
     case = fixture["cases"]["GELU"]
     single = build(task, cls, name, **fixture["config"], dtype=torch.float32, native=True)
     single = load(task, single, classifier_slots, case["weights"], name).eval()

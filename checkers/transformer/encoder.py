@@ -7,7 +7,8 @@ from .._dependencies import explain_parts, part_class
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
 from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._modules import DROPOUT_IN_EVAL  # one sentence for every assignment's block
-from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
+from .._modules import expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
+from ._student_errors import build
 from .._weights import block_slots
 
 ATOL, RTOL = 1e-6, 1e-6

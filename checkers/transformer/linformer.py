@@ -6,11 +6,12 @@ import torch.nn as nn
 
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
 from .._core import Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
-from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
+from .._modules import expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
+from ._student_errors import build, call, call_site, fail_at
 from .._block_probes import explain_block
 from .._probes import explain_heads
 from ._linformer_probes import explain_compressions
-from ._roles import linformer_attention_slots, linformer_block_slots, linformer_classifier_slots
+from ._roles import MissingPart, linformer_attention_slots, linformer_block_slots, linformer_classifier_slots
 from .classifier import build_loaded, expect_classifier
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -45,7 +46,7 @@ FEATURE_AXIS = Diagnosis(
 
 def _forward(task, module, x, what, **kwargs):
     before = x.clone()
-    result = task.call(what, module, x, **kwargs)
+    result = call(task, what, module, x, **kwargs)
     expect_unchanged(task, before, x)
     return result
 
@@ -113,15 +114,48 @@ def _forward_with_hooks(module, x, hooks, context=contextlib.nullcontext):
 
 
 def _explain_projections(task, module, x, name):
-    """Fail naming projected queries when one forward pass runs E and F unequally often, both at least once."""
+    """Fail naming projected queries when one forward pass runs E and F unequally often, both at least once; the
+    student's line shown is the one that projects the queries (the call whose input holds q_proj's output values),
+    or none when no call does."""
     attention = getattr(module, "attention", module)
-    calls = {"e_proj": 0, "f_proj": 0}
-    hooks = [part.register_forward_hook(lambda *_, key=key: calls.update({key: calls[key] + 1}))
-             for key, part in ((key, getattr(attention, key, None)) for key in calls) if isinstance(part, nn.Module)]
+    calls, queries = {"e_proj": [], "f_proj": []}, []  # per call of E or F: (its input, the student's line running)
+    hooks = [part.register_forward_hook(
+        lambda _, inputs, __, key=key: calls[key].append((_first(inputs), call_site())))
+        for key, part in ((key, getattr(attention, key, None)) for key in calls) if isinstance(part, nn.Module)]
+    if isinstance(getattr(attention, "q_proj", None), nn.Module):
+        hooks.append(attention.q_proj.register_forward_hook(lambda _, __, output: queries.append(_first(output))))
     _forward_with_hooks(module, x, hooks)
     # keys and values are projected equally often (once, or once per head); a third tensor, the queries, breaks that
-    if min(calls.values()) >= 1 and calls["e_proj"] != calls["f_proj"]:
-        task.fail(f"{name}: {QUERIES_PROJECTED}", QUERIES_PROJECTED.slug)
+    if min(map(len, calls.values())) >= 1 and len(calls["e_proj"]) != len(calls["f_proj"]):
+        located = next((site for found in calls.values() for given, site in found
+                        if any(_same_values(given, query) for query in queries)), None)
+        fail_at(task, f"{name}: {QUERIES_PROJECTED}", QUERIES_PROJECTED.slug, located)
+
+
+def _first(value):
+    value = value[0] if isinstance(value, (tuple, list)) and value else value
+    return value.detach() if isinstance(value, torch.Tensor) else None
+
+
+def _same_values(a, b):
+    """Whether two tensors hold the same numbers in any layout (a view, transpose or permute of each other)."""
+    return a is not None and b is not None and a.numel() == b.numel() and a.dtype == b.dtype and \
+        torch.equal(a.flatten().sort().values, b.flatten().sort().values)
+
+
+def _explain_positions_covered(task, model, case, name):
+    """Fail when the classifier's E or F takes exactly one position fewer than the L + 1 its blocks see."""
+    try:
+        slots = linformer_classifier_slots(model)
+    except MissingPart:
+        return  # load says what is missing
+    for role, expected in case["weights"].items():
+        got = tuple(slots[role].shape) if role in slots else None
+        if role.endswith(("e_proj.weight", "f_proj.weight")) and got is not None and len(got) == 2 \
+                and got == (expected.size(0), expected.size(1) - 1):
+            task.fail(f"{name}: `{role}` has shape {got}, expected {tuple(expected.shape)}: E and F must cover all "
+                      f"L + 1 = {expected.size(1)} positions the blocks see, because [CLS] is prepended to the L = "
+                      f"{expected.size(1) - 1} tokens (the classifier's sequence_length already counts [CLS]).")
 
 
 def _expect_linformer_block(task, block, LinformerAttention):
@@ -161,7 +195,7 @@ def check_task_7(task, LinformerAttention, LinformerBlock, LinformerForSequenceC
                   lambda: explain_block(task, "LinformerBlock", block, case["x"], block_roles(block)))
     case, name = fixture["classifier"], "LinformerForSequenceClassification"
     model = build_loaded(task, LinformerForSequenceClassification, name, case["config"], case, None,
-                         linformer_classifier_slots)
+                         linformer_classifier_slots, lambda model: _explain_positions_covered(task, model, case, name))
     rebuild = lambda activation: build(task, LinformerForSequenceClassification, name, **case["config"],
                                        activation=activation).eval()
     expect_classifier(task, model, case, case["x"], name, rebuild)

@@ -70,6 +70,27 @@ def _linformer_classes(task, model):
     return found["LinformerAttention"], found["LinformerBlock"], type(model)
 
 
+# The model each trained task's cell trains, as the notebook names it, and the task whose classes it is built from.
+TRAINED_MODEL = {6: ("model", "Task 5"), 8: ("linformer_model", "Task 7")}
+
+
+def _expect_trained(task, model, name):
+    """Fail when every trainable LayerNorm of the model still holds its initial weight 1 and bias 0: no optimizer
+    step has changed the model (a step moves them as it moves every weight that gets a gradient), so it was never
+    trained."""
+    norms = [module for module in model.modules() if isinstance(module, nn.LayerNorm)
+             and isinstance(module.weight, nn.Parameter) and isinstance(module.bias, nn.Parameter)
+             and module.weight.requires_grad and module.bias.requires_grad]
+    with torch.no_grad():
+        initial = bool(norms) and all(bool((norm.weight == 1).all()) and bool((norm.bias == 0).all())
+                                      for norm in norms)
+    if initial:
+        variable, source = TRAINED_MODEL[task.number]
+        task.fail(f"the {name} was never trained: all {len(norms)} of its LayerNorms still hold their initial weight "
+                  f"1 and bias 0, so no optimizer step has changed its weights; train `{variable}`, the model built "
+                  f"from {source}'s classes, in the training cell above, then check it again.")
+
+
 def expect_model_class(task, model):
     """The model's classes pass the check of the task they come from: Task 5's for Task 6, Task 7's for Task 8."""
     if task.number == 6:
@@ -86,12 +107,14 @@ def expect_accuracy(task, model, seq_len, name):
         task.fail(f"the {name} would be evaluated on sequences of length {seq_len!r}, but the check can only draw "
                   f"lengths {MIN_SEQ_LEN} to {MAX_SEQ_LEN}: build and train it for SEQ_LEN = {DEFAULT_SEQ_LEN} "
                   "(a Linformer with sequence_length = SEQ_LEN + 1).")
+    _expect_trained(task, model, name)
     data = PalindromeDataset(CHECK_SIZE, seq_len, seed=CHECK_SEED)
     inputs = torch.nn.functional.one_hot(data.tokens, data.vocab_size).float()  # (N, L, vocab_size)
     predicted = _predict(task, model, inputs, name)
     if predicted.unique().numel() == 1:
+        tasks = "tasks 1-5" if task.number == 6 else "Task 7"
         task.fail(f"the {name} predicts the same class for all {CHECK_SIZE} sequences: it has not learned yet "
-                  "(still on the ln 2 plateau). Train it (longer), or check tasks 1-5.")
+                  f"(still on the ln 2 plateau). Train it (longer), or check {tasks}.")
     expect_model_class(task, model)
     accuracy = (predicted == data.labels.long()).float().mean().item()
     if accuracy < TARGET_ACCURACY:

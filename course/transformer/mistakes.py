@@ -31,6 +31,7 @@ EMBED = "return self.positional_encoding(torch.cat([cls, tokens], dim=1))"
 BLOCKS = "[EncoderBlock(embed_dim, num_heads, feedforward_dim, activation, dropout) for _ in range(num_layers)]"
 REGISTER = 'self.register_buffer("pe", pe.unsqueeze(0), persistent=False)'
 FLOAT64_TABLE = (("pe = torch.zeros(max_len, embed_dim)", "pe = torch.zeros(max_len, embed_dim, dtype=torch.float64)"),)
+CLS_TOKEN = "self.cls_token = nn.Parameter(torch.randn(embed_dim))"
 LIN_CALL = "heads, attention = scaled_softmax_attention(query, key, value)  # (B, H, L, head_dim), (B, H, L, proj_dim)"
 
 MUTANTS = [
@@ -93,8 +94,10 @@ MUTANTS = [
     Mutant(5, "[CLS] summed instead of prepended", ((EMBED, "return self.positional_encoding(tokens + cls)"),)),
     Mutant(5, "[CLS] read from the last position", (("self.classifier(hidden[:, 0])", "self.classifier(hidden[:, -1])"),)),
     Mutant(5, "mean pooling instead of [CLS]", (("self.classifier(hidden[:, 0])", "self.classifier(hidden.mean(1))"),)),
-    Mutant(5, "[CLS] not learnable", (("self.cls_token = nn.Parameter(torch.randn(embed_dim))",
-                                       "self.cls_token = nn.Parameter(torch.randn(embed_dim), requires_grad=False)"),)),
+    Mutant(5, "[CLS] not learnable", ((CLS_TOKEN, "self.cls_token = nn.Parameter(torch.randn(embed_dim), requires_grad=False)"),)),
+    Mutant(5, "[CLS] initialised with zeros", ((CLS_TOKEN, CLS_TOKEN.replace("torch.randn(", "torch.zeros(")),)),
+    Mutant(5, "[CLS] initialised small and uniform",
+           ((CLS_TOKEN, CLS_TOKEN.replace("torch.randn(embed_dim)", "0.02 * torch.rand(embed_dim)")),)),
     Mutant(5, "one block reused for every layer", ((BLOCKS, BLOCKS.replace(" for _ in range(num_layers)]", "] * num_layers")),)),
     Mutant(5, "float64 positional table", FLOAT64_TABLE),
     Mutant(5, "attention maps of the last layer only", (("maps.append(attention)", "maps = [attention]"),)),
@@ -159,6 +162,8 @@ DIAGNOSES = {
     (5, "mean pooling instead of [CLS]"): _classifier.MEAN_POOLING,
     (5, "[CLS] summed instead of prepended"): CLS_NOT_PREPENDED,
     (5, "[CLS] not learnable"): _classifier.CLS_NOT_LEARNABLE,
+    (5, "[CLS] initialised with zeros"): _classifier.CLS_NOT_STANDARD_NORMAL,
+    (5, "[CLS] initialised small and uniform"): _classifier.CLS_NOT_STANDARD_NORMAL,
     (5, "one block reused for every layer"): _classifier.ONE_BLOCK_REUSED,
     (5, "attention maps of the last layer only"): _classifier.MAPS_PER_BLOCK,
     (7, "E reused for the values"): _linformer.E_FOR_VALUES,

@@ -1,7 +1,7 @@
 """The facts the transformer's cases record of a module (read by checkers/transformer/_facts.py), and the judge's
 sentence for each (fact, key) that differs from the reference's (grading/cases: fact_problem)."""
 FACTS = "checkers.transformer._facts"
-PE, CLS_TOKEN, ENCODER = (f"{FACTS}:{name}" for name in ("pe", "cls_token", "encoder"))
+PE, CLS_TOKEN, CLS_START, ENCODER = (f"{FACTS}:{name}" for name in ("pe", "cls_token", "cls_start", "encoder"))
 
 FACT_PROBLEMS = {
     (PE, "tensor"): "the module has no tensor `pe`",
@@ -11,6 +11,8 @@ FACT_PROBLEMS = {
     (CLS_TOKEN, "parameter"): "`cls_token` is not an nn.Parameter",
     (CLS_TOKEN, "trainable"): "`cls_token` is not trainable",
     (CLS_TOKEN, "numel"): "`cls_token` does not hold embed_dim numbers",
+    (CLS_START, "standard_normal"): "`cls_token` does not start drawn from N(0, 1) (fresh models' starting values "
+                                    "have another mean or spread): initialise it with torch.randn(embed_dim)",
     (ENCODER, "blocks"): "the encoder does not hold num_layers blocks",
     (ENCODER, "distinct"): "the encoder repeats one block object, so its layers share weights",
 }

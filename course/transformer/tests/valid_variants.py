@@ -465,8 +465,29 @@ class ClassifierEveryPosition(ClassifierModuleList):
         return self.classifier(hidden)[:, 0]  # (B, L + 1, num_classes) -> (B, num_classes)
 
 
+class ClassifierTruncatedNormal(ClassifierModuleList):
+    """cls_token drawn with nn.init.trunc_normal_(std=1): N(0, 1) cut at ±2 (standard deviation 0.88)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cls_token = nn.Parameter(nn.init.trunc_normal_(torch.empty(self.cls_token.shape), std=1.0))
+
+
+class ClassifierInitNormal(ClassifierModuleList):
+    """cls_token of shape (1, 1, D) filled in place by nn.init.normal_."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cls_token = nn.Parameter(torch.empty(1, 1, self.cls_token.numel()))
+        nn.init.normal_(self.cls_token)
+
+    def prepend(self, tokens):
+        return torch.cat([self.cls_token.expand(tokens.size(0), -1, -1), tokens], dim=1)
+
+
 CLASSIFIERS = [ClassifierEveryPosition, ClassifierModuleList, ClassifierSequential, ClassifierReordered,
-               ClassifierRenamed, ClassifierClsToken3d, ClassifierFloat64Positions]
+               ClassifierRenamed, ClassifierClsToken3d, ClassifierFloat64Positions, ClassifierTruncatedNormal,
+               ClassifierInitNormal]
 
 
 # ----- Task 7: Linformer --------------------------------------------------------------------------
