@@ -32,22 +32,36 @@ def heldout_lists():
 
 
 LISTS = heldout_lists()
+def cases(known):
+    """ITEMS as pytest params; those a list declares in its `known` dict (KNOWN_FALSE_PASSES or KNOWN_GRADE_PAYS:
+    {mistake: why}, what it found when it was written and is still open) are expected failures that must keep
+    failing (strict): once mended, the line goes from the list."""
+    params = []
+    for name, item in ITEMS:
+        why = getattr(LISTS[name], known, {}).get(item["name"])
+        marks = pytest.mark.xfail(strict=True, reason=f"open: {why}") if why else ()
+        params.append(pytest.param(name, item, id=f"{name}-{item['name']}", marks=marks))
+    return params
+
+
 ITEMS = [(name, item) for name, module in LISTS.items() for item in module.MISTAKES]
 
 
 def verdict_of_check(name, item):
     """(passed, what the check printed or raised) of the task's check on the mistake's object."""
-    checks = importlib.import_module(f"checkers.{name}")
+    checks, module = importlib.import_module(f"checkers.{name}"), LISTS[name]
+    arguments = module.mistake_arguments(item) if hasattr(module, "mistake_arguments") else \
+        (module.mistake_object(item),)  # a check cell that passes several objects: the list gives them all
     printed = io.StringIO()
     try:
         with contextlib.redirect_stdout(printed):
-            getattr(checks, f"check_task_{item['task']}")(LISTS[name].mistake_object(item))
+            getattr(checks, f"check_task_{item['task']}")(*arguments)
     except checks.CheckFailure as failure:
         return False, str(failure)
     return True, printed.getvalue().strip()
 
 
-@pytest.mark.parametrize("name, item", ITEMS, ids=lambda value: value["name"] if isinstance(value, dict) else value)
+@pytest.mark.parametrize("name, item", cases("KNOWN_FALSE_PASSES"))
 def test_each_held_out_mistake_fails_its_check(name, item):
     passed, message = verdict_of_check(name, item)
     assert not passed, f"a false pass: {name} {item['name']} ({item['what']}): {message}"
@@ -59,7 +73,7 @@ def graded():
     return {}
 
 
-@pytest.mark.parametrize("name, item", ITEMS, ids=lambda value: value["name"] if isinstance(value, dict) else value)
+@pytest.mark.parametrize("name, item", cases("KNOWN_GRADE_PAYS"))
 def test_the_grader_scores_each_held_out_mistake_zero(name, item, graded):
     if name not in graded:
         registered = next(entry for entry in assignments() if entry.name == name)

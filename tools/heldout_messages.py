@@ -20,8 +20,10 @@ def said(name, module, item):
     checks = importlib.import_module(f"checkers.{name}")
     printed = io.StringIO()
     try:
+        arguments = module.mistake_arguments(item) if hasattr(module, "mistake_arguments") else \
+            (module.mistake_object(item),)  # a check cell that passes several objects: the list gives them all
         with contextlib.redirect_stdout(printed):
-            getattr(checks, f"check_task_{item['task']}")(module.mistake_object(item))
+            getattr(checks, f"check_task_{item['task']}")(*arguments)
     except checks.CheckFailure as failure:
         return False, str(failure)
     except Exception as error:  # noqa: BLE001 -- the list's own code failed: reported as such
