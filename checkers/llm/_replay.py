@@ -34,11 +34,13 @@ def counts_after(probe, k):
 
 def absent_diagnosis(merges, k, counts):
     """Why merge k of merges, whose first k are right, joins a pair the text holds no more (counts: after those k), or
-    None when the pair is there."""
+    None when the pair is there. A pair merged before is picked again only after every count fell to 0 when the
+    count-0 pairs are kept (ZERO_COUNT_PICKED, k past the merges due); before that, a merge that left some of its
+    occurrences, or counts not brought up to date, do it too (ABSENT_PAIR: no cause singled out)."""
     pair = merges[k]
     if counts.get(pair, 0) > 0:
         return None
-    if pair in merges[:k]:
+    if pair in merges[:k] and not any(count > 0 for count in counts.values()):
         return ZERO_COUNT_PICKED
     made = merges[pair[0] - 256] if 256 <= pair[0] < 256 + k else None
     return WORD_KEEPS_SECOND if made is not None and made[1] == pair[1] else ABSENT_PAIR

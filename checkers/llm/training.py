@@ -97,9 +97,10 @@ def train(task, train_bpe, text, vocab_size):
             diagnosis = _crash_diagnosis(error, text)
             if isinstance(error, KeyError) and error.args and isinstance(error.args[0], tuple):
                 task.fail(f"{what} raised KeyError {error.args[0]}: a pair it chose to merge is missing from the index "
-                          "of the words that hold it, so the counts and the stored words disagree: are pairs whose "
-                          "count fell to 0 dropped before the next pick (counts = +counts), are the merged words "
-                          "stored back, and does merge_word replace every occurrence, skipping past each?")
+                          "of the words that hold it, so the counts and the stored words disagree: look at the words "
+                          "stored after each merge (merge_word replacing every occurrence, skipping past each, without "
+                          "changing the list it is given) and at the counts (a merged word's old pairs subtracted and "
+                          "its new ones added; pairs whose count fell to 0 dropped before the next pick).")
             if diagnosis:
                 task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 80)}): {diagnosis}", diagnosis.slug)
             raise
@@ -120,9 +121,10 @@ def train(task, train_bpe, text, vocab_size):
     return pairs
 
 
-def compare(task, probe, got, consistent=lambda diagnosis: True):
+def compare(task, probe, got, consistent=lambda diagnosis: True, small_ties=None):
     """Fail unless got equals the probe's merges; name a known mistake when they equal its merges here and the
-    student's merges agree with it everywhere else (consistent)."""
+    student's merges agree with it everywhere else (consistent); small_ties() says how the trainer breaks the ties of
+    TIE_TEXTS, which tells a tie rule from counts that differ (None: not probed)."""
     expected, text, vocab_size = unpadded(probe["merges"]), probe["text"], probe["vocab_size"]
     if got == expected:
         return
@@ -139,42 +141,77 @@ def compare(task, probe, got, consistent=lambda diagnosis: True):
     if k == len(expected) and absent is not WORD_KEEPS_SECOND:
         task.fail(f"{where} the first {k} merges are right, then it goes on with {len(got) - k} more although no pair "
                   f"is left: {NO_EARLY_STOP}", NO_EARLY_STOP.slug)
-    if absent is not None:
+    unmade = next((i for i in got[k] if i >= 256 + k), None) if k < len(got) else None
+    if unmade is not None:
+        task.fail(f"{where} the first {k} merges are right; merge {k} is {got[k]}, which uses the id {unmade} that no "
+                  f"merge has made yet (merge j makes 256 + j, so the merges before it made ids up to {255 + k}): "
+                  "are the new ids numbered from 256?")
+    if absent is WORD_KEEPS_SECOND:
         task.fail(f"{where} the first {k} merges are right; merge {k} joins {shown(got[k], token_bytes(got))}, which "
                   f"does not occur in the text after the merges before it: {absent}", absent.slug)
+    if absent is not None:
+        task.fail(f"{where} the first {k} merges are right; merge {k} joins {shown(got[k], token_bytes(got))}, which "
+                  "does not occur in the text after the merges before it, so the trainer's words or counts no longer "
+                  "match the text: look at the words stored after each merge (merge_word replacing every occurrence, "
+                  "without changing the list it is given) and at the counts (a merged word's old pairs subtracted and "
+                  "its new ones added, times the word's frequency).")
     if len(set(got)) < len(got):
         twice = next(pair for pair in got if got.count(pair) > 1)
         task.fail(f"{where} it merges the pair {twice} twice: {STALE_COUNTS}", STALE_COUNTS.slug)
     if k == len(got):
         task.fail(f"{where} it stops after {k} merges, all right, where {len(expected)} are expected: the next one is "
                   f"{shown(expected[k], vocab)}.")
-    why, diagnosis = why_other_pair(counts, vocab, expected[k], got[k], k)
+    why, diagnosis = why_other_pair(counts, vocab, expected[k], got[k], k, small_ties)
     task.fail(f"{where} the first {k} merges are right; merge {k} is {shown(got[k], token_bytes(got))} where "
               f"{shown(expected[k], vocab)} was expected{why}", diagnosis)
 
 
-def why_other_pair(counts, vocab, theirs, mine, k):
+def why_other_pair(counts, vocab, theirs, mine, k, small_ties=None):
     """(what the counts after the k right merges say of the pair chosen instead of theirs, the slug it names or None):
-    a tie, and whether it was broken on the first token alone, or a less frequent pair (at the first merge: counted
-    wrong from the start; later: not brought up to date)."""
+    a tie, then what small_ties() shows of the trainer's tie rule (broken on the first token alone, broken otherwise
+    wrong, or right: then its counts or its tokens' bytes differ), or a less frequent pair (at the first merge:
+    counted wrong from the start; later: not brought up to date)."""
     if counts is None:
         return ".", None
     count, expected_count = counts.get(mine, 0), counts.get(theirs, 0)
-    if count == expected_count and vocab.get(mine[0]) == vocab.get(theirs[0]):
-        return (f": both occur {count} times and start with {vocab[mine[0]]!r}: {TIE_SECOND_IGNORED}",
-                TIE_SECOND_IGNORED.slug)
     if count == expected_count:
-        return (f": both occur {count} times, and a tie goes to the greater pair of byte strings, max by "
-                "(count, vocab[a], vocab[b]).", None)
+        tie = f": both occur {count} times in the text after the merges before it"
+        rule = small_ties() if small_ties is not None else None
+        if rule == "first token":
+            return f"{tie}; {TIE_SECOND_IGNORED}", TIE_SECOND_IGNORED.slug
+        if rule == "wrong":
+            return (f"{tie}, and your trainer breaks small ties wrong too: a tie goes to the greater pair of byte "
+                    "strings, max by (count, vocab[a], vocab[b]).", None)
+        if rule == "right":
+            return (f"{tie}, and your trainer breaks small ties right, so here its counts or its tokens' bytes differ "
+                    "from the text's (each word's pairs counted once per occurrence of the pair, times the word's "
+                    "frequency; a new token's bytes vocab[a] + vocab[b]).", None)
+        return f"{tie}, and a tie goes to the greater pair of byte strings, max by (count, vocab[a], vocab[b]).", None
     if count < expected_count and k == 0:
         return (f": yours occurs {count} times in the text, the expected one {expected_count} times, so the pairs are "
                 "counted differently from the start (how the text is split into words, and how often each word "
                 "counts).", None)
     if count < expected_count:
         return (f": yours occurs {count} times after the merges before it, the expected one {expected_count} times "
-                "(each merge takes the most frequent pair: are the counts brought up to date after each merge?).",
-                None)
+                "(each merge takes the most frequent pair: are the pairs counted as the text holds them, every "
+                "occurrence in every word times the word's frequency, and brought up to date after each merge?).", None)
     return ".", None
+
+
+# Texts of one tie each, every word once and every pair once, so only the tie rule decides the first merge: three
+# pairs of different first bytes ((c, d) wins), two pairs that share their first byte ((a, c) wins), and a greater
+# first byte before a greater second one ((c, a) wins, not (a, d))
+TIE_TEXTS = (("ab cd", [(99, 100)]), ("ab ac", [(97, 99)]), ("ca ad", [(99, 97)]))
+
+
+def small_tie_rule(train_bpe):
+    """How train_bpe breaks the ties of TIE_TEXTS: "right", "first token" (wrong only where the pairs share their
+    first byte), "wrong", or None when it raises."""
+    try:
+        right = [list(map(tuple, train_bpe(text, 257))) == merges for text, merges in TIE_TEXTS]
+    except Exception:  # noqa: BLE001 -- no evidence either way
+        return None
+    return "right" if all(right) else "first token" if right == [True, False, True] else "wrong"
 
 
 def agrees_everywhere(train_bpe, probes, merges_of, diagnosis):
@@ -232,7 +269,8 @@ def check_task_1(task, train_bpe):
     probes = list(fixture["probes"].values())
     consistent = functools.partial(agrees_everywhere, train_bpe, probes, {})
     for probe in probes:
-        compare(task, probe, train(task, train_bpe, probe["text"], probe["vocab_size"]), consistent)
+        compare(task, probe, train(task, train_bpe, probe["text"], probe["vocab_size"]), consistent,
+                functools.partial(small_tie_rule, train_bpe))
     speed = fixture["speed"]
     fast, whole, one = speed_rule(lambda probe: timed(task, train_bpe, probe), speed)
     merges, chars = len(unpadded(speed["merges"])), len(speed["text"])
