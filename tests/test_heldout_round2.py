@@ -78,7 +78,9 @@ def test_the_grader_scores_each_held_out_mistake_zero(name, item, graded):
     if name not in graded:
         registered = next(entry for entry in assignments() if entry.name == name)
         graded[name] = graded_cases_of(registered, reference_namespace(registered))
-    cases = graded[name]
-    namespace = dict(cases[4], **load_reference(LISTS[name].mistake_source(item)))
+    cases, module = graded[name], LISTS[name]
+    namespace = dict(cases[4], **load_reference(module.mistake_source(item)))
+    if hasattr(module, "mistake_arguments"):  # every object the check cell passes, by the names it passes them as
+        namespace.update(zip(cases[2][item["task"]], module.mistake_arguments(item)))
     verdict = verdict_of(item["task"], namespace, cases)
     assert verdict.score == 0, f"{name} {item['name']}: the grader paid {verdict.score}: {verdict.message}"

@@ -281,6 +281,18 @@ def mistake_object(item):
     return load_reference(mistake_source(item))[CHECKED[item["task"]]]
 
 
+def mistake_arguments(item):
+    """Everything the task's check cell passes: Task 8's cell passes `generate` and the notebook's trained model, here
+    the namespace's own GPT, untrained and seeded (as course/gpt/tests/agreement.py builds it)."""
+    namespace = load_reference(mistake_source(item))
+    if item["task"] != 8:
+        return (namespace[CHECKED[item["task"]]],)
+    import torch
+    from course_lib import gpt as gpt_defaults
+    torch.manual_seed(0)
+    return namespace["generate"], namespace["GPT"](**gpt_defaults.MODEL)
+
+
 # What this list found when it was written (issue 43), still open: mistakes its checks pass, and mistakes the
 # grade pays (tests/test_heldout_round2.py expects both to keep failing until mended; then the line goes).
 KNOWN_FALSE_PASSES = {
