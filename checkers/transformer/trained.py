@@ -101,8 +101,8 @@ def expect_model_class(task, model):
 
 def expect_accuracy(task, model, seq_len, name):
     """Fail unless model classifies fresh palindromes of length seq_len with accuracy >= 95%; once the model has
-    answered, its classes must pass the task they come from (expect_model_class), then it must have been trained,
-    before its predictions are judged."""
+    answered (one class for everything: untrained, or on the plateau), its classes must pass the task they come from
+    (expect_model_class), then it must have been trained, before its accuracy is judged."""
     _expect_a_model(task, model, name)
     if not isinstance(seq_len, int) or not MIN_SEQ_LEN <= seq_len <= MAX_SEQ_LEN:
         task.fail(f"the {name} would be evaluated on sequences of length {seq_len!r}, but the check can only draw "
@@ -111,12 +111,13 @@ def expect_accuracy(task, model, seq_len, name):
     data = PalindromeDataset(CHECK_SIZE, seq_len, seed=CHECK_SEED)
     inputs = torch.nn.functional.one_hot(data.tokens, data.vocab_size).float()  # (N, L, vocab_size)
     predicted = _predict(task, model, inputs, name)
-    expect_model_class(task, model)  # a class that computes something else is sent back to its task first
-    _expect_trained(task, model, name)  # then a model no step changed, whatever it predicts
     if predicted.unique().numel() == 1:
+        _expect_trained(task, model, name)  # one class for everything: first, was it trained at all?
         tasks = "tasks 1-5" if task.number == 6 else "Task 7"
         task.fail(f"the {name} predicts the same class for all {CHECK_SIZE} sequences: it has not learned yet "
                   f"(still on the ln 2 plateau). Train it (longer), or check {tasks}.")
+    expect_model_class(task, model)  # a class that computes something else is sent back to its task
+    _expect_trained(task, model, name)  # then a model no step changed, whatever it predicts
     accuracy = (predicted == data.labels.long()).float().mean().item()
     if accuracy < TARGET_ACCURACY:
         task.fail(f"the {name} is right on {accuracy:.1%} of {CHECK_SIZE} fresh sequences of length {seq_len}; "
