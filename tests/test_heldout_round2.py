@@ -6,12 +6,11 @@ How well the checks *name* these mistakes is measured, not asserted here: `pytho
 prints each mistake beside what its check said, for a reader who judges whether the sentence names it (the note of
 issue 43 has the table).
 """
-import contextlib
 import importlib
-import io
 
 import pytest
 
+from course.heldout import check_said
 from course.reference import load_reference
 from course.registry import assignments
 from grading.judge.expected import reference_namespace
@@ -32,6 +31,9 @@ def heldout_lists():
 
 
 LISTS = heldout_lists()
+ITEMS = [(name, item) for name, module in LISTS.items() for item in module.MISTAKES]
+
+
 def cases(known):
     """ITEMS as pytest params; those a list declares in its `known` dict (KNOWN_FALSE_PASSES or KNOWN_GRADE_PAYS:
     {mistake: why}, what it found when it was written and is still open) are expected failures that must keep
@@ -44,26 +46,9 @@ def cases(known):
     return params
 
 
-ITEMS = [(name, item) for name, module in LISTS.items() for item in module.MISTAKES]
-
-
-def verdict_of_check(name, item):
-    """(passed, what the check printed or raised) of the task's check on the mistake's object."""
-    checks, module = importlib.import_module(f"checkers.{name}"), LISTS[name]
-    arguments = module.mistake_arguments(item) if hasattr(module, "mistake_arguments") else \
-        (module.mistake_object(item),)  # a check cell that passes several objects: the list gives them all
-    printed = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(printed):
-            getattr(checks, f"check_task_{item['task']}")(*arguments)
-    except checks.CheckFailure as failure:
-        return False, str(failure)
-    return True, printed.getvalue().strip()
-
-
 @pytest.mark.parametrize("name, item", cases("KNOWN_FALSE_PASSES"))
 def test_each_held_out_mistake_fails_its_check(name, item):
-    passed, message = verdict_of_check(name, item)
+    passed, message = check_said(name, LISTS[name].LIST, item)
     assert not passed, f"a false pass: {name} {item['name']} ({item['what']}): {message}"
     assert message.startswith(f"Task {item['task']}:"), message
 
@@ -78,9 +63,8 @@ def test_the_grader_scores_each_held_out_mistake_zero(name, item, graded):
     if name not in graded:
         registered = next(entry for entry in assignments() if entry.name == name)
         graded[name] = graded_cases_of(registered, reference_namespace(registered))
-    cases, module = graded[name], LISTS[name]
-    namespace = dict(cases[4], **load_reference(module.mistake_source(item)))
-    if hasattr(module, "mistake_arguments"):  # every object the check cell passes, by the names it passes them as
-        namespace.update(zip(cases[2][item["task"]], module.mistake_arguments(item)))
-    verdict = verdict_of(item["task"], namespace, cases)
+    graded_cases, held_out = graded[name], LISTS[name].LIST
+    namespace = dict(graded_cases[4], **load_reference(held_out.source(item)))
+    namespace.update(zip(graded_cases[2][item["task"]], held_out.arguments(item)))  # by the names the cell uses
+    verdict = verdict_of(item["task"], namespace, graded_cases)
     assert verdict.score == 0, f"{name} {item['name']}: the grader paid {verdict.score}: {verdict.message}"

@@ -6,9 +6,10 @@ only, so that no mistake here repeats one there). Each mistake is a list of edit
 reference answer source, applied in order as course.mutant.Mutant applies a planted mistake; each old text occurs
 exactly once where it is applied. `what` says what is wrong, in the words a check that names the mistake would need.
 """
-from course.registry import assignment
-from course.mutant import Mutant
-from course.reference import load_reference, reference_source
+import torch
+
+from course.heldout import HeldOut
+from course_lib import gpt as gpt_defaults
 
 CHECKED = {1: "RotaryEmbedding", 2: "CausalSelfAttention", 3: "CausalSelfAttention", 4: "GPTBlock", 5: "GPT",
            6: "sample_next_token", 8: "generate"}  # task -> the object its check is called with
@@ -271,26 +272,16 @@ MISTAKES = [
 ]
 
 
-def mistake_source(item):
-    """The reference answer source with the mistake's edits applied in order (as a planted Mutant applies them)."""
-    return Mutant(item["task"], item["name"], item["edits"]).apply(reference_source(assignment("gpt")))
-
-
-def mistake_object(item):
-    """The object the mistake's task check is called with, executed from the edited source."""
-    return load_reference(mistake_source(item))[CHECKED[item["task"]]]
-
-
-def mistake_arguments(item):
-    """Everything the task's check cell passes: Task 8's cell passes `generate` and the notebook's trained model, here
-    the namespace's own GPT, untrained and seeded (as course/gpt/tests/agreement.py builds it)."""
-    namespace = load_reference(mistake_source(item))
-    if item["task"] != 8:
-        return (namespace[CHECKED[item["task"]]],)
-    import torch
-    from course_lib import gpt as gpt_defaults
+def trained_model(namespace, task):
+    """What Task 8's cell passes besides `generate`: the notebook's trained model, here the namespace's own GPT,
+    untrained and seeded (as course/gpt/tests/agreement.py builds it)."""
+    if task != 8:
+        return ()
     torch.manual_seed(0)
-    return namespace["generate"], namespace["GPT"](**gpt_defaults.MODEL)
+    return (namespace["GPT"](**gpt_defaults.MODEL),)
+
+
+LIST = HeldOut("gpt", CHECKED, trained_model)
 
 
 # What this list found when it was written (issue 43), still open: mistakes its checks pass, and mistakes the

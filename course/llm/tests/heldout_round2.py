@@ -7,9 +7,7 @@ text, new text) of the reference answer source, applied in order as course.mutan
 each old text occurs exactly once where it is applied. `what` says what is wrong, in the words a check that names
 the mistake would need.
 """
-from course.registry import assignment
-from course.mutant import Mutant
-from course.reference import load_reference, reference_source
+from course.heldout import HeldOut
 
 CHECKED = {1: "train_bpe", 2: "BPETokenizer", 3: "RMSNorm", 4: "SwiGLU", 5: "GroupedQueryAttention",
            6: "tiled_attention", 8: "LoRALinear"}  # task -> the object its check is called with
@@ -255,14 +253,7 @@ MISTAKES = [
 ]
 
 
-def mistake_source(item):
-    """The reference answer source with the mistake's edits applied in order (as a planted Mutant applies them)."""
-    return Mutant(item["task"], item["name"], item["edits"]).apply(reference_source(assignment("llm")))
-
-
-def mistake_object(item):
-    """The object the mistake's task check is called with, executed from the edited source."""
-    return load_reference(mistake_source(item))[CHECKED[item["task"]]]
+LIST = HeldOut("llm", CHECKED)
 
 
 # What this list found when it was written (issue 43), still open: mistakes its checks pass, and mistakes the

@@ -8,9 +8,7 @@ occurs exactly once where it is applied, and only answer code is edited (never t
 encoding or encoder block). `what` says what is wrong, in the words a check that names the mistake would need.
 None repeats a mistake of course/seq2seq/tests/unnamed_mistakes.py.
 """
-from course.mutant import Mutant
-from course.reference import load_reference, reference_source
-from course.registry import assignment
+from course.heldout import HeldOut
 
 # task -> the object its check cell is called with; Task 2's cell passes two functions, in this order
 CHECKED = {1: "LayerNorm", 2: ("causal_mask", "padding_mask"), 3: "MultiheadAttention", 4: "DecoderBlock",
@@ -240,22 +238,7 @@ MISTAKES = [
 ]
 
 
-def mistake_source(item):
-    """The reference answer source with the mistake's edits applied in order (as a planted Mutant applies them)."""
-    return Mutant(item["task"], item["name"], item["edits"]).apply(reference_source(assignment("seq2seq")))
-
-
-def mistake_arguments(item):
-    """The objects the mistake's task check cell is called with, in order, executed from the edited source."""
-    namespace = load_reference(mistake_source(item))
-    names = CHECKED[item["task"]]
-    return tuple(namespace[name] for name in ((names,) if isinstance(names, str) else names))
-
-
-def mistake_object(item):
-    """The object the mistake's task check is called with (a pair for Task 2, whose cell passes two)."""
-    arguments = mistake_arguments(item)
-    return arguments[0] if len(arguments) == 1 else arguments
+LIST = HeldOut("seq2seq", CHECKED)
 
 
 # What this list found when it was written (issue 43), still open: mistakes its checks pass, and mistakes the

@@ -7,9 +7,7 @@ text) of the reference answer source, applied in order as course.mutant.Mutant a
 text occurs exactly once where it is applied. `what` says what is wrong, in the words a check that names the
 mistake would need. None repeats a mistake of course/transformer/tests/unnamed_mistakes.py.
 """
-from course.mutant import Mutant
-from course.reference import load_reference, reference_source
-from course.registry import assignment
+from course.heldout import HeldOut
 
 # task -> the object its check cell is called with; Task 7's cell passes three objects, in this order
 CHECKED = {1: "scaled_softmax_attention", 2: "MultiheadAttention", 3: "EncoderBlock", 4: "PositionalEncoding",
@@ -345,22 +343,7 @@ MISTAKES = [
 ]
 
 
-def mistake_source(item):
-    """The reference answer source with the mistake's edits applied in order (as a planted Mutant applies them)."""
-    return Mutant(item["task"], item["name"], item["edits"]).apply(reference_source(assignment("transformer")))
-
-
-def mistake_arguments(item):
-    """The objects the mistake's task check cell is called with, in order, executed from the edited source."""
-    namespace = load_reference(mistake_source(item))
-    names = CHECKED[item["task"]]
-    return tuple(namespace[name] for name in ((names,) if isinstance(names, str) else names))
-
-
-def mistake_object(item):
-    """The object the mistake's task check is called with (a tuple of three for Task 7, whose cell passes three)."""
-    arguments = mistake_arguments(item)
-    return arguments[0] if len(arguments) == 1 else arguments
+LIST = HeldOut("transformer", CHECKED)
 
 
 # What this list found when it was written (issue 43), still open: mistakes its checks pass, and mistakes the

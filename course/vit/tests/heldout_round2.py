@@ -6,9 +6,7 @@ only, so that no mistake here repeats one there). Each mistake is a list of edit
 reference answer source, applied in order as course.mutant.Mutant applies a planted mistake; each old text occurs
 exactly once where it is applied. `what` says what is wrong, in the words a check that names the mistake would need.
 """
-from course.registry import assignment
-from course.mutant import Mutant
-from course.reference import load_reference, reference_source
+from course.heldout import HeldOut
 
 CHECKED = {1: "patchify", 2: "PatchEmbedding", 3: "VisionTransformer",
            5: "attention_rollout"}  # task -> the object its check is called with
@@ -154,14 +152,7 @@ MISTAKES = [
 ]
 
 
-def mistake_source(item):
-    """The reference answer source with the mistake's edits applied in order (as a planted Mutant applies them)."""
-    return Mutant(item["task"], item["name"], item["edits"]).apply(reference_source(assignment("vit")))
-
-
-def mistake_object(item):
-    """The object the mistake's task check is called with, executed from the edited source."""
-    return load_reference(mistake_source(item))[CHECKED[item["task"]]]
+LIST = HeldOut("vit", CHECKED)
 
 
 # What this list found when it was written (issue 43), still open: mistakes its checks pass, and mistakes the

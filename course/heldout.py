@@ -1,0 +1,44 @@
+"""A held-out list of mistakes (course/<name>/tests/heldout_round2.py): each mistake, as edits of the reference answer
+source, planted, built, and run through its task's check, in one place for every list, the test that holds the lists
+(tests/test_heldout_round2.py) and the tool that prints what the checks said (tools/heldout_messages.py)."""
+import contextlib
+import importlib
+import io
+from dataclasses import dataclass
+
+from course.mutant import Mutant
+from course.reference import load_reference, reference_source
+from course.registry import assignment
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """The assignment called name's list: CHECKED ({task: the name, or names, its check cell passes}) and, for a cell
+    that also passes what no answer defines (a trained model), extra(namespace, task) -> those objects."""
+
+    name: str
+    checked: dict
+    extra: object = None
+
+    def source(self, item):
+        """The reference answer source with the mistake's edits applied in order (as a planted Mutant applies them)."""
+        return Mutant(item["task"], item["name"], item["edits"]).apply(reference_source(assignment(self.name)))
+
+    def arguments(self, item):
+        """Every object the task's check cell passes, in order, built from the edited source."""
+        namespace = load_reference(self.source(item))
+        names = self.checked[item["task"]]
+        found = tuple(namespace[name] for name in ((names,) if isinstance(names, str) else names))
+        return found + tuple(self.extra(namespace, item["task"]) if self.extra else ())
+
+
+def check_said(name, held_out, item):
+    """(passed, the check's sentence) of the mistake's task check on the objects held_out builds for it."""
+    checks = importlib.import_module(f"checkers.{name}")
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            getattr(checks, f"check_task_{item['task']}")(*held_out.arguments(item))
+    except checks.CheckFailure as failure:
+        return False, str(failure)
+    return True, printed.getvalue().strip()
