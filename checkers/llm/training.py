@@ -5,7 +5,7 @@ import time
 
 from .._core import Diagnosis, check_function, expect_callable, load_fixture, one_line, slug_of
 from ._bpe import NO_SURROGATEPASS, listed, padded_merges, shorten, shown, token_bytes, unpadded
-from ._replay import TIE_SECOND_IGNORED, WORD_KEEPS_SECOND, absent_diagnosis, counts_after
+from ._replay import WORD_KEEPS_SECOND, absent_diagnosis, counts_after
 
 NAME = "train_bpe"
 # The timed text's run to all its merges may take at most SPEED_LIMIT times the CPU time of a run to its first merge
@@ -31,6 +31,11 @@ TIE_BY_IDS = Diagnosis(
     "tie-by-ids",
     "ties are broken by comparing ids: compare the byte strings the ids stand for, (vocab[a], vocab[b]); a merged "
     "id such as 257 = b' ab' sorts before b'x' = 120.")
+TIE_SECOND_IGNORED = Diagnosis(
+    "tie-second-ignored",
+    "a tie between two pairs that start with the same bytes was broken on the first token alone: compare the second "
+    "token's bytes too, max by (count, vocab[a], vocab[b]).")
+
 CROSS_WORD = Diagnosis(
     "cross-word",
     "pairs are counted across word boundaries: split the text with PRETOKENIZE.findall(text) and count pairs only "
