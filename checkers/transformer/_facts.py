@@ -7,6 +7,8 @@ from .._core import Task, load_fixture
 from .._facts import parameter_facts
 from .._weights import encoder_blocks
 from . import _cls_start
+from ._probes_generic import parts_unchanged_by
+from ._student_errors import build
 
 
 def pe(module):
@@ -38,3 +40,16 @@ def encoder(module):
     """How many blocks the model's `encoder` holds, and how many of them are distinct objects."""
     blocks = encoder_blocks(module)
     return {"blocks": len(blocks), "distinct": len({id(block) for block in blocks})}
+
+
+def max_len_used(module):
+    """Whether models of the module's class, built with Task 5's check's config and two values of max_len, differ in
+    their parameters' and buffers' shapes: {"used": True or False}, or None when they cannot be built."""
+    config, task = load_fixture(__package__, 5)["config"], Task(5, __package__)
+    make = lambda **changed: build(task, type(module), "TransformerForSequenceClassification",
+                                   **dict(config, **changed))
+    try:
+        unchanged = parts_unchanged_by(make, "max_len", (16, 24))
+    except Exception:  # noqa: BLE001 -- the student's class may raise anything: nothing to read
+        unchanged = None
+    return {"used": None if unchanged is None else not unchanged}

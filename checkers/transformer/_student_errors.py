@@ -76,12 +76,26 @@ def _activation_given(cls, given):
 
 
 def call(task, what, module, *args, **kwargs):
-    """task.call(what, module, ...), naming the call of the student's that gave a forward arguments it does not take."""
+    """task.call(what, module, ...), naming the call of the student's that gave a forward arguments it does not take,
+    or a .view() of a tensor whose axes were reordered."""
     try:
         return task.call(what, module, *args, **kwargs)
     except CheckFailure as failure:
         explain_unbound_call(task, failure, module)
+        explain_view_error(task, failure)
         raise
+
+
+VIEW_ERROR = "view size is not compatible with input tensor's size and stride"
+
+
+def explain_view_error(task, failure):
+    """Fail saying in the notebook's terms what torch's "view size is not compatible ..." means."""
+    error = getattr(failure, "student_error", None)
+    if isinstance(error, RuntimeError) and VIEW_ERROR in str(error):
+        task.fail(f"{what_of(failure)} raised RuntimeError: .view() was called on a tensor whose axes were reordered "
+                  "by transpose or permute, whose values are no longer laid out in the new shape's order: use "
+                  ".reshape(...) there (or .contiguous().view(...)).")
 
 
 def _forward_class(module, name):

@@ -4,6 +4,7 @@ import torch
 from .._compare import diagnose, expect_close, expect_finite, expect_pair, expect_tensor, matches, signatures
 from .._core import Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_callable, load_fixture
 from .._probes import matrix_only_ops, normalised_axis, temperature
+from ._probes_generic import outcome
 
 ATOL, RTOL = 1e-6, 1e-6  # float64 inputs: any correct formulation lands within ~1e-12
 # What the property checks below say; course/transformer/mistakes.py quotes them as its planted mistakes' diagnoses.
@@ -82,6 +83,8 @@ def _expect_case(task, attention_fn, name, case, mask=None):
     except CheckFailure:
         _explain_batched(task, attention_fn, name, case)
         _explain_mask_axes(task, attention_fn, name, case, mask)
+        _explain_mask_dtype(task, attention_fn, name, case, mask)
+        _explain_rank(task, attention_fn, name, case)
         raise
     if not matches(attention, case["attention"], ATOL, RTOL):
         diagnose(task, f"attention ({name})", attention, signatures(case, "attention"), ATOL, RTOL)
@@ -180,6 +183,7 @@ def _explain_attention(task, name, attention, case):
         task.fail(f"in case '{name}' some attention weights are negative (smallest {attention.min().item():.4g}): "
                   "the weights must be the softmax itself, torch.softmax(scores, dim=-1), with values in [0, 1].")
     rows = attention.sum(-1)
+    _explain_scaled_weights(task, name, attention, case)
     if not torch.allclose(rows, torch.ones_like(rows), atol=1e-6):
         worst = rows.flatten()[(rows - 1).abs().argmax()].item()
         seen = _observed(attention, attention, case["query"])  # the axis the weights do sum to 1 along, if any
@@ -189,6 +193,62 @@ def _explain_attention(task, name, attention, case):
         seen = _observed(attention, case["attention"], case["query"])
         if seen:
             task.fail(f"in case '{name}' the weights are a softmax over the keys{seen}.")
+
+
+def _right(attention_fn, args, case):
+    """Whether attention_fn(*args) runs and gives the case's res and attention."""
+    state, result = outcome(attention_fn, *args)
+    return state == "ok" and isinstance(result, (tuple, list)) and len(result) == 2 \
+        and all(isinstance(part, torch.Tensor) for part in result) \
+        and matches(result[0], case["res"], ATOL, RTOL) and matches(result[1], case["attention"], ATOL, RTOL)
+
+
+def _explain_mask_dtype(task, attention_fn, name, case, mask):
+    """Fail when a 0/1 mask of numbers fails but the same mask as bools is right: the mask is used as a bool."""
+    if mask is None or mask.dtype == torch.bool:
+        return
+    inputs = (case["query"], case["key"], case["value"])
+    if _right(attention_fn, (*inputs, mask != 0), case):
+        state, _ = outcome(attention_fn, *inputs, mask)
+        how = "raises" if state == "raised" else "gives other values"
+        task.fail(f"in case '{name}' the result is right with a bool mask but {how} with the same mask as 0/1 "
+                  f"{'floats' if mask.is_floating_point() else 'integers'}: the mask may be bool, integer or float, "
+                  "so test it by value, scores.masked_fill(mask == 0, float('-inf')) (~mask, `not` and logical "
+                  "operators need bools).")
+
+
+def _explain_rank(task, attention_fn, name, case):
+    """Fail when the case is wrong (or raises) with its own number of axes but right with one batch axis more or
+    fewer: an axis is counted from the front."""
+    inputs = [case[key] for key in ("query", "key", "value")] + ([case["mask"]] if "mask" in case else [])
+    ranks = {"one more leading axis": ([tensor.unsqueeze(0) for tensor in inputs], 0)}
+    if case["query"].dim() > 2 and all(tensor.size(0) == 1 or tensor.dim() == 2 for tensor in inputs[3:]):
+        ranks["one leading axis fewer"] = ([tensor[0] if tensor.dim() > 2 else tensor for tensor in inputs], None)
+    for words, (args, axis) in ranks.items():
+        expected = {key: case[key].unsqueeze(0) if axis == 0 else case[key][0] for key in ("res", "attention")}
+        if _right(attention_fn, args, expected):
+            shape = tuple(args[0].shape)
+            task.fail(f"in case '{name}' the result is wrong (or raises) for query of shape "
+                      f"{tuple(case['query'].shape)} but right for the same inputs with {words}, query of shape "
+                      f"{shape}: {HARD_CODED_AXIS}", HARD_CODED_AXIS.slug)
+
+
+def _explain_scaled_weights(task, name, attention, case):
+    """Fail when every row sums to one constant other than 1: a factor applied to the weights after the softmax."""
+    rows = attention.sum(-1)
+    factor = rows.flatten()[0].item()
+    if (attention < 0).any() or abs(factor - 1) < 1e-6 or not torch.allclose(rows, torch.full_like(rows, factor)):
+        return
+    size = case["query"].size(-1)
+    named = {f"1/√D = 1/√{size}": size ** -0.5, f"√D = √{size}": size ** 0.5, f"1/D = 1/{size}": 1 / size}
+    which = next((f" = {words}" for words, value in named.items() if abs(factor - value) < 1e-6 * value), "")
+    ratio = temperature(attention / factor, case["attention"])
+    unscaled = ratio is not None and abs(ratio - size ** 0.5) < 1e-3 * size ** 0.5
+    seen = (", and divided by it they are softmax(QKᵀ) without the 1/√D" if unscaled else
+            "" if ratio is None or abs(ratio - 1) > 1e-3 else ", and divided by it they are the right weights")
+    task.fail(f"in case '{name}' every row of the weights sums to {factor:.4g}{which} instead of 1{seen}: a factor "
+              "is applied to the weights after the softmax; scale the scores before it, scores = query @ "
+              "key.transpose(-2, -1) / √D, and return the softmax itself as the weights.")
 
 
 def _expect_masked_keys_ignored(task, attention_fn, case):

@@ -6,11 +6,12 @@ from ._classifier_probes import explain_activation, explain_classifier
 from ._cls_start import MODELS, cls_start, like_standard_normal
 from .._dependencies import explain_parts, part_class
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import Diagnosis, check_function, expect_module_class, load_fixture
+from .._core import CheckFailure, Diagnosis, check_function, expect_module_class, load_fixture
 from .._modules import expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from ._student_errors import build, call
 from .._weights import MissingPart, encoder_blocks
 from ._roles import classifier_slots
+from ._probes_generic import failing_operation, outcome, parts_unchanged_by
 
 ATOL, RTOL = 1e-5, 1e-5  # a float32 `pe` table, converted to float64, costs up to ~1e-6 here
 CLS_NOT_PREPENDED = Diagnosis(
@@ -68,7 +69,11 @@ def expect_classifier(task, model, case, x, name, rebuild=None):
     """
     before = x.clone()
     num_classes = case["logits"].size(1)
-    logits = _logits(task, model, x, name, num_classes)
+    try:
+        logits = _logits(task, model, x, name, num_classes)
+    except CheckFailure:
+        _explain_batch_axis(task, model, x, name)
+        raise
     expect_unchanged(task, before, x)
     if not matches(logits, case["logits"], ATOL, RTOL):
         expect_finite(task, f"{name} logits", logits)
@@ -87,6 +92,23 @@ def expect_classifier(task, model, case, x, name, rebuild=None):
     _expect_cls_token_used(task, model, x, logits, name)
     inputs = x.clone().requires_grad_(True)
     expect_gradients_everywhere(task, model, _logits(task, model, inputs, name, num_classes).pow(2).sum(), inputs, name)
+
+
+def _explain_batch_axis(task, model, x, name):
+    """Fail when forward raises in an operation that reads the [CLS] token expanded with the batch size on another
+    axis than the first (it works for a batch of one only)."""
+    failed, cls_token = failing_operation(model, x), getattr(model, "cls_token", None)
+    if failed is None or not isinstance(cls_token, torch.Tensor):
+        return
+    operation, operands = failed
+    token = cls_token.detach().flatten()
+    for operand in operands:
+        if operand.numel() == x.size(0) * token.numel() and operand.dim() == 3 and operand.size(0) != x.size(0) \
+                and torch.equal(operand.detach().reshape(-1, token.numel()), token.expand(x.size(0), -1)):
+            single = outcome(model, x[:1])[0] == "ok"
+            task.fail(f"{name}.forward raises in {operation} on the [CLS] token of shape {tuple(operand.shape)} for a "
+                      f"batch of {x.size(0)}{' (a batch of one works)' if single else ''}: give every sequence its "
+                      "own [CLS] at position 0, cls_token.expand(B, 1, embed_dim), then torch.cat along dim=1.")
 
 
 def _logits(task, model, x, name, num_classes, shown="x"):
@@ -202,6 +224,17 @@ def _expect_dropout_passed_on(task, cls, name, fixture):
                   "EncoderBlock.")
 
 
+def expect_max_len_used(task, make, name):
+    """Fail when models built with two values of max_len hold the same parameters and buffers: max_len is unused.
+
+    make: keyword arguments that change the check's config -> the model built with them.
+    """
+    if parts_unchanged_by(make, "max_len", (16, 24)):
+        task.fail(f"{name} built with max_len=16 and with max_len=24 holds parameters and buffers of the same shapes: "
+                  "max_len is not used; pass it on, PositionalEncoding(embed_dim, max_len), so that its table covers "
+                  "max_len positions.")
+
+
 def _expect_cls_start(task, cls, name, config):
     """Fail unless fresh models start cls_token with values that may be draws of N(0, 1) (see _cls_start)."""
     start = cls_start(cls, name, config, task)
@@ -238,6 +271,7 @@ def check_task_5(task, TransformerForSequenceClassification):
     if not torch.equal(first, second):
         task.fail(f"{name} in eval mode gave two different outputs for the same input.")
     _expect_dropout_passed_on(task, cls, name, fixture)
+    expect_max_len_used(task, lambda **changed: build(task, cls, name, **dict(fixture["config"], **changed)), name)
     _expect_cls_start(task, cls, name, fixture["config"])
     case = fixture["cases"]["GELU"]
     single = build(task, cls, name, **fixture["config"], dtype=torch.float32, native=True)

@@ -10,6 +10,8 @@ from .._modules import DROPOUT_IN_EVAL  # one sentence for every assignment's bl
 from .._modules import expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from ._student_errors import build
 from .._weights import block_slots
+from ._probes_generic import varies_in_train_mode
+from ._probes_words import explain_aliased, explain_unused
 
 ATOL, RTOL = 1e-6, 1e-6
 DROPOUT_ON_RESIDUAL = Diagnosis(
@@ -100,6 +102,8 @@ def _explain(task, cls, block, fixture, case_name, outputs):
     expect_finite(task, f"{what} output", outputs)
     diagnose(task, f"{what} output", outputs, signatures(case, "outputs"), ATOL, RTOL)
     explain_parts(task, what, [("its attention module", 2, part_class(block, "attention"))], __package__)
+    explain_aliased(task, what, block)
+    explain_unused(task, what, block, lambda module: module(x))
     sizes = fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"]
     explain_activation(task, what, lambda activation: build(task, cls, "EncoderBlock", *sizes, activation=activation)
                        .eval(), x, fixture["feedforward_dim"])
@@ -125,7 +129,30 @@ def _expect_dropout(task, cls, fixture):
     if torch.allclose(first, second):
         task.fail("with dropout=0.5 in train mode two forward passes gave the same output: is `dropout` used "
                   "(and created as nn.Dropout(dropout))?")
+    expect_dropout_on_each_sublayer(task, "EncoderBlock(dropout=0.5)", block, x, block_slots)
     _expect_residual_path_kept(task, block, x)
+
+
+def expect_dropout_on_each_sublayer(task, what, block, x, slots_of=block_slots):
+    """With one sub-layer's output silenced, train-mode dropout must still change the output through the other."""
+    silenced = {"the feed-forward network": SUBLAYER_OUTPUTS[2:], "attention": SUBLAYER_OUTPUTS[:2]}
+    for other, (name, roles) in zip(reversed(silenced), silenced.items()):
+        slots = slots_of(block)
+        saved = {role: slots[role].detach().clone() for role in roles}
+        try:
+            with torch.no_grad():
+                for role in roles:
+                    slots[role].zero_()
+            varies = varies_in_train_mode(block, x)
+        finally:
+            with torch.no_grad():
+                for role, value in saved.items():
+                    slots[role].copy_(value)
+        if varies is False:
+            task.fail(f"{what}: with the output of {name} set to zero, two passes in train mode give the same "
+                      f"output: the output of {other} is not passed through dropout; apply self.dropout to each "
+                      "sub-layer's output, x = norm1(x + dropout(attended)), x = norm2(x + dropout(feedforward(x))).")
+    block.eval()
 
 
 def _expect_residual_path_kept(task, block, x, slots_of=block_slots):

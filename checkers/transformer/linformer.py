@@ -11,8 +11,12 @@ from ._student_errors import build, call, call_site, fail_at
 from .._block_probes import explain_block
 from .._probes import explain_heads
 from ._linformer_probes import explain_compressions
-from ._roles import MissingPart, linformer_attention_slots, linformer_block_slots, linformer_classifier_slots
-from .classifier import build_loaded, expect_classifier
+from ._roles import (MissingPart, encoder_blocks, linformer_attention_slots, linformer_block_slots,
+                     linformer_classifier_slots)
+from .classifier import build_loaded, expect_classifier, expect_max_len_used
+from .encoder import expect_dropout_on_each_sublayer
+from ._probes_generic import failing_operation, holds_values_of
+from ._probes_words import explain_unused
 
 ATOL, RTOL = 1e-6, 1e-6
 QUERIES_PROJECTED = Diagnosis(
@@ -59,6 +63,7 @@ def _expect_layer(task, module, case, name, explain):
         raise
     except CheckFailure:
         _explain_compressed_axis(task, module, case["x"], name)
+        _explain_compressed_not_moved_back(task, module, case["x"], name)
         _explain_projections(task, module, case["x"], name)
         raise
     inputs = case["x"].clone().requires_grad_(True)
@@ -92,13 +97,43 @@ def _explain_compressed_axis(task, module, x, name):
              for key, part in parts.items() if isinstance(part, nn.Linear) and hasattr(attention, "num_heads")]
     _forward_with_hooks(module, x, hooks, torch.no_grad)
     embed_dim = x.size(-1) if name == "LinformerAttention" else None
+    heads = (x.size(0), attention.num_heads, x.size(-1) // attention.num_heads, x.size(1))
     for key, shape in shapes.items():
+        if shape != heads and sorted(shape) == sorted(heads) and shape[-1] == heads[-1]:
+            role = "keys" if key == "e_proj" else "values"
+            task.fail(f"{name}: {key} was given a tensor of shape {shape}, but the {role} must reach it as "
+                      f"(B, H, head_dim, L) = {heads}: its leading axes are in another "
+                      "order; view as (B, L, H, head_dim), then permute(0, 2, 3, 1).")
         length, last = parts[key].in_features, shape[-1]
         if last != length:
             held = f"the {last} features of a head (head_dim)" if last * attention.num_heads == embed_dim else \
                 f"the {last} features (embed_dim)" if last == embed_dim else f"size {last}"
             task.fail(f"{name}: {key} was given a tensor of shape {shape} whose last axis holds {held}, not the "
                       f"sequence_length = {length} positions: {SEQUENCE_AXIS}", SEQUENCE_AXIS.slug)
+
+
+def _explain_compressed_not_moved_back(task, module, x, name):
+    """Fail when the operation that raises reads e_proj's or f_proj's output as it came out, (..., head_dim, proj_dim),
+    without moving the compressed axis back."""
+    attention = getattr(module, "attention", module)
+    made = {}
+    hooks = [part.register_forward_hook(lambda _, __, output, key=key: made.setdefault(key, output.detach()))
+             for key, part in ((key, getattr(attention, key, None)) for key in ("e_proj", "f_proj"))
+             if isinstance(part, nn.Linear)]
+    try:
+        failed = failing_operation(module, x)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    if failed is None:
+        return
+    operation, operands = failed
+    for key, output in made.items():
+        if any(operand.shape == output.shape and holds_values_of(operand, output) for operand in operands):
+            what = "keys" if key == "e_proj" else "values"
+            task.fail(f"{name}: {operation} raised on the compressed {what} as {key} returned them, of shape "
+                      f"{tuple(output.shape)} (B, H, head_dim, proj_dim): move the compressed axis back, "
+                      f"{key}(...).transpose(-2, -1), to (B, H, proj_dim, head_dim).")
 
 
 def _forward_with_hooks(module, x, hooks, context=contextlib.nullcontext):
@@ -144,7 +179,14 @@ def _same_values(a, b):
 
 
 def _explain_positions_covered(task, model, case, name):
-    """Fail when the classifier's E or F takes exactly one position fewer than the L + 1 its blocks see."""
+    """Fail when the classifier's blocks are not Linformer blocks, or its E or F takes one position fewer or more
+    than the L + 1 its blocks see."""
+    blocks = encoder_blocks(model)
+    if blocks and not hasattr(getattr(blocks[0], "attention", None), "e_proj"):
+        task.fail(f"{name}: encoder block 0, of class {type(blocks[0]).__name__}, has an attention with no e_proj "
+                  "(full attention): after super().__init__(...), replace self.encoder with an nn.ModuleList of "
+                  "LinformerBlock(embed_dim, num_heads, feedforward_dim, sequence_length, proj_dim, activation, "
+                  "dropout).")
     try:
         slots = linformer_classifier_slots(model)
     except MissingPart:
@@ -156,6 +198,10 @@ def _explain_positions_covered(task, model, case, name):
             task.fail(f"{name}: `{role}` has shape {got}, expected {tuple(expected.shape)}: E and F must cover all "
                       f"L + 1 = {expected.size(1)} positions the blocks see, because [CLS] is prepended to the L = "
                       f"{expected.size(1) - 1} tokens (the classifier's sequence_length already counts [CLS]).")
+        if role.endswith(("e_proj.weight", "f_proj.weight")) and got == (expected.size(0), expected.size(1) + 1):
+            task.fail(f"{name}: `{role}` has shape {got}, expected {tuple(expected.shape)}: E and F cover one position "
+                      f"more than the L + 1 = {expected.size(1)} the blocks see: the classifier's sequence_length "
+                      "already counts [CLS], so pass it on to the blocks unchanged.")
 
 
 def _expect_linformer_block(task, block, LinformerAttention):
@@ -179,7 +225,8 @@ def check_task_7(task, LinformerAttention, LinformerBlock, LinformerForSequenceC
                      case["weights"], "LinformerAttention")
     num_heads = case["args"][1]
     _expect_layer(task, attention, case, "LinformerAttention",
-                  lambda: explain_heads(task, "LinformerAttention", attention, case["x"], case, slots(attention),
+                  lambda: explain_unused(task, "LinformerAttention", attention, lambda module: module(case["x"])) or
+                  explain_heads(task, "LinformerAttention", attention, case["x"], case, slots(attention),
                                         num_heads, variant=explain_compressions))
     single = build(task, LinformerAttention, "LinformerAttention", *case["args"], dtype=torch.float32, native=True)
     single = load(task, single, slots, case["weights"], "LinformerAttention")
@@ -193,11 +240,16 @@ def check_task_7(task, LinformerAttention, LinformerBlock, LinformerForSequenceC
                  "LinformerBlock").eval()
     _expect_layer(task, block, case, "LinformerBlock",
                   lambda: explain_block(task, "LinformerBlock", block, case["x"], block_roles(block)))
+    dropping = load(task, build(task, LinformerBlock, "LinformerBlock", *case["args"], dropout=0.5), block_roles,
+                    case["weights"], "LinformerBlock")
+    expect_dropout_on_each_sublayer(task, "LinformerBlock(dropout=0.5)", dropping, case["x"], block_roles)
     case, name = fixture["classifier"], "LinformerForSequenceClassification"
     model = build_loaded(task, LinformerForSequenceClassification, name, case["config"], case, None,
                          linformer_classifier_slots, lambda model: _explain_positions_covered(task, model, case, name))
     rebuild = lambda activation: build(task, LinformerForSequenceClassification, name, **case["config"],
                                        activation=activation).eval()
     expect_classifier(task, model, case, case["x"], name, rebuild)
+    expect_max_len_used(task, lambda **changed: build(task, LinformerForSequenceClassification, name,
+                                                      **dict(case["config"], **changed)), name)
     task.passed("sequence-axis projections E and F, attention of shape (B, H, L, proj_dim), block and classifier "
                 "are right.")

@@ -4,11 +4,14 @@ import copy
 import torch
 
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import Diagnosis, check_function, expect_module_class, load_fixture
+from .._core import CheckFailure, Diagnosis, check_function, expect_module_class, load_fixture
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
 from .._dependencies import attention_function, explain_parts
 from .._probes import explain_heads, explain_mask
 from .._weights import attention_slots
+from ._student_errors import call, what_of
+from ._probes_generic import outcome
+from ._probes_words import explain_unused
 
 ATOL, RTOL = 1e-6, 1e-6
 QUERY_KEY_SWAPPED = Diagnosis(
@@ -46,7 +49,7 @@ HEADS_AVERAGED = Diagnosis(
 def _forward(task, layer, x, mask=None, return_attention=True, what="MultiheadAttention.forward"):
     before = x.clone()
     kwargs = {} if mask is None else {"mask": mask}
-    result = task.call(what, layer, x, return_attention=return_attention, **kwargs)
+    result = call(task, what, layer, x, return_attention=return_attention, **kwargs)
     expect_unchanged(task, before, x)
     return result
 
@@ -65,7 +68,7 @@ def _expect_heads(task, cls, case, embed_dim, num_heads):
                 task.fail(f"{what}: a (B, L, L) mask is ignored (the result equals the unmasked one), while the same "
                           "mask as (B, 1, L, L) works: give it the head axis, mask.unsqueeze(1), and use it.")
             task.fail(f"{what}: {HEAD_AXIS_MISSING}", HEAD_AXIS_MISSING.slug)
-        outputs, attention = expect_output(task, what, _forward(task, layer, x, expected["mask"]),
+        outputs, attention = expect_output(task, what, _forward_masked(task, layer, x, case, mask_name),
                                            x.shape, x.dtype, True)
         expect_tensor(task, f"{what}: attention", attention, (batch_size, num_heads, seq_len, seq_len), x.dtype)
         if not (matches(attention, expected["attention"], ATOL, RTOL)
@@ -76,6 +79,25 @@ def _expect_heads(task, cls, case, embed_dim, num_heads):
         expect_close(task, f"{what}: outputs", outputs, expected["outputs"], ATOL, RTOL,
                      signatures(expected, "outputs"))
     return layer
+
+
+def _forward_masked(task, layer, x, case, mask_name):
+    """_forward with the case's mask of that name; when it raises, fail saying which mask shapes work and raise."""
+    try:
+        return _forward(task, layer, x, case["masks"][mask_name]["mask"])
+    except CheckFailure as failure:
+        if mask_name == "none":
+            raise
+        raised = [name for name, masked in case["masks"].items() if name != "none"
+                  and outcome(layer, x, mask=masked["mask"], return_attention=True)[0] == "raised"]
+        works = [name for name in case["masks"] if name not in raised and name != "none"]
+        if not works:
+            raise
+        fix = (": only a 3-D mask needs the head axis, `if mask.dim() == 3: mask = mask.unsqueeze(1)`; (L, L) and "
+               "4-D masks already broadcast to (B, H, L, L)" if works == ["(B, L, L)"] else
+               ": every mask shape the task lists must broadcast to (B, H, L, L)")
+        task.fail(f"{what_of(failure)} works with a mask of shape {', '.join(works)} but raises with "
+                  f"{', '.join(raised)}{fix}.")
 
 
 def _explain(task, what, layer, x, expected, got, num_heads):
@@ -90,6 +112,9 @@ def _explain(task, what, layer, x, expected, got, num_heads):
     if _right_with_exchanged(layer, "q_proj", "k_proj", x, expected):
         task.fail(f"{what}: {QUERY_KEY_SWAPPED}", QUERY_KEY_SWAPPED.slug)
     if expected["mask"] is None:
+        # q_proj and k_proj unused are named by explain_heads, which sees them change no attention weight
+        explain_unused(task, what, layer, lambda module: module(x, return_attention=True),
+                       roles=("v_proj.weight", "o_proj.weight"))
         explain_heads(task, what, layer, x, expected, attention_slots(layer), num_heads)
     else:
         if _right(layer, x, expected["mask"].transpose(-2, -1), expected):

@@ -3,8 +3,9 @@ import torch
 import torch.nn as nn
 
 from .._compare import diagnose, expect_close, expect_finite, expect_tensor, matches, signatures
-from .._core import Diagnosis, check_function, expect_module_class, load_fixture
+from .._core import CheckFailure, Diagnosis, check_function, expect_module_class, load_fixture
 from .._modules import build, expect_native_output, expect_output, expect_unchanged
+from ._probes_generic import outcome
 
 # A float32 table is accurate to about 1e-7 relative in the angle pos / 10000^(2i/D), i.e. an
 # absolute error growing with the position: allow 1e-6 per position on top of 1e-5.
@@ -72,6 +73,22 @@ def _columns(bad):
     return f"; columns {wrong[0]} to {wrong[-1]} are wrong" if len(wrong) < bad.size(1) else ""
 
 
+def _forward(task, module, x, table):
+    """module(x); when it raises, fail saying so if it is right whenever the batch size equals the length."""
+    try:
+        return task.call("PositionalEncoding.forward", module, x)
+    except CheckFailure:
+        length = x.size(1)
+        square = x[:1].expand(length, -1, -1).clone()  # a batch of L copies: batch size = length
+        state, result = outcome(module, square)
+        if state == "ok" and isinstance(result, torch.Tensor) and result.shape == square.shape \
+                and torch.allclose(result, square + table[:length].to(square.dtype), atol=1e-6):
+            task.fail(f"PositionalEncoding.forward raises for x of shape {tuple(x.shape)} but is right for a batch of "
+                      f"{length} = L sequences: the table is cut with the batch size, x.size(0); cut it with the "
+                      "length, pe[:, :x.size(1)].")
+        raise
+
+
 def _explain_forward(task, module, x, embed_dim):
     """Fail saying how forward(x) departs from x + pe[:, :L]: the table added (scaled, shifted) or x scaled."""
     pe = module.pe.detach().to(x.dtype)
@@ -108,7 +125,7 @@ def check_task_4(task, PositionalEncoding):
     _expect_rows(task, _table(task, module, small["embed_dim"], small["max_len"]),
                  torch.arange(small["max_len"]), small["table"], signatures(small, "table"))
     x = small["x"].clone()
-    outputs = expect_output(task, "PositionalEncoding(x)", task.call("PositionalEncoding.forward", module, x),
+    outputs = expect_output(task, "PositionalEncoding(x)", _forward(task, module, x, small["table"]),
                             x.shape, x.dtype, attention_api=False)
     expect_unchanged(task, small["x"], x)
     if not matches(outputs, small["outputs"], 1e-6, 1e-6):

@@ -8,7 +8,7 @@ the reference's modules.
 import torch
 
 from grading.cases.parts import called, module, one_hot, randn, random_mask, random_weights, recipe
-from .facts import CLS_TOKEN, ENCODER, PE
+from .facts import CLS_TOKEN, ENCODER, MAX_LEN, PE
 
 SEED = 424242  # never a seed of the notebook, the checkers or make_fixtures
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)
@@ -85,6 +85,13 @@ def encoder_cases(reference, generator):
     train_mode = module("EncoderBlock", BLOCK, silent, activation="nn.GELU", dropout=0.5, mode="train", **sizes)
     cases.append(recipe(3, "hidden: dropout=0.5 in train mode, sub-layers silenced", False, build=train_mode,
                         call=called(x)))
+    # Only the feed-forward network silenced: dropout on the attention's output alone makes two passes differ.
+    attention_only = dict(weights, **{role: torch.zeros_like(value) for role, value in weights.items()
+                                      if role.startswith("feedforward.out.")})
+    attention_dropout = module("EncoderBlock", BLOCK, attention_only, activation="nn.GELU", dropout=0.5, mode="train",
+                               **sizes)
+    cases.append(recipe(3, "hidden: dropout=0.5 in train mode, feed-forward silenced", False, build=attention_dropout,
+                        compare="differ", call=called(x, repeat=2)))
     no_dropout = module("EncoderBlock", BLOCK, weights, activation="nn.GELU", dropout=0.0, mode="train", **sizes)
     cases.append(recipe(3, "hidden: dropout=0.0 in train mode", False, build=no_dropout, call=called(x)))
     return cases
@@ -125,7 +132,7 @@ def classifier_cases(reference, generator):
                call=called(x, repeat=2)),
         recipe(5, "hidden: logits in float32, model built under float32", False, build=native, call=called(x.float()),
                atol=1e-4, rtol=1e-4),
-        recipe(5, "hidden: logits, 3 layers, 4 classes", False, build=built, facts=[CLS_TOKEN, ENCODER],
+        recipe(5, "hidden: logits, 3 layers, 4 classes", False, build=built, facts=[CLS_TOKEN, ENCODER, MAX_LEN],
                call=called(x), **TOLERANCE),
         recipe(5, "hidden: logits of a batch of one", False, build=built, call=called(x[1:2]), **TOLERANCE),
         recipe(5, "hidden: forward_attention", False, build=built, call=called(x, method="forward_attention"),
@@ -149,6 +156,10 @@ def linformer_cases(reference, generator):
         reference["LinformerForSequenceClassification"], "LinformerForSequenceClassification",
         LINFORMER_CLASSIFIER, generator, **config), **config)
     x, y, tokens = randn(generator, 2, 9, 12), randn(generator, 3, 5, 6), one_hot(generator, 2, 7, 6)
+    # The feed-forward network outputs zeros, so only dropout on the attention's output makes two passes differ.
+    silent = dict(block["weights"], **{role: torch.zeros_like(value) for role, value in block["weights"].items()
+                                       if role.startswith("feedforward.out.")})
+    dropping = module("LinformerBlock", LINFORMER_BLOCK, silent, dropout=0.5, mode="train", **block_sizes)
     return [
         recipe(7, "hidden: LinformerAttention, 4 heads", False, build=attention,
                call=called(x, return_attention=True), **TOLERANCE),
@@ -156,6 +167,8 @@ def linformer_cases(reference, generator):
                **TOLERANCE),
         recipe(7, "hidden: LinformerBlock, 1 head", False, obj=1, build=block, call=called(y, return_attention=True),
                **TOLERANCE),
+        recipe(7, "hidden: LinformerBlock, dropout=0.5 in train mode, feed-forward silenced", False, obj=1,
+               build=dropping, compare="differ", call=called(y, repeat=2)),
         recipe(7, "hidden: Linformer classifier logits", False, obj=2, build=model, call=called(tokens), **TOLERANCE),
         recipe(7, "hidden: Linformer classifier gradients", False, obj=2, build=model, grad=True,
                call=called(tokens), **TOLERANCE),
