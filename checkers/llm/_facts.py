@@ -74,7 +74,8 @@ def lora_merge(layer):
     x = _probe_input(base.in_features, base.weight.dtype)
     with torch.no_grad():
         adapted = layer(x)
-        merged = layer.merge()
+    merged = layer.merge()  # as the notebook calls it, outside torch.no_grad()
+    with torch.no_grad():
         same = isinstance(merged, nn.Linear) and torch.allclose(merged(x), adapted, rtol=1e-9, atol=1e-9)
     return {"linear": isinstance(merged, nn.Linear) and merged is not base,
             "base_kept": torch.equal(base.weight.detach(), before), "same_outputs": bool(same)}

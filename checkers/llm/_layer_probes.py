@@ -24,6 +24,11 @@ SWIGLU_OTHER_GATE = Diagnosis(
     "swiglu-other-gate",
     "the gate applies {gate} where SwiGLU's gate is silu(g) = g·sigmoid(g): use F.silu(self.gate_proj(x)).")
 
+SWIGLU_SILU_ON_INPUT = Diagnosis(
+    "swiglu-silu-on-input",
+    "silu is applied to x before gate_proj (gate_proj(silu(x))): apply it to gate_proj's output, "
+    "F.silu(self.gate_proj(x)).")
+
 
 def rms_denominator(task, RMSNorm, embed_dim):
     """The diagnosis of an RMSNorm that divides by something else than the root mean square, or None: a row with
@@ -42,18 +47,21 @@ def rms_denominator(task, RMSNorm, embed_dim):
 
 def swiglu_gate(task, SwiGLU, embed_dim, hidden_dim):
     """The diagnosis of a SwiGLU whose gate is another nonlinearity, or None: gate_proj reads x[0], up_proj reads
-    x[1] (fed 1), down_proj writes hidden unit 0 to output 0, so output 0 is gate(x[0])."""
+    x[1] (fed 1), down_proj writes hidden unit 0 to output 0, so output 0 is gate(2 x[0])."""
     weights = {name: torch.zeros(shape) for name, shape in (("gate_proj.weight", (hidden_dim, embed_dim)),
                                                             ("up_proj.weight", (hidden_dim, embed_dim)),
                                                             ("down_proj.weight", (embed_dim, hidden_dim)))}
-    weights["gate_proj.weight"][0, 0] = weights["up_proj.weight"][0, 1] = weights["down_proj.weight"][0, 0] = 1.0
+    weights["up_proj.weight"][0, 1] = weights["down_proj.weight"][0, 0] = 1.0
+    weights["gate_proj.weight"][0, 0] = 2.0  # x[0] = g / 2: silu of the gate's output tells silu of its input
     ffn = load(task, build(task, SwiGLU, "SwiGLU", embed_dim, hidden_dim), swiglu_slots, weights, "SwiGLU")
     g = torch.linspace(-3, 3, 13, dtype=torch.float64)  # (13,)
     x = torch.zeros(13, embed_dim, dtype=torch.float64)
-    x[:, 0], x[:, 1] = g, 1.0
+    x[:, 0], x[:, 1] = g / 2, 1.0
     with torch.no_grad():
         got = task.call("SwiGLU on inputs that isolate the gate", ffn.double(), x)[:, 0]  # (13,)
     if torch.allclose(got, F.silu(g), atol=1e-6):
         return None
+    if torch.allclose(got, 2 * F.silu(g / 2), atol=1e-6):
+        return SWIGLU_SILU_ON_INPUT
     gate = next((name for name, fn in GATES.items() if torch.allclose(got, fn(g), atol=1e-4)), None)
     return SWIGLU_OTHER_GATE.format(gate=gate) if gate else None

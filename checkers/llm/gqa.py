@@ -3,10 +3,12 @@ without and with a cache: outputs, the returned cache (num_kv_heads heads, keys 
 import torch
 import torch.nn as nn
 
-from .._compare import expect_close, expect_tensor
+from .._compare import expect_close, expect_tensor, matches
+from .._shapes import shape_sentence
 from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._modules import build, load
 from .._weights import attention_slots
+from ._probes_gqa import repeated_heads, rotary_positions, unused_projection
 
 NAME = "GroupedQueryAttention"
 ATOL, RTOL = 1e-6, 1e-6
@@ -68,9 +70,22 @@ def _expect_structure(task, layer, fixture, config):
                       f"nn.Linear({embed_dim}, {out_features}).")
 
 
-def _run(task, layer, x, what, cache=None):
-    """(out, keys, values) of one call, each checked for being a tensor."""
-    result = task.call(what, layer, x, cache=cache) if cache is not None else task.call(what, layer, x)
+def _call(layer, x, cache):
+    return layer(x, cache=cache) if cache is not None else layer(x)
+
+
+def _run(task, layer, x, what, config, cache=None):
+    """(out, keys, values) of one call, each checked for being a tensor; a call that raises is probed for how it
+    repeats the key/value heads."""
+    try:
+        result = _call(layer, x, cache)
+    except Exception as error:  # noqa: BLE001 -- probed, then raised again by task.call, which shows it
+        head_dim = config["embed_dim"] // config["num_heads"]
+        found = repeated_heads(lambda: _call(layer, x, cache), config["num_heads"], config["num_kv_heads"], head_dim)
+        if found:
+            shapes = shape_sentence(error)  # the shapes on the student's line, when it is a shape error
+            task.fail(f"{what} raised {type(error).__name__}: " + (f"{shapes.rstrip('.')}; " if shapes else "") + found)
+        result = task.call(what, _call, layer, x, cache)
     if not (isinstance(result, (tuple, list)) and len(result) == 2 and isinstance(result[1], (tuple, list))
             and len(result[1]) == 2):
         task.fail(f"{what} should return (out, (keys, values)), got {type(result).__name__}.")
@@ -95,6 +110,29 @@ def _expect_cache(task, what, keys, values, case, key_name, value_name, config):
     expect_close(task, f"the value cache of {what}", values, case[value_name], ATOL, RTOL, mistakes.get(value_name))
 
 
+def _probes(layer, x, cache, config):
+    """The probes of a layer whose output is wrong, in order, each a callable giving a sentence or None."""
+    run, past = (lambda: _call(layer, x, cache)), 0 if cache is None else cache[0].size(2)
+    slots = attention_slots(layer)
+    heads = (config["num_heads"], config["num_kv_heads"])
+    return (lambda: unused_projection(run, slots) if cache is None else None,
+            lambda: rotary_positions(run, layer, x.size(1), past, *heads),
+            lambda: repeated_heads(run, *heads, config["embed_dim"] // config["num_heads"]))
+
+
+def _explain(task, what, got, case, key, probes):
+    """Fail with the first probe's sentence when got has the expected shape but differs from the expected values and
+    from every known mistake's (those are named by expect_close)."""
+    expected, known = case[key], case.get("mistakes", {}).get(key, {})
+    if not isinstance(got, torch.Tensor) or got.shape != expected.shape or matches(got, expected, ATOL, RTOL) \
+            or any(matches(got, value, ATOL, RTOL) for value in known.values()):
+        return
+    for probe in probes:
+        found = probe()
+        if found:
+            task.fail(f"{what} differs from the expected values: {found}")
+
+
 @check_function(5)
 def check_task_5(task, GroupedQueryAttention):
     """Check GroupedQueryAttention(embed_dim, num_heads, num_kv_heads, max_len) with fixed weights."""
@@ -107,15 +145,19 @@ def check_task_5(task, GroupedQueryAttention):
         _expect_structure(task, layer, fixture, config)
         layer = load(task, layer, attention_slots, case["weights"], NAME)
         what = f"{NAME}({', '.join(f'{k}={v}' for k, v in config.items())})"
-        out, keys, values = _run(task, layer, x, what)
+        out, keys, values = _run(task, layer, x, what, config)
         expect_tensor(task, f"the output of {what}", out, tuple(x.shape))
+        _explain(task, f"the output of {what}", out, case, "outputs", _probes(layer, x, None, config))
         expect_close(task, f"the output of {what}", out, case["outputs"], ATOL, RTOL,
                      case.get("mistakes", {}).get("outputs"))
         _expect_cache(task, what, keys, values, case, "new_keys", "new_values", config)
-        _, prefix_keys, prefix_values = _run(task, layer, x[:, :past], what)
+        _, prefix_keys, prefix_values = _run(task, layer, x[:, :past], what, config)
         cached = f"{what} on the last {x.size(1) - past} positions with a cache of {past}"
-        out, keys, values = _run(task, layer, x[:, past:], cached, cache=(prefix_keys, prefix_values))
+        cache = (prefix_keys, prefix_values)
+        out, keys, values = _run(task, layer, x[:, past:], cached, config, cache=cache)
         expect_tensor(task, f"the output of {cached}", out, tuple(case["continued"].shape))
+        _explain(task, f"the output of {cached}", out, case, "continued",
+                 _probes(layer, x[:, past:], cache, config))
         expect_close(task, f"the output of {cached}", out, case["continued"], ATOL, RTOL,
                      case.get("mistakes", {}).get("continued"))
         _expect_cache(task, cached, keys, values, case, "continued_keys", "continued_values", config)

@@ -3,8 +3,9 @@ import torch
 
 from .._compare import expect_close, expect_finite, matches
 from .._core import Diagnosis, check_function, expect_module_class, load_fixture
-from .._modules import build, expect_gradients_everywhere, expect_output, load
+from .._modules import ADDED_IN_PLACE, build, expect_gradients_everywhere, expect_output, load
 from ._layer_probes import rms_denominator, swiglu_gate
+from ._probes_layers import output_with_zero_weights, rows_mixed, scaling_factor
 from ._roles import SWIGLU_LINEARS, rms_norm_slots, swiglu_slots
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -69,9 +70,32 @@ SWIGLU_BOTH_ACTIVATED = Diagnosis(
 SWIGLU_UP_UNUSED = Diagnosis(
     "swiglu-up-unused", "up_proj is not used: down(silu(gate(x))) is a plain MLP; multiply by up_proj(x).")
 
+RMS_SCALED = Diagnosis(
+    "rms-not-scale-free",
+    "doubling x multiplies the output by {factor}, where x / sqrt(mean(x²) + eps) does not change (eps aside): "
+    "divide x by the root mean square of its row.")
+RMS_SCALE_DEGREE = {
+    4.0: Diagnosis("rms-multiplied", "doubling x multiplies the output by 4: x is multiplied by its root mean square "
+                                     "instead of divided by it, x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) "
+                                     "+ eps)."),
+    0.5: Diagnosis("rms-no-sqrt", "doubling x halves the output: x is divided by the mean square itself, the square "
+                                  "root is missing, torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)."),
+}
+RMS_ROWS_MIXED = Diagnosis(
+    "rms-rows-mixed",
+    "changing one row of x changes the output of another row: the mean square is taken over more than the row's own "
+    "features; each row is normalised alone, x.pow(2).mean(dim=-1, keepdim=True).")
+SWIGLU_RESIDUAL = Diagnosis(
+    "swiglu-residual",
+    "with every weight zero the output is the input itself: the layer adds x to its output; SwiGLU returns "
+    "down_proj(silu(gate_proj(x)) * up_proj(x)) alone (the block adds the residual).")
+
 
 def _forward(task, module, x, what):
+    before = x.detach().clone()
     result = task.call(what, module, x)
+    if not torch.equal(x.detach(), before):
+        task.fail(f"{what}: {ADDED_IN_PLACE.format(name='x')}", ADDED_IN_PLACE.slug)
     return expect_output(task, what, result, x.shape, x.dtype, attention_api=False)
 
 
@@ -101,11 +125,23 @@ def check_task_3(task, RMSNorm):
         outputs = _forward(task, norm, case["x"], what)
         if _unexplained(outputs, case):  # a mistake no one listed: what the norm divides by, probed
             _fail_with(task, what, rms_denominator(task, RMSNorm, fixture["embed_dim"]))
+            _fail_with(task, what, _rms_probes(norm, case["x"]))
         expect_close(task, what, outputs, case["outputs"], ATOL, RTOL, case.get("mistakes", {}).get("outputs"))
     _expect_default_eps(task, RMSNorm, fixture)
     _expect_input_gradient(task, RMSNorm, fixture)
     task.passed("x / sqrt(mean(x², last axis) + eps) * weight, eps 1e-6 by default, weight starting at ones, no bias, "
                 "the input's gradient as expected.")
+
+
+def _rms_probes(norm, x):
+    """What RMSNorm's output does under a scaled input and a changed row says is wrong, or None."""
+    rows = x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12) * 1e4  # every row far above eps: scale-free there
+    factor = scaling_factor(lambda inputs: norm(inputs), rows)
+    if factor is not None and abs(factor - 1) > 1e-3:
+        return RMS_SCALE_DEGREE.get(round(factor, 3), RMS_SCALED.format(factor=f"{factor:.4g}"))
+    if rows_mixed(lambda rows: norm(rows), x):
+        return RMS_ROWS_MIXED
+    return None
 
 
 def _unexplained(outputs, case):
@@ -180,6 +216,9 @@ def check_task_4(task, SwiGLU):
         outputs = _forward(task, ffn, case["x"], what)
         if _unexplained(outputs, case):  # a mistake no one listed: the gate's nonlinearity, probed
             _fail_with(task, what, swiglu_gate(task, SwiGLU, fixture["embed_dim"], fixture["hidden_dim"]))
+            zero = output_with_zero_weights(lambda x: ffn(x), case["x"], swiglu_slots(ffn))
+            if zero is not None and torch.allclose(zero, case["x"]):
+                _fail_with(task, what, SWIGLU_RESIDUAL)
         expect_close(task, what, outputs, case["outputs"], ATOL, RTOL, case.get("mistakes", {}).get("outputs"))
     x = case["x"].clone().requires_grad_(True)
     expect_gradients_everywhere(task, ffn, _forward(task, ffn, x, "SwiGLU.forward").pow(2).sum(), x, "SwiGLU")

@@ -3,9 +3,10 @@ and merge() on a square and a non-square layer, and on a bias-free one."""
 import torch
 import torch.nn as nn
 
-from .._compare import expect_close, expect_tensor
+from .._compare import expect_close, expect_tensor, matches
 from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._modules import build
+from ._probes_lora import merge_needs_no_grad, merge_with_zero_update, update_reads_base, zero_update
 
 NAME = "LoRALinear"
 ATOL, RTOL = 1e-6, 1e-6
@@ -80,7 +81,23 @@ def _expect_structure(task, layer, base, case):
     return a, b
 
 
-def _expect_merge(task, layer, base, case, what):
+MERGE_GRAD = Diagnosis(
+    "lora-merge-needs-no-grad",
+    "merge() raises when called as the notebook calls it, and runs under torch.no_grad(): copying into the new "
+    "layer's parameters (which require grad) is an in-place change autograd refuses; do it inside "
+    "`with torch.no_grad():`.")
+
+
+def _unexplained(got, case, key):
+    """Whether got has the expected shape and differs from the expected values and from every known mistake's."""
+    expected, known = case[key], case.get("mistakes", {}).get(key, {})
+    return isinstance(got, torch.Tensor) and got.shape == expected.shape and not matches(got, expected, ATOL, RTOL) \
+        and not any(matches(got, value, ATOL, RTOL) for value in known.values())
+
+
+def _expect_merge(task, layer, base, case, what, b):
+    if merge_needs_no_grad(layer):
+        task.fail(f"{what}.merge(): {MERGE_GRAD}", MERGE_GRAD.slug)
     merged = task.call(f"{what}.merge()", layer.merge)
     if not isinstance(merged, nn.Linear):
         task.fail(f"{what}.merge() should return an nn.Linear, got {type(merged).__name__}.")
@@ -97,6 +114,10 @@ def _expect_merge(task, layer, base, case, what):
     forward = mistakes.get("outputs", {})  # a mistake of forward that merge repeats has failed before merge is tried
     merge_only = {diagnosis: value for diagnosis, value in mistakes.get("merged_outputs", {}).items()
                   if diagnosis not in forward}
+    if _unexplained(got, case, "merged_outputs"):
+        found = merge_with_zero_update(layer, b)
+        if found:
+            task.fail(f"the output of {what}.merge() differs from the expected values: {found}")
     expect_close(task, f"the output of {what}.merge()", got, case["merged_outputs"], ATOL, RTOL, merge_only)
 
 
@@ -121,12 +142,16 @@ def check_task_8(task, LoRALinear):
                 f"rank={case['rank']}, alpha={case['alpha']:g})")
         got = task.call(f"{what}.forward", layer, case["x"])
         expect_tensor(task, f"{what}'s output", got, tuple(case["outputs"].shape))
+        if _unexplained(got, case, "outputs"):
+            found = zero_update(layer, b, case["x"]) or update_reads_base(layer, case["x"])
+            if found:
+                task.fail(f"{what}'s output (A and B set to random values) differs from the expected values: {found}")
         expect_close(task, f"{what}'s output (A and B set to random values)", got, case["outputs"], ATOL, RTOL,
                      case.get("mistakes", {}).get("outputs"))
         task.call(f"backward through {what}", got.pow(2).sum().backward)
         if a.grad is None or b.grad is None or not (a.grad.any() and b.grad.any()):
             task.fail(f"after backward through {what}, A.grad and B.grad should be non-zero: are A and B used in "
                       "forward as they are (not detached)?")
-        _expect_merge(task, layer, base, case, what)
+        _expect_merge(task, layer, base, case, what, b)
     task.passed("base frozen, A random and B zero at the start, the update scaled by alpha / rank, gradients reach "
                 "A and B only, and merge() returns a new nn.Linear with the same outputs.")

@@ -8,8 +8,10 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from .._calls import fail_method
-from .._compare import expect_close, expect_tensor
-from .._core import Diagnosis, check_function, expect_callable, load_fixture
+from .._compare import DTYPE_NOT_FOLLOWED, expect_close, expect_tensor, matches
+from .._shapes import shape_sentence
+from .._core import Diagnosis, check_function, expect_callable, load_fixture, one_line
+from ._probes_tiled import applied_weights, exponents, reduced_over_queries
 
 NAME = "tiled_attention"
 ATOL, RTOL = 1e-5, 1e-5  # float32 inputs against float64 values
@@ -112,6 +114,45 @@ def _rows_alone(tiled_attention, query, key, value, block, causal, rows):
         return None
 
 
+def _called(task, what, recorder, call, length):
+    """call()'s output, recorded; a call that raises is probed for a reduction over the queries first."""
+    try:
+        with recorder:
+            return call()
+    except Exception as error:  # noqa: BLE001 -- probed, then raised again by task.call, which shows it
+        found = reduced_over_queries(call, length)
+        if found:
+            shapes = shape_sentence(error)  # the shapes on the student's line, when it is a shape error
+            task.fail(f"{what} raised {type(error).__name__}: " + (f"{shapes.rstrip('.')}; " if shapes else "") + found)
+        with recorder:
+            return task.call(what, call)
+
+
+def _explain(task, what, got, run, tolerance, call):
+    """Fail with what a probe of tiled_attention found when got differs from the run's outputs and from every known
+    mistake's (those expect_close names): a positive exponent, then the weights it applies."""
+    known = run.get("mistakes", {}).get("outputs", {}).values()
+    if matches(got, run["outputs"], tolerance, RTOL) or any(matches(got, value, tolerance, RTOL) for value in known):
+        return
+    found = exponents(call) or reduced_over_queries(call, run["query"].size(-2)) \
+        or applied_weights(call.func, run["block_size"], run["causal"])
+    if found:
+        task.fail(f"{what} differs from the expected values: {found}")
+
+
+def _expect_dtype_followed(task, tiled_attention):
+    """bfloat16 inputs give a bfloat16 output: the running max, sum and accumulator follow the query's dtype."""
+    generator = torch.Generator().manual_seed(6)
+    query, key, value = (torch.randn(1, 2, 11, 4, generator=generator).bfloat16() for _ in range(3))
+    what = f"{NAME}(L=11, block_size=4, causal=True) on bfloat16 inputs"
+    try:
+        got = tiled_attention(query, key, value, 4, True)
+    except Exception as error:  # noqa: BLE001 -- float32 ran: the dtype is what differs
+        task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 80)}), where float32 inputs ran: "
+                  f"{DTYPE_NOT_FOLLOWED}", DTYPE_NOT_FOLLOWED.slug)
+    expect_tensor(task, f"{what}'s output", got, tuple(query.shape), torch.bfloat16)
+
+
 @check_function(6)
 def check_task_6(task, tiled_attention):
     """Check tiled_attention(query, key, value, block_size, causal) on float32 inputs against float64 values."""
@@ -122,8 +163,8 @@ def check_task_6(task, tiled_attention):
         what = f"{NAME}(L={length}, block_size={block}, causal={causal})" + (
             " on scores near ±150" if "signs" in run else "")
         recorder = _Recorder(length)
-        with recorder:
-            got = task.call(what, tiled_attention, query.clone(), key.clone(), value.clone(), block, causal)
+        got = _called(task, what, recorder, functools.partial(tiled_attention, query.clone(), key.clone(),
+                                                              value.clone(), block, causal), length)
         if recorder.sdpa:
             fail_method(task, f"{what}: {CALLS_SDPA}", CALLS_SDPA.slug)
         if recorder.full is not None and block < length:
@@ -133,6 +174,8 @@ def check_task_6(task, tiled_attention):
         _non_finite_rows(task, what, got.detach(), run, functools.partial(
             _rows_alone, tiled_attention, query, key, value, block, causal))
         tolerance = LARGE_ATOL if "signs" in run else ATOL
+        _explain(task, what, got, run, tolerance, functools.partial(tiled_attention, query, key, value, block, causal))
         expect_close(task, what, got, run["outputs"], tolerance, RTOL, run.get("mistakes", {}).get("outputs"))
+    _expect_dtype_followed(task, tiled_attention)
     task.passed("a blockwise softmax with a running max and sum: exact attention, causal or not, with a partial last "
                 "block, finite for scores near ±150, never an L × L tensor.")

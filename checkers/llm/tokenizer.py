@@ -3,6 +3,7 @@ import inspect
 
 from .._core import Diagnosis, check_function, describe_object, load_fixture, one_line, slug_of
 from ._bpe import NO_SURROGATEPASS, listed, padded_ids, shorten, unpadded
+from ._probes_bpe import lost_characters, merge_still_applies, missing_id, reversed_token, unknown_pair
 
 NAME = "BPETokenizer"
 ENCODES_CODE_POINTS = Diagnosis(
@@ -53,6 +54,11 @@ def _encode(task, tokenizer, text, merges_shown):
         except UnicodeError as error:
             task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 80)}): {NO_SURROGATEPASS}",
                       NO_SURROGATEPASS.slug)
+        except KeyError as error:
+            found = unknown_pair(error) or missing_id(error)
+            if found:
+                task.fail(f"{what} raised KeyError {error.args[0]}: {found}")
+            raise
 
     ids = task.call(what, run)
     try:
@@ -65,7 +71,7 @@ def _encode(task, tokenizer, text, merges_shown):
     return ids
 
 
-def _decode(task, tokenizer, ids, expected):
+def _decode(task, tokenizer, ids, expected, merges=()):
     what = f"decode({listed(ids)})"
 
     def run():
@@ -93,10 +99,27 @@ def _decode(task, tokenizer, ids, expected):
                       DECODE_NO_SURROGATEPASS.slug)
         task.fail(f"{what} gave {shorten(text)} where {expected!r} is expected: {DECODE_PER_TOKEN}",
                   DECODE_PER_TOKEN.slug)
-    task.fail(f"{what} gave {shorten(text)} where {shorten(expected)} is expected.")
+    found = reversed_token(tokenizer, merges)
+    task.fail(f"{what} gave {shorten(text)} where {shorten(expected)} is expected" + (f": {found}" if found else "."))
 
 
-def _compare(task, case, got, merges_shown, earlier):
+def _build(task, tokenizer_class, pairs):
+    """tokenizer_class(pairs); a KeyError of a new token's id is read as such."""
+    what = f"{NAME}({listed(pairs)})"
+
+    def run():
+        try:
+            return tokenizer_class(pairs)
+        except KeyError as error:
+            found = missing_id(error)
+            if found:
+                task.fail(f"{what} raised KeyError {error.args[0]}: {found}")
+            raise
+
+    return task.call(what, run)
+
+
+def _compare(task, case, got, merges_shown, earlier, merges=()):
     """Fail unless got is the case's ids; earlier: {text: ids} the other tokenizers gave (and were right)."""
     expected = unpadded(case["ids"])
     if got == expected:
@@ -107,6 +130,9 @@ def _compare(task, case, got, merges_shown, earlier):
     for diagnosis, ids in case.get("mistakes", {}).get("ids", {}).items():
         if padded_ids(got, ids.size(0)).equal(ids) and len(got) == len(unpadded(ids)):
             task.fail(f"{what} gave {got[:8]} where {expected[:8]} is expected: {diagnosis}", slug_of(diagnosis))
+    found = lost_characters(got, case["text"], merges) or merge_still_applies(got, case["text"], merges)
+    if found:
+        task.fail(f"{what} gave {listed(got)} where {listed(expected)} is expected: {found}")
     task.fail(f"{what} gave {listed(got)} where {listed(expected)} is expected.")
 
 
@@ -118,15 +144,16 @@ def check_task_2(task, tokenizer_class):
     tokenizers = {}
     for name, merges in fixture["merge_lists"].items():
         pairs = unpadded(merges)
-        tokenizers[name] = task.call(f"{NAME}({listed(pairs)})", tokenizer_class, pairs)
+        tokenizers[name] = _build(task, tokenizer_class, pairs)
     earlier = {}  # text: the ids a tokenizer gave it, right for its merges
     for case in fixture["encode"].values():
         pairs = unpadded(fixture["merge_lists"][case["merges"]])
         shown = listed(pairs) if len(pairs) <= 3 else f"learnt on {shorten(fixture['learnt_on'], 30)}"
         got = _encode(task, tokenizers[case["merges"]], case["text"], shown)
-        _compare(task, case, got, shown, earlier)
+        _compare(task, case, got, shown, earlier, pairs)
         earlier[case["text"]] = got
     for case in fixture["decode"].values():
-        _decode(task, tokenizers[case["merges"]], unpadded(case["tokens"]), case["text"])
+        _decode(task, tokenizers[case["merges"]], unpadded(case["tokens"]), case["text"],
+                unpadded(fixture["merge_lists"][case["merges"]]))
     task.passed(f"BPETokenizer encodes {len(fixture['encode'])} texts as expected (bytes, merge order, overlaps, word "
                 f"boundaries, emoji, lone surrogates) and decodes {len(fixture['decode'])} id lists back.")

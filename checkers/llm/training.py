@@ -5,6 +5,7 @@ import time
 
 from .._core import Diagnosis, check_function, expect_callable, load_fixture, one_line, slug_of
 from ._bpe import NO_SURROGATEPASS, listed, padded_merges, shorten, shown, token_bytes, unpadded
+from ._probes_bpe import merge_word_fault, missing_id
 from ._replay import WORD_KEEPS_SECOND, absent_diagnosis, counts_after
 
 NAME = "train_bpe"
@@ -100,6 +101,9 @@ def train(task, train_bpe, text, vocab_size):
             return train_bpe(text, vocab_size)
         except (KeyError, UnicodeError, ValueError) as error:
             diagnosis = _crash_diagnosis(error, text)
+            helper = merge_word_fault(getattr(train_bpe, "__globals__", None))
+            if isinstance(error, KeyError) and helper:
+                task.fail(f"{what} raised KeyError {error.args[0]}: {helper}")
             if isinstance(error, KeyError) and error.args and isinstance(error.args[0], tuple):
                 task.fail(f"{what} raised KeyError {error.args[0]}: a pair it chose to merge is missing from the index "
                           "of the words that hold it, so the counts and the stored words disagree: look at the words "
@@ -108,6 +112,9 @@ def train(task, train_bpe, text, vocab_size):
                           "its new ones added; pairs whose count fell to 0 dropped before the next pick).")
             if diagnosis:
                 task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 80)}): {diagnosis}", diagnosis.slug)
+            found = missing_id(error)
+            if found:
+                task.fail(f"{what} raised KeyError {error.args[0]}: {found}")
             raise
 
     merges = task.call(what, run)

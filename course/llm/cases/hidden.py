@@ -168,6 +168,8 @@ def tiled_cases(reference, generator):
                      call=called(large, large, mixed, 6, causal), **TOLERANCE) for causal in (False, True)]
     cases += [recipe(6, "hidden: float32 inputs", False, atol=tiled_check.ATOL, rtol=tiled_check.RTOL,
                      call=called(query.float(), key.float(), value.float(), 4, True)),
+              recipe(6, "hidden: bfloat16 inputs, a bfloat16 output", False, atol=0.05, rtol=0.05,
+                     call=called(query.bfloat16(), key.bfloat16(), value.bfloat16(), 4, True)),
               recipe(6, "hidden: neither a fused attention call nor the L × L scores", False,
                      call=called(query, key, value, 5, True), watch=watch(**SCORES, length=query.size(-2)),
                      **TOLERANCE)]
