@@ -7,6 +7,7 @@ import torch
 
 from .._compare import matches
 from .._core import Diagnosis, one_line, slug_of
+from ._probes_spies import failed_reshape, is_truth_value_error
 
 KEYS_FROM_X = Diagnosis(
     "keys-from-x",
@@ -125,3 +126,40 @@ def explain_mask_error(task, layer, x, kwargs):
         task.fail(f"MultiheadAttention.forward with a mask of shape {tuple(mask.shape)} raised "
                   f"{type(error).__name__} ({one_line(error, 100)}), and runs without a mask: {MASK_AS_GIVEN}",
                   MASK_AS_GIVEN.slug)
+
+
+def explain_truth_value(task, layer, x, kwargs):
+    """After a call with a context failed: a tensor used as a truth value (`context or x`) when the same call without
+    a context runs."""
+    if not isinstance(kwargs.get("context"), torch.Tensor) or _quiet(layer, x, mask=kwargs.get("mask")) is None:
+        return
+    try:
+        with torch.no_grad():
+            layer(x, **kwargs)
+    except Exception as error:  # noqa: BLE001 -- the student's error, named below
+        if is_truth_value_error(error):
+            task.fail("MultiheadAttention.forward raises when it is given a context and runs without one: it asks for "
+                      "the truth value of a tensor (as `context or x` or `if context:` do), which is ambiguous for a "
+                      "tensor of several values; test for the default explicitly, `if context is None: context = x`.")
+
+
+def explain_length_error(task, what, layer, run):
+    """After a call with L_k != L_q failed (and L_k = L_q runs): name the reshape that put one length for the other.
+
+    Returns:
+        True when the failing reshape merged the heads with L_k (the caller names that), False when nothing was found.
+    """
+    query_len, key_len = run["x"].size(1), run["context"].size(1)
+    seen = failed_reshape(lambda: layer(run["x"], context=run["context"], return_attention=True))
+    if seen is None or len(seen[0]) < 2 or len(seen[1]) < 2:
+        return False
+    (source, asked), lengths = seen, f"(L_q = {query_len}, L_k = {key_len})"
+    if source[1] == key_len and asked[1] == query_len:
+        task.fail(f"{what} {lengths} fails: a view of the context's projection, shape {source} with L_k = "
+                  f"{key_len} rows, asks for shape {asked}, with x's length L_q = {query_len}: split the keys and "
+                  "values with the context's own length, key_len = context.size(1).")
+    if source[1] == query_len and asked[1] == key_len:
+        return True
+    task.fail(f"{what} {lengths} fails, and runs when the context is as long as x: a view or reshape of a "
+              f"{source} tensor asks for shape {asked}; use L_q where a tensor has one row per query and L_k "
+              "where it has one row per key.")

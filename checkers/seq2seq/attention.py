@@ -5,7 +5,8 @@ from .._compare import diagnose, expect_close, expect_finite, expect_tensor, mat
 from .._core import CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture, one_line
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, load
 from .._probes import explain_heads, explain_mask
-from ._attention_probes import explain_head_axis, explain_mask_error, explain_output_projection, explain_sources
+from ._attention_probes import (explain_head_axis, explain_length_error, explain_mask_error,
+                                explain_output_projection, explain_sources, explain_truth_value)
 from ._weights import attention_slots
 from .._core import Diagnosis
 
@@ -47,6 +48,7 @@ def _call(task, layer, run, return_attention=True):
         raise
     except CheckFailure:
         explain_mask_error(task, layer, x, kwargs)
+        explain_truth_value(task, layer, x, kwargs)
         raise
     if not torch.equal(before, x) or any(not torch.equal(value, kwargs[key]) for key, value in befores.items()):
         task.fail("MultiheadAttention.forward modified one of its inputs in place (e.g. `x += ...`); build a new "
@@ -110,6 +112,7 @@ def _expect_other_length(task, layer, run, what, same_length_right=True):
     except Exception as error:  # noqa: BLE001 -- the student's error, named below
         if not same_length_right:
             return
+        explain_length_error(task, what, layer, run)
         task.fail(f"{what} (L_q = {query_len}, L_k = {key_len}) raised {type(error).__name__}: {one_line(error, 120)}; "
                   f"{MERGE_KEY_LEN}", MERGE_KEY_LEN.slug)
     if not isinstance(result, (tuple, list)) or len(result) != 2 or not all(

@@ -9,6 +9,7 @@ from .._core import (Diagnosis, CheckFailure, NotImplementedYet, check_function,
 from .._dependencies import explain_parts, part_class
 from .._modules import DROPOUT_IN_EVAL  # one sentence for every assignment's block
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, load
+from ._probes_spies import call_order
 from ._weights import decoder_block_slots
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -131,6 +132,7 @@ def _expect_values(task, cls, block, fixture, activation):
         sizes = fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"]
         explain_activation(task, what, lambda act: _Masked(build(task, cls, "DecoderBlock", *sizes, activation=act)
                                                            .eval(), fixture), fixture["x"], fixture["feedforward_dim"])
+        _explain_norm_order(task, block, fixture, what)
     expect_close(task, f"{what}: output", outputs, case["outputs"], ATOL, RTOL)
     x = fixture["x"]
     result = _forward(task, block, x, fixture["memory"], self_mask=fixture["self_mask"],
@@ -242,6 +244,22 @@ def _explain_wiring(task, block, fixture, what):
             task.fail(f"{what}: {CROSS_CONTEXT_NOT_MEMORY}", CROSS_CONTEXT_NOT_MEMORY.slug)
         if _same(mask, self_mask):
             task.fail(f"{what}: {CROSS_GETS_SELF_MASK}", CROSS_GETS_SELF_MASK.slug)
+
+
+NORM_AFTER = {"norm1": "self_attention", "norm2": "cross_attention", "norm3": "feedforward"}
+
+
+def _explain_norm_order(task, block, fixture, what):
+    """Name norms run after another sub-layer than their own, from the order the block calls its parts in."""
+    order = call_order(block, lambda: _probe(block, fixture["x"], fixture["memory"], fixture))
+    steps = [name for name in order if name in NORM_AFTER or name in NORM_AFTER.values()]
+    if sorted(steps) != sorted([*NORM_AFTER, *NORM_AFTER.values()]) or steps[0] in NORM_AFTER:
+        return  # a part called twice, missing, or a norm first (pre-norm): said elsewhere
+    follows = {norm: steps[steps.index(norm) - 1] for norm in NORM_AFTER}
+    wrong = [f"{norm} follows {after}" for norm, after in follows.items() if after != NORM_AFTER[norm]]
+    if wrong and all(after in NORM_AFTER.values() for after in follows.values()):
+        task.fail(f"{what}: {' and '.join(wrong)}: each sub-layer's residual sum goes through its own norm, norm1 "
+                  "after self-attention, norm2 after cross-attention, norm3 after the feed-forward network.")
 
 
 def _explain_masks(task, block, fixture, what):

@@ -4,7 +4,8 @@ import torch.nn.functional as F
 
 from course_lib.seq2seq import BOS_ID, EOS_ID
 from .._compare import diagnose, signatures
-from .._core import Diagnosis, check_function, expect_callable, load_fixture
+from .._core import CheckFailure, Diagnosis, NotImplementedYet, check_function, expect_callable, load_fixture
+from ._probes_spies import failed_elementwise, misaligned_reduction
 from ._scripted import (FILLER, LOGIT, RUNNER_UP, RUNNER_UP_LOGIT, WRONG, ScriptedModel, idle_calls,
                         random_state_kept)
 
@@ -112,12 +113,46 @@ def _run(task, greedy_decode, case):
     """(output, scripted model) after greedy_decode on the case's scripted model, in the case's starting mode."""
     model = ScriptedModel(case["pad_id"], case["bos_id"], case["eos_id"]).train(case["training"])
     source = case["source"].clone()
-    tokens = task.call(f"{NAME}(model, source, max_len={case['max_len']}, bos_id={case['bos_id']}, "
-                       f"eos_id={case['eos_id']})", greedy_decode, model, source, case["max_len"], case["bos_id"],
-                       case["eos_id"])
+    try:
+        tokens = task.call(f"{NAME}(model, source, max_len={case['max_len']}, bos_id={case['bos_id']}, "
+                           f"eos_id={case['eos_id']})", greedy_decode, model, source, case["max_len"],
+                           case["bos_id"], case["eos_id"])
+    except NotImplementedYet:
+        raise
+    except CheckFailure:
+        _explain_error(task, greedy_decode, model, case)
+        raise
     if not torch.equal(source, case["source"]):
         task.fail(f"{NAME} modified `source` in place; build new tensors instead.")
     return tokens, model
+
+
+def _explain_error(task, greedy_decode, model, case):
+    """After greedy_decode raised: name decoder input with another batch size, or a reduction's misaligned axis."""
+    batch_size, source_len = case["source"].shape
+    shapes = [call["shape"] for call in model.calls if len(call["shape"]) == 2]
+    if shapes and shapes[0][0] != batch_size:
+        which = ", the source length source.size(1)" if shapes[0][0] == source_len else ""
+        task.fail(f"{NAME} gave model.decode first tokens of shape {shapes[0]}, {shapes[0][0]} rows{which}, for a "
+                  f"batch of {batch_size} sources (source has shape {tuple(case['source'].shape)}): the BOS column "
+                  "and every per-sequence tensor (e.g. the finished flags) have one row per sequence, "
+                  "source.size(0).")
+    grown = next((shape for shape in shapes if shape[0] != batch_size), None)
+    if grown:
+        task.fail(f"{NAME} gave model.decode tokens of shape {shapes[0]} first, then {grown}: the prefix keeps one "
+                  "row per sequence and grows by one column per step; append each step's tokens along dim=1.")
+    def run():
+        fresh = ScriptedModel(case["pad_id"], case["bos_id"], case["eos_id"]).train(case["training"])
+        return greedy_decode(fresh, case["source"].clone(), case["max_len"], case["bos_id"], case["eos_id"])
+    problem = misaligned_reduction(run)
+    if problem:
+        task.fail(f"{NAME} fails: {problem}")
+    shapes = failed_elementwise(run) or []
+    if batch_size != source_len and {(batch_size,), (source_len,)} <= {shape[:1] for shape in shapes}:
+        task.fail(f"{NAME} fails: a tensor with {source_len} rows meets one with {batch_size} (shapes "
+                  f"{' and '.join(map(str, shapes))}) for a batch of {batch_size} sources of length {source_len}: "
+                  "a per-sequence tensor (the BOS column, the finished flags) is sized by the source length, "
+                  "source.size(1); give it one row per sequence, source.size(0).")
 
 
 def _runner_up(tokens, case):

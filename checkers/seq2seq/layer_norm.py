@@ -6,8 +6,10 @@ import torch.nn.functional as F
 
 from .._calls import fail_method, recorded_calls
 from .._compare import diagnose, expect_close, expect_finite, matches, signatures
-from .._core import Diagnosis, check_function, expect_module_class, load_fixture, one_line
+from .._core import CheckFailure, Diagnosis, NotImplementedYet, check_function, expect_module_class, load_fixture, \
+    one_line
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_output, expect_unchanged, load
+from ._layer_norm_explain import explain_affine_order, explain_error, explain_statistics
 from ._weights import layer_norm_slots
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -183,12 +185,20 @@ def _expect_case(task, cls, fixture, name):
                       "leading axes, (..., D); count the feature axis from the end, dim=-1.")
         except Exception:  # noqa: BLE001 -- reported by the call that follows
             pass
-    outputs = _forward(task, norm, case["x"], what)
+    try:
+        outputs = _forward(task, norm, case["x"], what)
+    except NotImplementedYet:
+        raise
+    except CheckFailure:
+        explain_error(task, norm, case["x"], what)
+        raise
     if not matches(outputs, case["outputs"], ATOL, RTOL):
         expect_finite(task, what, outputs)
         diagnose(task, what, outputs, signatures(case, "outputs"), ATOL, RTOL)
         _explain_affine(task, norm, case["x"], what)
         _explain(task, norm, case["x"], what)
+        explain_statistics(task, norm, embed_dim, what)
+        explain_affine_order(task, norm, embed_dim, what)
     expect_close(task, what, outputs, case["outputs"], ATOL, RTOL)
     return norm
 

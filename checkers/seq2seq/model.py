@@ -6,6 +6,7 @@ from .._compare import diagnose, expect_close, expect_finite, expect_tensor, mat
 from .._core import Diagnosis, CheckFailure, NotImplementedYet, check_function, expect_module_class, load_fixture
 from .._dependencies import attention_function, explain_parts, part_class
 from .._modules import build, expect_native_output, load
+from ._model_explain import expect_depths, explain_encoder_reads_all, explain_mask_size, explain_stacks
 from ._weights import MissingPart, seq2seq_slots
 
 NAME = "Seq2SeqTransformer"
@@ -202,6 +203,7 @@ def _run(task, model, case):
         raise
     except CheckFailure:  # e.g. a size mismatch from a swapped memory or mask: say which argument is wrong
         _explain_wiring(task, model, case)
+        explain_mask_size(task, model, case)
         raise
     decoded = _tensor(task, f"{NAME}.decode(target_input, memory, source)", decoded, case["logits"].shape,
                       case["logits"].dtype)
@@ -266,6 +268,8 @@ def _expect_outputs(task, model, case):
             diagnose(task, f"{NAME}.{what}", got, signatures(case, key), ATOL, RTOL)
             _explain_wiring(task, model, case)
             _explain_logits(task, model, case)
+            explain_encoder_reads_all(task, model, case)
+            explain_stacks(task, model, case)
         expect_close(task, f"{NAME}.{what}", got, case[key], ATOL, RTOL)
     if not matches(logits, decoded, ATOL, RTOL):
         expect_finite(task, f"{NAME}(source, target_input)", logits)
@@ -328,6 +332,25 @@ def _expect_training_behaviour(task, cls, case):
                       "through .data / .detach()?")
 
 
+def _expect_depths(task, cls, case):
+    """Unequal encoder and decoder depths: each stack has its own, and forward_attention one map per block."""
+    model = expect_depths(task, lambda **depths: _build(task, cls, dict(case, config=dict(case["config"], **depths))))
+    maps = task.call(f"{NAME}.forward_attention", model.forward_attention, case["source"], case["target_input"])
+    counts = {"encoder": model_depth(model, "encoder"), "decoder_self": model_depth(model, "decoder"),
+              "decoder_cross": model_depth(model, "decoder")}
+    for key, count in counts.items():
+        got = maps.get(key) if isinstance(maps, dict) else None
+        if count is not None and isinstance(got, (list, tuple)) and len(got) != count:
+            task.fail(f"{NAME}.forward_attention(...)[{key!r}] holds {len(got)} maps for a model with {count} "
+                      f"{key.split('_')[0]} blocks: run every block, and collect one map per block.")
+
+
+def model_depth(model, stack):
+    """The number of blocks of model.<stack>, or None when it is no list of modules."""
+    blocks = getattr(model, stack, None)
+    return len(list(blocks)) if isinstance(blocks, (nn.ModuleList, nn.Sequential)) else None
+
+
 def _build(task, cls, case, **options):
     """The student's model built with the case's sizes and activation (stored by name in the fixture)."""
     return build(task, cls, NAME, **case["config"], activation=getattr(nn, case["activation"]), **options)
@@ -349,6 +372,7 @@ def check_task_5(task, Seq2SeqTransformer):
         model = _loaded(task, cls, case)
         _expect_outputs(task, model, case)
         _expect_attention(task, model, case)
+    _expect_depths(task, cls, case)
     _expect_training_behaviour(task, cls, case)
     single = _loaded(task, cls, case, dtype=torch.float32, native=True)
     expect_native_output(task, single, NAME, f"{NAME} in float32",

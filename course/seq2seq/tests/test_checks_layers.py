@@ -218,7 +218,8 @@ def unnamed_cases():
         (2, (unnamed.causal_mask_batched, ref["padding_mask"]), "has shape (1, 1, 5, 5), expected (5, 5)"),
         (2, (ref["causal_mask"], unnamed.padding_mask_pad_is_zero_int), "should be torch.bool"),
         (3, (unnamed.MultiheadAttentionUnscaled,), "the scores are not scaled: divide them by √head_dim = √4."),
-        (3, (unnamed.MultiheadAttentionDroppedContext,), "raised RuntimeError"),
+        (3, (unnamed.MultiheadAttentionDroppedContext,), "with x's length L_q = 3: split the keys and values with "
+                                                         "the context's own length"),
     ]
     for cls, words in unnamed.make_unnamed_decoder_blocks(ref["MultiheadAttention"], ref["LayerNorm"]).values():
         cases.append((4, (cls,), words))
