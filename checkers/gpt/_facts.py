@@ -24,3 +24,9 @@ def rotary_pairs(attention):
     """The width of an attention module's rotary table `rotary.cos` (head_dim // 2 for the pinned RoPE), or None."""
     cos = getattr(getattr(attention, "rotary", None), "cos", None)
     return int(cos.shape[-1]) if isinstance(cos, torch.Tensor) and cos.dim() == 2 else None
+
+
+def rotary_tables(attention):
+    """The shape of an attention module's rotary table `rotary.cos` ((max_len, head_dim // 2) for the pinned RoPE)."""
+    cos = getattr(getattr(attention, "rotary", None), "cos", None)
+    return {"shape": list(cos.shape) if isinstance(cos, torch.Tensor) else None}

@@ -8,8 +8,9 @@ from .._compare import diagnose, expect_close, expect_finite, expect_tensor, mat
 from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._dependencies import explain_parts, part_class
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_unchanged, load
-from .._probes import normalised_axis, temperature
+from .._probes import _expect_heads_split, normalised_axis, temperature
 from .._weights import attention_slots
+from ._probes_generic import unused_parameters
 
 ATOL, RTOL = 1e-6, 1e-6
 NAME = "CausalSelfAttention"
@@ -159,6 +160,10 @@ def _expect_causal(task, layer, x, num_heads, attention, what):
     seq_len = x.size(1)
     future = torch.ones(seq_len, seq_len, dtype=torch.bool).triu(1)  # (L, L): key j > query i
     if attention.detach()[..., future].abs().max() > 0:
+        if not _sees_later_tokens(task, layer, x, num_heads):
+            task.fail(f"{what}: the returned attention weights put weight on later keys, yet the output does not "
+                      "change when later tokens change: return the masked weights, the ones multiplied with the "
+                      "values, not the softmax of the unmasked scores.")
         task.fail(f"{what}: {NOT_CAUSAL}", NOT_CAUSAL.slug)
     axis = normalised_axis(attention)
     sums = attention.detach().sum(dim=-1)  # (B, H, L)
@@ -166,14 +171,20 @@ def _expect_causal(task, layer, x, num_heads, attention, what):
         task.fail(f"{what}: {MASK_AFTER_SOFTMAX}", MASK_AFTER_SOFTMAX.slug)
     if axis != attention.dim() - 1:
         task.fail(f"{what}: {NOT_OVER_KEYS}", NOT_OVER_KEYS.slug)
-    changed = x.clone()
-    changed[:, seq_len // 2:] += 1.0
-    out = attend(task, layer, changed, num_heads, return_attention=False)[0].detach()  # (B, L, D)
-    mine = attend(task, layer, x, num_heads, return_attention=False)[0].detach()
-    if not torch.allclose(out[:, :seq_len // 2], mine[:, :seq_len // 2], atol=1e-9):
+    if _sees_later_tokens(task, layer, x, num_heads):
         _explain_layout(task, layer, x, num_heads, what)
         task.fail(f"{what}: changing the tokens from position {seq_len // 2} on changes the outputs at earlier "
                   f"positions: {NOT_CAUSAL}", NOT_CAUSAL.slug)
+
+
+def _sees_later_tokens(task, layer, x, num_heads):
+    """Whether changing the tokens from position L // 2 on changes the outputs at earlier positions."""
+    half = x.size(1) // 2
+    changed = x.clone()
+    changed[:, half:] += 1.0
+    out = attend(task, layer, changed, num_heads, return_attention=False)[0].detach()  # (B, L, D)
+    mine = attend(task, layer, x, num_heads, return_attention=False)[0].detach()
+    return not torch.allclose(out[:, :half], mine[:, :half], atol=1e-9)
 
 
 def _explain_layout(task, layer, x, num_heads, what):
@@ -212,8 +223,36 @@ def _explain_scale(task, attention, expected, head_dim, what):
     for size, name in ((head_dim / 2, "head_dim / 2"), (2 * head_dim, "2·head_dim")):
         if abs(divisor - size) < 1e-3 * head_dim:
             task.fail(f"{what}: {HALF_HEAD_DIM.format(name=name, size=f'{size:g}')}", HALF_HEAD_DIM.slug)
+    if abs(divisor * math.sqrt(head_dim) - 1) < 1e-3:
+        task.fail(f"{what}: the scores are multiplied by √head_dim = √{head_dim} instead of divided by it: "
+                  "scores = query @ key.transpose(-2, -1) / math.sqrt(head_dim).")
     named = " = √embed_dim" if abs(divisor - math.sqrt(head_dim * attention.size(1))) < 1e-3 * divisor else ""
     task.fail(f"{what}: the scores are divided by {divisor:.4g}{named} instead of √head_dim = √{head_dim}.")
+
+
+class _TwoOutputs:
+    """The layer called as the shared probes call an attention layer: (outputs, attention)."""
+
+    def __init__(self, layer):
+        self.layer = layer
+
+    def __call__(self, x, return_attention=True):
+        out, _, attention = self.layer(x, return_attention=True)
+        return out, attention
+
+
+PROJECTIONS = {"q_proj": "the queries come from self.q_proj(x)", "k_proj": "the keys come from self.k_proj(x)",
+               "v_proj": "the values come from self.v_proj(x)",
+               "o_proj": "the output is self.o_proj of the merged heads"}
+
+
+def _explain_unused(task, layer, x, num_heads, what):
+    """Fail naming a projection whose weights change nothing in the output: it is never applied."""
+    unused = [name for name in unused_parameters(layer, lambda: layer(x)[0]) if name in PROJECTIONS]
+    if unused:
+        name = unused[0]
+        task.fail(f"{what}: changing the weights of {name} changes nothing in the output: {name} is never applied "
+                  f"(is its output replaced by another projection's?); {PROJECTIONS[name]}.")
 
 
 def _expect_values(task, layer, x, case, num_heads):
@@ -225,11 +264,14 @@ def _expect_values(task, layer, x, case, num_heads):
     _expect_causal(task, layer, x, num_heads, attention, what)
     if not (matches(out, case["outputs"], ATOL, RTOL) and matches(attention, case["attention"], ATOL, RTOL)):
         explain_parts(task, what, [("its rotary module", 1, part_class(layer, "rotary"))], __package__)
+        _explain_unused(task, layer, x, num_heads, what)
         _explain_scale(task, attention, case["attention"], x.size(-1) // num_heads, what)
         if matches(attention, case["rope_false"]["attention"], ATOL, RTOL):
             task.fail(f"{what}: {ROPE_NO_EFFECT}", ROPE_NO_EFFECT.slug)
         diagnose(task, f"{what}: attention", attention, signatures(case, "attention"), ATOL, RTOL)
         diagnose(task, f"{what}: out", out, signatures(case, "outputs"), ATOL, RTOL)  # where RoPE is applied
+        _expect_heads_split(task, what, _TwoOutputs(layer), x, attention.detach(), attention_slots(layer),
+                            x.size(-1) // num_heads, torch.Generator().manual_seed(0))
     expect_close(task, f"{what}: attention", attention, case["attention"], ATOL, RTOL)
     expect_close(task, f"{what}: out", out, case["outputs"], ATOL, RTOL)
     plain = attend(task, layer, x, num_heads, return_attention=False)[0]
@@ -237,11 +279,28 @@ def _expect_values(task, layer, x, case, num_heads):
     if not matches(keys, case["new_keys"], ATOL, RTOL):
         if matches(keys, _split(layer.k_proj, x, num_heads), ATOL, RTOL):
             task.fail(f"{what}: {CACHE_BEFORE_ROPE}", CACHE_BEFORE_ROPE.slug)
+        start = _rotated_from(layer, _split(layer.k_proj, x, num_heads), keys)
+        if start:
+            task.fail(f"{what}: the keys are rotated as if at positions {start} to {start + x.size(1) - 1}, not from "
+                      "L_past = 0 (no cache): the token at index j sits at position L_past + j; rotate with "
+                      "offset=L_past.")
         explain_parts(task, what, [("its rotary module", 1, part_class(layer, "rotary"))], __package__)
         diagnose(task, f"{what}: the key tensor of the new cache", keys, signatures(case, "new_keys"), ATOL, RTOL)
     expect_close(task, f"{what}: the key tensor of the new cache (after RoPE)", keys, case["new_keys"], ATOL, RTOL)
     expect_close(task, f"{what}: the value tensor of the new cache (v_proj's, split into heads)", values,
                  case["new_values"], ATOL, RTOL)
+
+
+def _rotated_from(layer, unrotated, keys, starts=range(1, 4)):
+    """The offset in starts from which the layer's own rotary turns unrotated into keys, or None."""
+    for start in starts:
+        try:
+            with torch.no_grad():
+                if matches(keys, layer.rotary(unrotated, offset=start), ATOL, RTOL):
+                    return start
+        except Exception:  # noqa: BLE001 -- only a probe
+            return None
+    return None
 
 
 def _expect_rope_false(task, cls, fixture, x, num_heads):

@@ -10,6 +10,7 @@ from .._modules import DROPOUT_IN_EVAL  # one sentence for every assignment's bl
 from .._modules import build, expect_gradients_everywhere, expect_native_output, expect_unchanged, load
 from .._weights import MissingPart
 from ._cache_branch import call_with_cache
+from ._probes_generic import dropout_rates
 from ._roles import block_slots, same_cache
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -91,11 +92,42 @@ def _structure(task, block):
         task.fail(f"{NAME}: {missing}.", missing.diagnosis)
 
 
+def _explain_build(task, cls, sizes, activation):
+    """A block that cannot be built with the activation class but can with an object of it: the class is never
+    called."""
+    try:
+        cls(*sizes, activation=activation)
+        return
+    except Exception:  # noqa: BLE001 -- only a probe: the build below reports the error itself
+        pass
+    try:
+        cls(*sizes, activation=activation())
+    except Exception:  # noqa: BLE001 -- only a probe
+        return
+    task.fail(f"{NAME}(..., activation=nn.{activation.__name__}) fails but builds when given the object "
+              f"nn.{activation.__name__}(): `activation` is a class, so create the module by calling it, "
+              "nn.Sequential(nn.Linear(embed_dim, feedforward_dim), activation(), nn.Linear(feedforward_dim, "
+              "embed_dim)).")
+
+
+def _expect_hidden_width(task, block, embed_dim, feedforward_dim):
+    """The feed-forward network's first Linear has feedforward_dim outputs."""
+    first = next((part for part in getattr(block, "feedforward", nn.Module()).modules()
+                  if isinstance(part, nn.Linear)), None)
+    if first is not None and first.out_features != feedforward_dim:
+        times = f" = {first.out_features // embed_dim}·embed_dim" if first.out_features % embed_dim == 0 else ""
+        task.fail(f"{NAME}(embed_dim={embed_dim}, feedforward_dim={feedforward_dim}): the feed-forward network's "
+                  f"first Linear has {first.out_features}{times} outputs: its hidden width is the `feedforward_dim` "
+                  "argument, nn.Linear(embed_dim, feedforward_dim).")
+
+
 def _loaded(task, cls, fixture, activation, dropout=0.0, dtype=torch.float64):
     sizes = (fixture["embed_dim"], fixture["num_heads"], fixture["feedforward_dim"], fixture["max_len"])
+    _explain_build(task, cls, sizes, getattr(nn, activation))
     block = build(task, cls, NAME, *sizes, activation=getattr(nn, activation), dropout=dropout, dtype=dtype,
                   native=dtype != torch.float64)
     _structure(task, block)
+    _expect_hidden_width(task, block, fixture["embed_dim"], fixture["feedforward_dim"])
     return load(task, block, block_slots, fixture["cases"][activation]["weights"], NAME).eval()
 
 
@@ -202,8 +234,26 @@ def _differs(task, block, x):
     return not torch.equal(first, second)
 
 
+def _expect_no_dropout(task, cls, fixture):
+    """dropout=0.0 in train mode drops nothing: the outputs of eval mode."""
+    block = _loaded(task, cls, fixture, "GELU", dropout=0.0).train()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        outputs, _ = _run(task, block, fixture["x"], what=f"{NAME}(dropout=0.0) in train mode")
+    if matches(outputs, fixture["cases"]["GELU"]["outputs"], ATOL, RTOL):
+        return
+    rates = {name: p for name, p in dropout_rates(block).items() if p != 0.0}
+    if rates:
+        name, p = next(iter(rates.items()))
+        task.fail(f"{NAME}(dropout=0.0) in train mode still drops: its nn.Dropout `{name}` has p = {p:g} whatever "
+                  "`dropout` says (nn.Dropout() defaults to 0.5): build it with the argument, nn.Dropout(dropout).")
+    task.fail(f"{NAME}(dropout=0.0) in train mode gives other outputs than in eval mode: with dropout=0.0 nothing "
+              "may be dropped; use nn.Dropout(dropout) for every dropout of the block.")
+
+
 def _expect_dropout(task, cls, fixture):
     """Dropout off in eval mode, on each sub-layer's output in train mode, never on the residual stream."""
+    _expect_no_dropout(task, cls, fixture)
     block = _loaded(task, cls, fixture, "GELU", dropout=0.5)
     slots, x = block_slots(block), fixture["x"]
     outputs, _ = _run(task, block, x, what=f"{NAME}(dropout=0.5) in eval mode")

@@ -4,6 +4,7 @@ import torch
 from .._compare import diagnose, expect_close, expect_finite, matches, signatures
 from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._dependencies import explain_parts
+from ._probes_generic import joined_along, unused_inputs
 from .attention import CACHE_BEFORE_ROPE, NAME, NEW_ONLY, _split, attend, loaded  # noqa: F401 -- NEW_ONLY quoted
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -143,9 +144,63 @@ def _explain_plain_mask(task, layer, x, num_heads, what):
                   f"{FUTURE_WITH_CACHE}", FUTURE_WITH_CACHE.slug)
 
 
+AXES = ("the batch", "the heads", "the positions", "the features")  # of (B, H, L, head_dim)
+
+
+def _explain_cache_error(task, layer, x, run, what):
+    """When the cached call raises: name a concatenation along another axis than the positions, or a cached tensor
+    that is never used."""
+    try:
+        with torch.no_grad():
+            cache = layer(x[:, :run["past"]])[1]
+    except Exception:  # noqa: BLE001 -- only a probe
+        return
+    if not isinstance(cache, (tuple, list)) or len(cache) != 2:
+        return
+    call = lambda: layer(x[:, run["past"]:run["past"] + run["step"]], cache=cache)
+    try:
+        with torch.no_grad():
+            call()
+        return
+    except NotImplementedError:
+        return  # the cache branch is not written yet: the check's own call says so
+    except Exception:  # noqa: BLE001 -- the error is what is explained
+        pass
+    for dim, shapes in joined_along(call, cache):
+        if isinstance(dim, int) and dim % 4 != 2:
+            task.fail(f"{what}: the cached and new keys or values, {' and '.join(map(str, shapes))}, are joined "
+                      f"along dim {dim}, {AXES[dim % 4]}: join them along the positions, torch.cat([cached, new], "
+                      "dim=2).")
+    for index in unused_inputs(call, list(cache)):
+        name = ("keys", "values")[index]
+        task.fail(f"{what}: the cached {name} (cache[{index}]) are never used: concatenate them before the new "
+                  f"{name} along the positions, torch.cat([cache[{index}], new], dim=2), as for the "
+                  f"{('keys', 'values')[1 - index]}.")
+
+
+def _explain_queries(task, layer, x, run, keys, attention, last_past, num_heads, what):
+    """Name the position the new queries are rotated from, when the weights fit queries rotated from another offset
+    than L_past (the keys being right)."""
+    new = x[:, last_past:last_past + run["step"]]
+    head_dim = x.size(-1) // num_heads
+    allowed = torch.ones(new.size(1), keys.size(2), dtype=torch.bool).tril(last_past)  # (L, L_past + L)
+    try:
+        with torch.no_grad():
+            queries = _split(layer.q_proj, new, num_heads)
+            weights = {start: (layer.rotary(queries, offset=start) @ keys.transpose(-2, -1) / head_dim ** 0.5)
+                       .masked_fill(~allowed, float("-inf")).softmax(-1) for start in range(last_past + 2)}
+    except Exception:  # noqa: BLE001 -- only a probe
+        return
+    fits = [start for start, value in weights.items() if matches(attention, value, ATOL, RTOL)]
+    if fits and last_past not in fits:
+        task.fail(f"{what}: the weights are those of new queries rotated from position {fits[0]}, not from "
+                  f"L_past = {last_past}: rotate the new queries with offset=L_past, as the new keys.")
+
+
 def _expect_run(task, layer, x, name, run, num_heads):
     """One cached run, with and without the attention weights (code may take another route, e.g. SDPA, for each)."""
     what = f"{NAME} with {name}"
+    _explain_cache_error(task, layer, x, run, what)
     out, (keys, values), attention, last_past = _continue(task, layer, x, run, num_heads)
     plain, (plain_keys, plain_values), _, _ = _continue(task, layer, x, run, num_heads, return_attention=False)
     checks = (("out", out, "outputs"), ("attention", attention, "attention"),
@@ -159,6 +214,8 @@ def _expect_run(task, layer, x, name, run, num_heads):
         _explain_keys(task, layer, x, run, plain_keys, last_past, f"{what} ({PLAIN})", num_heads)
         _explain_values(task, keys, values, run, last_past, what)
         _explain_mask(task, attention, last_past, what)
+        if matches(keys, run["new_keys"], ATOL, RTOL) and getattr(layer, "rotary", None) is not None:
+            _explain_queries(task, layer, x, run, keys, attention, last_past, num_heads, what)
         _explain_plain_mask(task, layer, x, num_heads, what)
         for part, value, key in checks:
             diagnose(task, f"{what}: {part}", value, signatures(run, key), ATOL, RTOL)

@@ -107,6 +107,11 @@ def _expect_tokens(task, tokens, prompt, new_tokens):
         task.fail(f"{NAME}(...) output has shape {tuple(tokens.shape)}: max_new_tokens = {new_tokens} tokens in all, "
                   f"the prompt's {prompt.size(1)} included; return the prompt followed by max_new_tokens new tokens, "
                   f"(B, P + max_new_tokens) = {shape}.")
+    if tuple(tokens.shape) in ((shape[0], shape[1] - 1), (shape[0], shape[1] + 1)):
+        short = tokens.size(1) < shape[1]
+        task.fail(f"{NAME}(...) output has shape {tuple(tokens.shape)}, one token "
+                  f"{'short' if short else 'too many'} of (B, P + max_new_tokens) = {shape}: append exactly one token "
+                  f"per step, max_new_tokens = {new_tokens} steps (for _ in range(max_new_tokens)).")
     expect_tensor(task, f"{NAME}(...) output", tokens, shape)
     if tokens.dtype != torch.long:
         task.fail(f"{NAME}(...) returned dtype {tokens.dtype}; token ids are torch.long.")
@@ -156,6 +161,22 @@ def _explain_draws(task, generate, tokens, case, state):
             task.fail(f"{NAME}: {diagnosis}", slug_of(diagnosis))
 
 
+def _explain_greedy(task, generate, fixture, tokens, setting, use_cache):
+    """Fail when the tokens drawn at a temperature above 0 are those of temperature 0: every step takes the argmax."""
+    if not setting["temperature"]:
+        return
+    try:
+        greedy = generate(FixedLogitsModel(fixture["table"], fixture["max_len"]), fixture["prompt"],
+                          fixture["new_tokens"], temperature=0, top_k=setting["top_k"], use_cache=use_cache,
+                          generator=torch.Generator().manual_seed(fixture["seed"]))
+    except Exception:  # noqa: BLE001 -- only a probe
+        return
+    if isinstance(greedy, torch.Tensor) and torch.equal(greedy, tokens):
+        task.fail(f"with temperature={setting['temperature']}, top_k={setting['top_k']}: the tokens are those of "
+                  "temperature 0, each step's argmax: draw each step with sample_next_token(logits[:, -1], "
+                  "temperature, top_k, generator) instead.")
+
+
 def _expect_draws(task, generate, fixture):
     """Each setting's tokens, with and without the cache, from a seeded generator, on the stand-in."""
     table, prompt, new_tokens = fixture["table"], fixture["prompt"], fixture["new_tokens"]
@@ -169,6 +190,7 @@ def _expect_draws(task, generate, fixture):
             _expect_calls(task, model, prompt, new_tokens, use_cache, training=True)
             if not torch.equal(tokens, expected):
                 _explain_draws(task, generate, tokens, case, state)
+                _explain_greedy(task, generate, fixture, tokens, setting, use_cache)
                 task.fail(f"with temperature={setting['temperature']}, top_k={setting['top_k']}, "
                           f"use_cache={use_cache}: {DRAWS_DIFFER}", DRAWS_DIFFER.slug)
 

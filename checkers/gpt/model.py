@@ -6,8 +6,10 @@ from .._compare import diagnose, expect_close, expect_finite, expect_pair, expec
 from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._dependencies import explain_parts
 from .._modules import build, load
+from .._probes import normalised_axis
 from .._weights import MissingPart
 from ._cache_branch import call_with_cache
+from ._probes_generic import call_inputs
 from ._roles import gpt_blocks, gpt_slots, same_cache
 
 ATOL, RTOL = 1e-6, 1e-6
@@ -68,6 +70,12 @@ def _structure(task, model, config):
     blocks = getattr(model, "blocks", None)
     if not isinstance(blocks, (nn.ModuleList, nn.Sequential)) or len(blocks) != config["num_layers"]:
         task.fail(f"{NAME}.blocks should be an nn.ModuleList of num_layers = {config['num_layers']} GPTBlocks.")
+    shared = len(blocks) - len({id(block) for block in blocks})
+    if shared:
+        task.fail(f"{NAME}.blocks holds one GPTBlock object more than once ({len(blocks)} entries, "
+                  f"{len(blocks) - shared} distinct), so those layers share their weights ([block] * num_layers "
+                  "repeats one object): build a new block per layer, nn.ModuleList([GPTBlock(...) for _ in "
+                  "range(num_layers)]).")
     _no_position_table(task, model, config)
     try:
         gpt_slots(model)
@@ -87,6 +95,11 @@ def _run(task, model, tokens, cache=None, what=NAME):
     result = task.call(f"{NAME}.forward", model, tokens) if cache is None else \
         call_with_cache(task, f"{NAME}.forward", model, _first_attention(model), cache, cache[0], tokens)
     logits, new_cache = expect_pair(task, what, result, "(logits, new_cache)")
+    if isinstance(logits, torch.Tensor) and tuple(logits.shape) == (tokens.size(0), model.lm_head.out_features) \
+            and tokens.size(1) > 1:
+        task.fail(f"{what}: logits has shape {tuple(logits.shape)}, (B, V), one position's: return the logits of "
+                  f"every position, (B, L, V) = {(*tokens.shape, model.lm_head.out_features)}, lm_head applied to the "
+                  "whole (B, L, D).")
     expect_tensor(task, f"{what}: logits", logits, (*tokens.shape, model.lm_head.out_features))
     blocks = len(gpt_blocks(model))
     if not isinstance(new_cache, (list, tuple)) or len(new_cache) != blocks:
@@ -112,6 +125,31 @@ def _explain(task, model, what, got, fixture, key):
     explain_parts(task, what, [("its GPTBlock class", 4, block_class)], __package__)
     diagnose(task, what, got, signatures(fixture, key), ATOL, RTOL)
     _explain_final_norm(task, model, fixture["tokens"], what)
+    _explain_probabilities(task, got, what)
+    _explain_final_norm_calls(task, model, fixture["tokens"], what)
+
+
+def _explain_probabilities(task, got, what):
+    """Logits that are probabilities (each row >= 0, summing to 1 over the vocabulary): a softmax too many."""
+    if (got >= 0).all() and normalised_axis(got) == got.dim() - 1:
+        task.fail(f"{what}: every row is >= 0 and sums to 1 over the vocabulary: forward returns probabilities; "
+                  "return the logits, lm_head(final_norm(x)), without a softmax (the loss takes logits).")
+
+
+def _explain_final_norm_calls(task, model, tokens, what):
+    """final_norm applied more than once per forward (between blocks, or to the embeddings)."""
+    inputs = call_inputs(model, "final_norm", lambda: model(tokens))
+    if not inputs or len(inputs) == 1:
+        return
+    try:
+        with torch.no_grad():
+            embedded = model.token_embedding(tokens)
+    except Exception:  # noqa: BLE001 -- only a probe
+        embedded = None
+    first = " (the first time on the token embeddings)" if embedded is not None and inputs[0] is not None and \
+        inputs[0].shape == embedded.shape and torch.allclose(inputs[0], embedded) else ""
+    task.fail(f"{what}: final_norm runs {len(inputs)} times in one forward{first}: apply it once, to the last "
+              "block's output, just before lm_head.")
 
 
 def _explain_final_norm(task, model, tokens, what):

@@ -1,9 +1,13 @@
 """Task 1: rotary position embeddings (RoPE) on interleaved feature pairs."""
+import math
+import warnings
+
 import torch
 import torch.nn as nn
 
 from .._compare import diagnose, expect_close, expect_finite, matches, signatures
 from .._core import Diagnosis, NotImplementedYet, check_function, expect_module_class, load_fixture, one_line, slug_of
+from ._probes_generic import feature_permutation
 from .._modules import (FIXED_DTYPE, _tensor_attributes, build, constructor_call, expect_gradients_everywhere,
                         expect_native_output, expect_output, expect_unchanged)
 
@@ -68,9 +72,21 @@ BASE_IGNORED = Diagnosis(
 def _rotate(task, rotary, x, offset, what):
     """rotary(x, offset) (no offset argument when it is 0, to use the default), checked to be a tensor like x."""
     before = x.clone()
+    if _probe(rotary, x, offset) is None:
+        _explain_error(task, rotary, x, offset, what)
     result = task.call(what, rotary, x) if offset == 0 else task.call(what, rotary, x, offset=offset)
     expect_unchanged(task, before, x)
     return expect_output(task, what, result, x.shape, x.dtype, attention_api=False)
+
+
+def _explain_error(task, rotary, x, offset, what):
+    """A call that fails on L positions but works on head_dim of them: L is read off the feature axis."""
+    head_dim = x.size(-1)
+    if x.size(-2) == head_dim or _probe(rotary, x.new_zeros(*x.shape[:-2], head_dim, head_dim), 0) is None:
+        return
+    if _probe(rotary, x[..., :1, :], offset) is None and _probe(rotary, x[..., :2, :], offset) is None:
+        task.fail(f"{what} fails for L = {x.size(-2)} positions but works when L equals head_dim = {head_dim}: the "
+                  "number of positions is read off the wrong axis; x is (B, H, L, head_dim), so L = x.size(-2).")
 
 
 def _describe(config, offset=None, seq_len=None):
@@ -193,12 +209,102 @@ def _explain(task, rotary, case, got, what, atol, rtol):
     if start is not None and matches(got, start, atol, rtol):
         task.fail(f"{what} gives the output of positions 0 to {x.size(-2) - 1}: {OFFSET_IGNORED}", OFFSET_IGNORED.slug)
     diagnose(task, what, got, signatures(case, "outputs"), atol, rtol)  # the exponent's mistakes, an ignored base
+    _explain_layout(task, rotary, got, case["outputs"], what)
+    _explain_frequencies(task, rotary, case["config"], what)
     if not matches(_pair_norms(got), _pair_norms(x), atol, rtol):
+        _explain_second_feature(task, rotary, x.size(-1), what)
         task.fail(f"{what} changes the length of some pair (x[..., 2i], x[..., 2i + 1]): a rotation keeps it; turn "
                   "both features of each interleaved pair by the same angle p·theta_i with cos and sin.")
     if offset == 0 and not matches(got[..., 0, :], x[..., 0, :], atol, rtol):
         task.fail(f"{what} changes the token at position 0: its angle is 0, so it must come out unchanged.")
     _expect_relative(task, rotary, x, what, atol, rtol)
+
+
+def _pair_maps(rotary, head_dim, positions):
+    """(positions, head_dim // 2, 2, 2): the matrix by which the module maps each pair (x[2i], x[2i + 1]) at positions
+    0, 1, ..., read off its outputs for the inputs (1, 0) and (0, 1); None when a call fails."""
+    columns = []
+    for feature in (0, 1):
+        x = torch.zeros(1, 1, positions, head_dim, dtype=torch.float64)
+        x[..., feature::2] = 1.0
+        out = _probe(rotary, x, 0)
+        if out is None:
+            return None
+        columns.append(out[0, 0].unflatten(-1, (-1, 2)))  # (L, P, 2): the image of the unit vector
+    return torch.stack(columns, dim=-1)  # (L, P, 2, 2): [row, column]
+
+
+def _explain_second_feature(task, rotary, head_dim, what):
+    """Fail when y[2i] is a rotation's first feature but y[2i + 1] takes its two coefficients the other way round."""
+    maps = _pair_maps(rotary, head_dim, 4)
+    if maps is None:
+        return
+    first, second = maps[..., 0, :], maps[..., 1, :]  # (L, P, 2) each: the coefficients of x[2i] and x[2i + 1]
+    lengths = first.norm(dim=-1)
+    if torch.allclose(lengths, torch.ones_like(lengths)) and torch.allclose(second, first * first.new_tensor([1, -1])):
+        task.fail(f"{what}: the second feature of each pair is y[2i+1] = x[2i]·cos + x[2i+1]·sin, its two "
+                  "coefficients the other way round: a rotation has y[2i+1] = x[2i]·sin + x[2i+1]·cos (and "
+                  "y[2i] = x[2i]·cos - x[2i+1]·sin).")
+
+
+def _explain_layout(task, rotary, got, expected, what):
+    """Name tables whose cos and sin are swapped (row 0, angle 0, must be cos 1 and sin 0), or an output whose features
+    are the right values in another order."""
+    cos, sin = getattr(rotary, "cos", None), getattr(rotary, "sin", None)
+    if isinstance(cos, torch.Tensor) and isinstance(sin, torch.Tensor) and cos.dim() == 2 and sin.shape == cos.shape:
+        if torch.allclose(cos[0], torch.zeros_like(cos[0])) and torch.allclose(sin[0], torch.ones_like(sin[0])):
+            task.fail(f"{what}: row 0 of the table cos is 0 and of sin is 1: the tables are swapped, cos holds "
+                      "sin(p·theta_i) and sin holds cos(p·theta_i) (at angle 0, cos is 1 and sin is 0).")
+    perm = feature_permutation(got, expected)
+    if perm is not None:
+        moved = [f"{j} holds feature {k}'s" for j, k in enumerate(perm) if j != k][:3]
+        task.fail(f"{what}: the output holds the right values with its features in another order (output feature "
+                  f"{', '.join(moved)} value): put each rotated pair back at features 2i and 2i + 1, e.g. "
+                  "torch.stack([first, second], dim=-1).flatten(-2), not torch.cat.")
+
+
+# Exponents (a·2i + b) / head_dim tried for the frequencies the module turns at: (-1, 0) is the pinned one.
+EXPONENTS = [(a, b) for a in (-1, 1, -2, -0.5, 2, 0.5) for b in (0, -1, 1, -2, 2)]
+
+
+def _turn_angles(rotary, head_dim, positions):
+    """(positions, head_dim // 2): the angle by which the module turns the unit vector (1, 0) of each pair at
+    positions 0, 1, ..., in (-pi, pi]; None when it does not keep the pairs' lengths."""
+    x = torch.zeros(1, 1, positions, head_dim, dtype=torch.float64)
+    x[..., 0::2] = 1.0
+    out = _probe(rotary, x, 0)
+    if out is None:
+        return None
+    pairs = out[0, 0].unflatten(-1, (-1, 2))  # (L, P, 2)
+    if not torch.allclose(pairs.norm(dim=-1), torch.ones(pairs.shape[:-1], dtype=pairs.dtype), atol=1e-6):
+        return None
+    return torch.atan2(pairs[..., 1], pairs[..., 0])
+
+
+def _wrapped(angles):
+    return torch.remainder(angles + math.pi, 2 * math.pi) - math.pi
+
+
+def _explain_frequencies(task, rotary, config, what):
+    """Fail naming the exponent of the frequencies the module turns at, when it is another than -2i / head_dim."""
+    head_dim, base = config["head_dim"], config.get("base", 10000.0)
+    angles = _turn_angles(rotary, head_dim, min(config["max_len"], 4))
+    if angles is None:
+        return
+    pairs, positions = torch.arange(head_dim // 2, dtype=torch.float64), torch.arange(angles.size(0))[:, None]
+    for a, b in EXPONENTS:
+        theta = base ** ((a * 2 * pairs + b) / head_dim)
+        if (_wrapped(positions * theta - angles)).abs().max() < 1e-6:
+            if (a, b) == (-1, 0):
+                return
+            inner = ("" if abs(a) == 1 else f"{abs(a):g}·") + "2i" + ("" if b == 0 else
+                                                                     f" {'+' if b * a > 0 else '-'} {abs(b)}")
+            exponent = f"-({inner})" if a < 0 and b else f"-{inner}" if a < 0 else inner
+            hint = "the exponent's minus sign is missing, so the frequencies grow with i; " if a > 0 else ""
+            hint += "pair 0 must turn at theta_0 = base ** 0 = 1, so the exponents start at 0; " if b else ""
+            task.fail(f"{what}: pair i turns by theta_i = base ** ({exponent} / head_dim) per position: "
+                      f"{hint}use theta_i = base ** (-2i / head_dim), e.g. base ** (-torch.arange(0, head_dim, 2) / "
+                      "head_dim).")
 
 
 def _expect_relative(task, rotary, x, what, atol, rtol):
@@ -257,6 +363,19 @@ def _expect_value_error(task, RotaryEmbedding, config):
         task.fail(f"{what} returned {type(result).__name__} instead of raising: {NO_VALUE_ERROR}.", NO_VALUE_ERROR.slug)
 
 
+def _expect_follows_dtype(task, single, case):
+    """A float16 input to a module built under float32 comes back float16, close to the float64 values."""
+    what = "RotaryEmbedding (built under float32) on float16 input"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's note that complex float16 is experimental, for a complex rotation
+        got = task.call(what, single, case["x"].to(torch.float16), offset=case["offset"])
+    if isinstance(got, torch.Tensor) and got.is_floating_point() and got.dtype != torch.float16:
+        task.fail(f"{what} returns {got.dtype}: the output keeps the input's dtype; cast the slices of the tables "
+                  "to it before multiplying, e.g. cos = self.cos[offset:offset + L].to(x.dtype).")
+    got = expect_output(task, what, got, case["x"].shape, torch.float16, attention_api=False)
+    expect_close(task, what, got.double(), case["outputs"], 0.02, 0.01)
+
+
 @check_function(1)
 def check_task_1(task, RotaryEmbedding):
     """Check RotaryEmbedding(head_dim, max_len, base): its tables, float64 values at several positions, bases and
@@ -277,6 +396,7 @@ def check_task_1(task, RotaryEmbedding):
     expect_native_output(task, single, "RotaryEmbedding", "RotaryEmbedding on float32 input",
                          lambda: _rotate(task, single, case["x"].float(), case["offset"], "RotaryEmbedding.forward"),
                          case["outputs"], attention_api=False)
+    _expect_follows_dtype(task, single, case)
     task.passed("interleaved pairs turned counter-clockwise by p·theta_i from position offset, theta_i = "
                 "base ** (-2i / head_dim), the tables cos and sin as non-persistent buffers, the ValueError past "
                 "max_len, gradients and dtypes are right.")

@@ -5,6 +5,8 @@ import torch
 
 from .._compare import expect_tensor
 from .._core import Diagnosis, check_function, expect_callable, load_fixture, one_line, slug_of
+from .._probes import normalised_axis
+from ._probes_generic import arguments_of, reduced_along, shift_changes, torch_calls
 
 NAME = "sample_next_token"
 SIGMAS = 5.0  # a frequency may stray this many binomial standard deviations from its probability
@@ -88,6 +90,11 @@ def _draw(task, sample_next_token, logits, setting, generator, what=None):
     expect_tensor(task, what, tokens)
     if tuple(tokens.shape) == (logits.size(0),):
         task.fail(SHAPE_B)
+    if isinstance(tokens, torch.Tensor) and tuple(tokens.shape) != (logits.size(0), 1):
+        axis = reduced_along(tokens, logits, lambda t, a: t.argmax(a, keepdim=True))
+        if axis is not None and axis != logits.dim() - 1:
+            task.fail(f"{what} returns logits.argmax(dim={axis}), shape {tuple(tokens.shape)}: dim {axis} is the "
+                      "batch; take each row's argmax over the vocabulary, logits.argmax(dim=-1, keepdim=True).")
     expect_tensor(task, what, tokens, (logits.size(0), 1))
     if tokens.dtype != torch.long:
         task.fail(f"{what} has dtype {tokens.dtype}; token ids are torch.long (torch.multinomial and argmax give it).")
@@ -106,7 +113,62 @@ def _call(task, sample_next_token, logits, setting, generator, what):
         except Exception as error:  # noqa: BLE001 -- any student error becomes a message
             task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 80)}): {TOP_K_ABOVE_VOCAB}",
                       TOP_K_ABOVE_VOCAB.slug)
+    try:
+        return sample_next_token(logits, **setting, generator=generator)
+    except NotImplementedError:
+        pass  # task.call below says "not implemented yet"
+    except Exception:  # noqa: BLE001 -- explained first, then task.call repeats it as the student's error
+        _explain_probabilities(task, sample_next_token, logits, setting, what)
     return task.call(what, sample_next_token, logits, **setting, generator=generator)
+
+
+SOFTMAXES = (torch.softmax, torch.Tensor.softmax, torch.nn.functional.softmax, torch.log_softmax,
+             torch.Tensor.log_softmax, torch.nn.functional.log_softmax)
+
+
+def _softmax_axes(run):
+    """The axes (non-negative) of the softmaxes that run() takes of 2-D tensors, in order."""
+    axes = []
+    for func, args, kwargs in torch_calls(run):
+        if any(func is softmax for softmax in SOFTMAXES) and args and isinstance(args[0], torch.Tensor):
+            dim = args[1] if len(args) > 1 else kwargs.get("dim")
+            if isinstance(dim, int) and args[0].dim() == 2:
+                axes.append(dim % 2)
+    return axes
+
+
+def _explain_probabilities(task, sample_next_token, logits, setting, what):
+    """Fail naming the axis that the probabilities given to torch.multinomial are normalised over, when not the
+    vocabulary, or how many tokens top-k leaves per row, when not top_k."""
+    run = lambda: sample_next_token(logits, **setting, generator=torch.Generator().manual_seed(0))
+    if 0 in _softmax_axes(run):
+        task.fail(f"{what}: the softmax runs over dim 0, the batch: each row's probabilities must sum to 1 over the "
+                  "vocabulary, torch.softmax(logits, dim=-1).")
+    handed = [args[0] for args in arguments_of(run, torch.multinomial) if args]
+    if len(handed) != 1 or handed[0].shape != logits.shape:
+        return
+    axis = normalised_axis(handed[0])
+    if axis == 0 and logits.size(0) > 1:
+        task.fail(f"{what}: the probabilities given to torch.multinomial sum to 1 along dim 0, the batch: normalise "
+                  "each row over the vocabulary, torch.softmax(logits, dim=-1).")
+    asked = setting.get("top_k") or logits.size(-1)
+    if asked < logits.size(-1):
+        kept = sorted(set((handed[0] > 0).sum(-1).tolist()))
+        if kept and all(count < asked for count in kept):
+            task.fail(f"{what}: top-k leaves {' or '.join(map(str, kept))} token(s) per row a nonzero probability "
+                      f"where the logits have no ties, not top_k = {asked}: keep every logit >= the k-th largest, "
+                      "kth = logits.topk(k, dim=-1).values[:, -1:] (the last of the k values, not the first).")
+
+
+def _expect_shift_invariant(task, sample_next_token, fixture):
+    """Adding a constant to every logit of a row changes no probability: the draws stay the same (no overflow)."""
+    logits, setting = fixture["logits"], dict(temperature=1.0, top_k=None)
+    run = lambda tensor: sample_next_token(tensor, **setting, generator=torch.Generator().manual_seed(0))
+    change = shift_changes(run, logits, 1000.0)
+    if change:
+        task.fail(f"{NAME} with every logit raised by 1000 {'draws other tokens' if change == 'differs' else change}, "
+                  "though a softmax does not change when a constant is added to a row: exp(logits) overflows to inf "
+                  "for large logits; use torch.softmax(logits, dim=-1), which subtracts each row's maximum first.")
 
 
 def _expect_generator_used(task, sample_next_token, fixture):
@@ -189,6 +251,7 @@ def _expect_distributions(task, sample_next_token, fixture):
         for diagnosis in cases[name].get("mistakes", {}).get("frequencies", {}):
             if _fits_everywhere(diagnosis, observed, cases, count):
                 task.fail(f"{what}: {diagnosis}", slug_of(diagnosis))
+    _explain_probabilities(task, sample_next_token, fixture["logits"], setting, what)
     frequencies, probabilities = observed[wrong[0]], cases[wrong[0]]["probabilities"][0]
     worst = int(((frequencies - probabilities).abs() - _allowed(probabilities, count)).argmax())
     right = [name for name in observed if name not in wrong]
@@ -237,6 +300,7 @@ def check_task_6(task, sample_next_token):
     _expect_distributions(task, sample_next_token, fixture)
     _expect_ties_kept(task, sample_next_token)
     _expect_exact_draws(task, sample_next_token, fixture)
+    _expect_shift_invariant(task, sample_next_token, fixture)
     task.passed("shape (B, 1), greedy temperature 0, temperature before the softmax, top-k with its ties, and draws "
                 "from the "
                 "given generator are right.")

@@ -13,7 +13,7 @@ import torch
 from checkers.gpt import rotary as rotary_check
 
 from grading.cases.parts import called, helper, module, randn, random_weights, recipe
-from .facts import MAX_LEN, ROTARY
+from .facts import MAX_LEN, ROTARY, ROTARY_TABLES
 
 SEED = 919191  # never a seed of the notebook, the checkers or make_fixtures
 TOLERANCE = dict(atol=1e-6, rtol=1e-6)
@@ -62,7 +62,10 @@ def rotary_cases(reference, generator):
                      **rotary_tolerance(12)),
               recipe(1, "hidden: float32, module built under float32", False, call=called(x.float(), offset=17),
                      build=module("RotaryEmbedding", dtype="float32", native=True, head_dim=8, max_len=24),
-                     atol=1e-5, rtol=1e-5)]
+                     atol=1e-5, rtol=1e-5),
+              recipe(1, "hidden: float16 input, module built under float32", False, atol=0.02, rtol=0.01,
+                     call=called(x.to(torch.float16), offset=5),
+                     build=module("RotaryEmbedding", dtype="float32", native=True, head_dim=8, max_len=24))]
     return cases
 
 
@@ -80,6 +83,7 @@ def attention_cases(reference, generator):
                   recipe(2, f"hidden: {shape}, attention weights", False, build=built,
                          call=called(x, return_attention=True), **TOLERANCE)]
     cases += [
+        recipe(2, "hidden: the rotary tables cover max_len", False, build=built, facts=[ROTARY_TABLES]),
         recipe(2, "hidden: rope=False", False, call=called(x, return_attention=True), **TOLERANCE,
                build=module("CausalSelfAttention", ATTENTION, weights, **sizes, rope=False)),
         recipe(2, "hidden: gradients", False, build=module("CausalSelfAttention", ATTENTION, weights, **sizes),
@@ -131,6 +135,8 @@ def block_cases(reference, generator):
                   recipe(4, f"hidden: {activation}, gradients", False, build=built, grad=True, call=called(x),
                          **TOLERANCE)]
     cases += [
+        recipe(4, "hidden: dropout=0.0 in train mode", False, call=called(x), **TOLERANCE,
+               build=module("GPTBlock", BLOCK, weights, activation="nn.Tanh", dropout=0.0, mode="train", **sizes)),
         recipe(4, "hidden: dropout=0.4 in eval mode", False, call=called(x), **TOLERANCE,
                build=module("GPTBlock", BLOCK, weights, activation="nn.Tanh", dropout=0.4, **sizes)),
         recipe(4, "hidden: dropout=0.4 in train mode", False, compare="differ", call=called(x, repeat=2),
@@ -204,7 +210,8 @@ def sampling_cases(reference, generator):
              ("top_k=3 with the 3rd largest logit tied", called(tied, top_k=3, generator=seeded(18))),
              ("arguments by position", called(logits, 1.5, 2, seeded(19))),
              ("a batch of one", called(few[1:2], temperature=2.0, generator=seeded(20))),
-             ("float32 logits", called(logits.float(), temperature=0.7, generator=seeded(21)))]
+             ("float32 logits", called(logits.float(), temperature=0.7, generator=seeded(21))),
+             ("large logits (every row raised by 1000)", called(logits + 1000.0, generator=seeded(22)))]
     return [recipe(6, f"hidden: {name}", False, call=call) for name, call in cases]
 
 

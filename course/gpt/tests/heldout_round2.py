@@ -286,14 +286,5 @@ LIST = HeldOut("gpt", CHECKED, trained_model)
 
 # What this list found when it was written (issue 43), still open: mistakes its checks pass, and mistakes the
 # grade pays (tests/test_heldout_round2.py expects both to keep failing until mended; then the line goes).
-KNOWN_FALSE_PASSES = {
-    'block_dropout_default_half': 'nn.Dropout() drops at p = 0.5 whatever `dropout` says: checked in eval mode only',
-    'rope_tables_not_cast_to_input': 'a float16 or bfloat16 input comes back as float32',
-    'sample_unnormalised_exp': 'exp(logits) without subtracting the max overflows on large logits',
-}
-KNOWN_GRADE_PAYS = {
-    'block_dropout_default_half': 'nn.Dropout() drops at p = 0.5 whatever `dropout` says: checked in eval mode only',
-    'rope_tables_not_cast_to_input': 'a float16 or bfloat16 input comes back as float32',
-    'sample_unnormalised_exp': 'exp(logits) without subtracting the max overflows on large logits',
-    'attn_rotary_default_max_len': 'the check fails it, the grade pays: RoPE built without max_len',
-}
+KNOWN_FALSE_PASSES = {}
+KNOWN_GRADE_PAYS = {}

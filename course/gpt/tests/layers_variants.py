@@ -78,7 +78,7 @@ class RotaryFullWidth(nn.Module):
             raise ValueError(f"positions up to {end - 1} but max_seq_len is {self.max_seq_len}")
         pairs = x.unflatten(-1, (-1, 2))
         partner = torch.stack([-pairs[..., 1], pairs[..., 0]], dim=-1).flatten(-2)
-        return x * self.cos_full[offset:end] + partner * self.sin_full[offset:end]
+        return x * self.cos_full[offset:end].to(x.dtype) + partner * self.sin_full[offset:end].to(x.dtype)
 
 
 ROTARIES = [RotaryComplex, RotaryFloat32Angles, RotaryFullWidth]
