@@ -1,14 +1,34 @@
-"""A held-out list of mistakes (course/<name>/tests/heldout_round2.py): each mistake, as edits of the reference answer
-source, planted, built, and run through its task's check, in one place for every list, the test that holds the lists
-(tests/test_heldout_round2.py) and the tool that prints what the checks said (tools/heldout_messages.py)."""
+"""A held-out list of mistakes (course/<name>/tests/heldout_round<N>.py, one per round of writing): each mistake, as
+edits of the reference answer source, planted, built, and run through its task's check, in one place for every list,
+the test that holds the lists (tests/test_heldout_round2.py) and the tool that prints what the checks said
+(tools/heldout_messages.py)."""
 import contextlib
 import importlib
 import io
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from course.mutant import Mutant
 from course.reference import load_reference, reference_source
-from course.registry import assignment
+from course.registry import assignment, assignments
+
+ROUND = re.compile(r"heldout_round(\d+)\.py")
+
+
+def held_out_lists(round_=None):
+    """{(assignment, round): the list's module} of every registered assignment, in registry and round order; round_:
+    that round only."""
+    found = {}
+    for registered in assignments():
+        folder = Path(__file__).resolve().parent / registered.name / "tests"
+        numbers = sorted(int(match.group(1)) for path in folder.glob("heldout_round*.py")
+                         if (match := ROUND.fullmatch(path.name)))
+        for number in numbers:
+            if round_ in (None, number):
+                module = f"course.{registered.name}.tests.heldout_round{number}"
+                found[registered.name, number] = importlib.import_module(module)
+    return found
 
 
 @dataclass(frozen=True)
