@@ -7,6 +7,7 @@ import torch
 
 from .._compare import matches
 from .._core import Diagnosis
+from ._probes_linear import coefficients
 
 ATOL, RTOL = 1e-9, 1e-9
 CLS_LAST = Diagnosis(
@@ -132,4 +133,18 @@ def explain_tokens(task, got, case, what):
     if matches(first, positions[0].expand_as(first), ATOL, RTOL):
         task.fail(f"{what} is wrong: {CLS_UNUSED}", CLS_UNUSED.slug)
     if not cls_right:
+        _explain_first_token(task, first[0], cls_token, positions[0], what)
         task.fail(f"{what} is wrong: {CLS_WRONG}", CLS_WRONG.slug)
+
+
+def _explain_first_token(task, first, cls_token, position, what):
+    """Fail saying how many times token 0 holds cls_token and row 0 of the positions, when it is a sum of them."""
+    found = coefficients(first, {"cls_token": cls_token, "position": position})
+    if not found or found == {"cls_token": 1, "position": 1}:
+        return
+    times = {0: "not at all", 1: "once", 2: "twice"}
+    said = {name: times.get(count, f"{count} times") for name, count in found.items()}
+    task.fail(f"{what} is wrong: the patch tokens are right, but token 0 is {found['cls_token']}·cls_token + "
+              f"{found['position']}·(row 0 of position_embedding): it holds cls_token {said['cls_token']} and row 0 "
+              f"{said['position']}; add each once, torch.cat([cls, patches], dim=1) + position_embedding with cls "
+              "the bare cls_token expanded over the batch.")

@@ -8,6 +8,7 @@ from .._core import Diagnosis, CheckFailure, check_function, expect_module_class
 from .._dependencies import attention_function, explain_parts
 from .._modules import build, expect_gradients_everywhere, expect_native_output, load
 from ._roles import patch_embedding_slots
+from ._probes_shapes import size_rule, swapped_axes
 from ._tokens import ATOL, RTOL, explain_tokens
 
 NAME = "PatchEmbedding"
@@ -56,6 +57,27 @@ IN_PLACE = Diagnosis(
     "PatchEmbedding.forward modified its input `images` in place; build new tensors instead.")
 
 
+# What a wrong size of the student's parts may follow (the right formula first): a size_rule probe builds the class at
+# several sizes and names the one formula that gives what it built every time.
+PATCH_VALUES = {"in_channels * patch_size ** 2": lambda in_channels, patch_size, **_: in_channels * patch_size ** 2,
+                "(in_channels * patch_size) ** 2": lambda in_channels, patch_size, **_: (in_channels * patch_size) ** 2,
+                "in_channels * patch_size * 2": lambda in_channels, patch_size, **_: in_channels * patch_size * 2,
+                "in_channels ** 2 * patch_size": lambda in_channels, patch_size, **_: in_channels ** 2 * patch_size,
+                "in_channels + patch_size ** 2": lambda in_channels, patch_size, **_: in_channels + patch_size ** 2}
+PATCH_COUNTS = {"(image_size // patch_size) ** 2": lambda image_size, patch_size, **_: (image_size // patch_size) ** 2,
+                "image_size // patch_size ** 2": lambda image_size, patch_size, **_: image_size // patch_size ** 2,
+                "image_size ** 2 // patch_size": lambda image_size, patch_size, **_: image_size ** 2 // patch_size,
+                "image_size // patch_size * 2": lambda image_size, patch_size, **_: image_size // patch_size * 2}
+PROBED_SIZES = (dict(image_size=8, patch_size=2, in_channels=3), dict(image_size=12, patch_size=3, in_channels=2))
+
+
+def _size_formula(embedding, config, measure, formulas):
+    """The wrong formula of formulas the student's class follows for measure on config and PROBED_SIZES, or None."""
+    configs = [config] + [dict(config, **sizes) for sizes in PROBED_SIZES]
+    rule = size_rule(lambda changed: type(embedding)(**changed), configs, measure, formulas)
+    return None if rule == next(iter(formulas)) else rule
+
+
 def describe(config):
     return f"{NAME}({', '.join(f'{key}={value}' for key, value in config.items())})"
 
@@ -79,6 +101,13 @@ def _expect_projection(task, embedding, config, what):
         task.fail(f"{what}: {PATCH_AXIS}", PATCH_AXIS.slug)
     if projection.in_features == config["patch_size"] ** 2 != sizes[0]:
         task.fail(f"{what}: " + ONE_CHANNEL.format(area=projection.in_features, size=sizes[0]))
+    rule = projection.in_features != sizes[0] and _size_formula(
+        embedding, config, lambda built: built.projection.in_features, PATCH_VALUES)
+    if rule:
+        task.fail(f"{what}.projection is nn.Linear({projection.in_features}, {projection.out_features}): its input "
+                  f"width follows {rule} at every size tried, but a patch holds in_channels * patch_size ** 2 = "
+                  f"{sizes[0]} values (** binds before *): make it nn.Linear(in_channels * patch_size ** 2, "
+                  "embed_dim).")
     if (projection.in_features, projection.out_features) != sizes:
         task.fail(f"{what}.projection is nn.Linear({projection.in_features}, {projection.out_features}), expected "
                   f"nn.Linear(in_channels * patch_size**2, embed_dim) = nn.Linear{sizes}.")
@@ -106,9 +135,28 @@ def _expect_parameters(task, embedding, config, what):
     if position_shape in ((1, side + 1, embed_dim), (side + 1, embed_dim)) and side + 1 != num_patches + 1:
         task.fail(f"{what}: " + ONE_SIDE.format(rows=side + 1, side=side, num_patches=num_patches,
                                                  wanted=num_patches + 1, embed_dim=embed_dim))
-    if position_shape != (1, num_patches + 1, embed_dim):
-        task.fail(f"{what}.position_embedding has shape {position_shape}, expected (1, N + 1, embed_dim) = "
-                  f"(1, {num_patches + 1}, {embed_dim}) for N = {num_patches} patches.")
+    _explain_position_shape(task, embedding, config, what, position_shape)
+
+
+def _explain_position_shape(task, embedding, config, what, position_shape):
+    """Fail when position_embedding is not (1, N + 1, D), naming swapped axes or the formula its rows follow."""
+    embed_dim, num_patches = config["embed_dim"], (config["image_size"] // config["patch_size"]) ** 2
+    expected = (1, num_patches + 1, embed_dim)
+    if position_shape == expected:
+        return
+    order = swapped_axes(position_shape, expected, ("1", "N + 1", "embed_dim"))
+    if order:
+        task.fail(f"{what}.position_embedding has shape {position_shape} = {order}, its axes in another order: make "
+                  f"it (1, N + 1, embed_dim) = {expected}, so that it adds to the (B, N + 1, embed_dim) tokens.")
+    rule = len(position_shape) == 3 and _size_formula(
+        embedding, config, lambda built: built.position_embedding.shape[-2] - 1, PATCH_COUNTS)
+    if rule:
+        binding = " (** binds before //)" if "// patch_size **" in rule else ""
+        task.fail(f"{what}.position_embedding has {position_shape[-2]} rows: its number of patches follows {rule} "
+                  f"at every size tried{binding}, where the grid has N = (image_size // "
+                  f"patch_size) ** 2 = {num_patches} patches: make it (1, N + 1, embed_dim) = {expected}.")
+    task.fail(f"{what}.position_embedding has shape {position_shape}, expected (1, N + 1, embed_dim) = "
+              f"(1, {num_patches + 1}, {embed_dim}) for N = {num_patches} patches.")
 
 
 def loaded(task, PatchEmbedding, case, dtype=torch.float64):

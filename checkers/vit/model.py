@@ -11,6 +11,7 @@ from .._weights import MissingPart
 from ._build_probes import embedding_sizes, swapped_block_sizes
 from ._roles import attribute_path, vit_blocks, vit_slots
 from ._model_probes import explain_block, explain_flow, explain_readout, recorded
+from . import _probes_model as probes
 
 ATOL, RTOL = 1e-6, 1e-6
 NAME = "VisionTransformer"
@@ -48,15 +49,28 @@ DROPOUT_NOT_PASSED = Diagnosis(
     "every PreNormBlock.")
 
 
-def _structure(task, model, config):
+def _expect_blocks_listed(task, cls, model, config):
+    """blocks is an nn.ModuleList (or nn.Sequential) of num_layers blocks; a failure says what a probe finds."""
+    blocks, num_layers = getattr(model, "blocks", None), config["num_layers"]
+    listed = probes.plain_list(blocks)
+    if listed:
+        task.fail(f"{NAME}.blocks {listed}")
+    if not isinstance(blocks, (nn.ModuleList, nn.Sequential)):
+        task.fail(f"{NAME}.blocks should be an nn.ModuleList of num_layers = {num_layers} PreNormBlocks.")
+    if len(blocks) != num_layers:
+        rule = probes.count_rule(lambda changed: cls(**changed), config, "num_layers",
+                                 lambda built: len(getattr(built, "blocks", ())))
+        task.fail(f"{NAME}.blocks holds {len(blocks)} blocks for num_layers = {num_layers}"
+                  f"{f' ({rule})' if rule else ''}: build exactly num_layers PreNormBlocks, one per layer.")
+
+
+def _structure(task, model, config, cls):
     """patch_embedding, num_layers distinct blocks, final_norm LayerNorm(D), head Linear(D, K), every role present."""
-    embed_dim, num_classes, num_layers = config["embed_dim"], config["num_classes"], config["num_layers"]
+    embed_dim, num_classes = config["embed_dim"], config["num_classes"]
     if not isinstance(getattr(model, "patch_embedding", None), nn.Module):
         task.fail(f"{NAME}.patch_embedding should be a PatchEmbedding(image_size, patch_size, in_channels, "
                   "embed_dim).")
-    blocks = getattr(model, "blocks", None)
-    if not isinstance(blocks, (nn.ModuleList, nn.Sequential)) or len(blocks) != num_layers:
-        task.fail(f"{NAME}.blocks should be an nn.ModuleList of num_layers = {num_layers} PreNormBlocks.")
+    _expect_blocks_listed(task, cls, model, config)
     listed = vit_blocks(model)
     for second, block in enumerate(listed):
         first = next(index for index, other in enumerate(listed) if other is block)
@@ -125,6 +139,9 @@ def _load(task, model, weights, config):
                 sizes = embedding_sizes(model, config)
                 if sizes:
                     task.fail(f"{NAME}.{sizes}")
+            width = probes.feedforward_from(model, config) if role.startswith("blocks.") else None
+            if width:
+                task.fail(f"{NAME}: {width}")
             task.fail(f"{NAME}: `{attribute_path(model, slot, role)}` has shape {tuple(slot.shape)}, expected "
                       f"{tuple(value.shape)}.")
     return load(task, model, vit_slots, weights, NAME)
@@ -168,7 +185,13 @@ def _expect_logits(task, model, fixture):
     images, expected = fixture["images"], fixture["logits"]
     what = f"{NAME}(images)"
     logits = task.call(what, model, images)
-    if isinstance(logits, torch.Tensor) and logits.dim() == 3 and logits.shape[::2] == expected.shape:
+    if isinstance(logits, torch.Tensor) and logits.shape != expected.shape:
+        outputs = recorded(model, images)["outputs"]
+        read = outputs and probes.readout_of(model, outputs[-1], logits.detach())
+        if read:
+            task.fail(f"{what} has shape {tuple(logits.shape)}, expected {tuple(expected.shape)}: {read}.")
+    if isinstance(logits, torch.Tensor) and logits.dim() == 3 and logits.shape[::2] == expected.shape and \
+            logits.size(1) > 1:
         task.fail(f"{what} has shape {tuple(logits.shape)}: {HEAD_EVERY_TOKEN}", HEAD_EVERY_TOKEN.slug)
     expect_tensor(task, f"{what} logits", logits, expected.shape, expected.dtype)
     expect_finite(task, f"{what} logits", logits)
@@ -178,6 +201,12 @@ def _expect_logits(task, model, fixture):
         explain_readout(task, what, model, logits, record)
         diagnose(task, f"{what} logits", logits, signatures(fixture, "logits"), ATOL, RTOL)
     expect_close(task, f"{what} logits", logits, expected, ATOL, RTOL)
+    dropped = probes.batch_of_one(model, images, expected)
+    if dropped:
+        task.fail(f"{what}: {dropped}")
+    alone = task.call(f"{what[:-1]}[:1])", model, images[:1])
+    expect_tensor(task, f"{what[:-1]}[:1]) logits", alone, expected[:1].shape, expected.dtype)
+    expect_close(task, f"{what[:-1]}[:1]) logits", alone, expected[:1], ATOL, RTOL)
 
 
 def _expect_attention(task, model, fixture):
@@ -216,6 +245,9 @@ def _explain_attention(task, what, model, got, fixture):
     seen = recorded(model, fixture["images"])["attention"]
     if len(seen) == len(got) and all(isinstance(a, torch.Tensor) and a.shape == got.shape[1:] for a in seen) \
             and not matches(got, torch.stack(seen), ATOL, RTOL):
+        unnormalised = probes.maps_without_norm(vit_blocks(model), recorded(model, fixture["images"])["inputs"], got)
+        if unnormalised:
+            task.fail(f"{what}: {unnormalised}")
         task.fail(f"{what}: {DISAGREES}", DISAGREES.slug)
 
 
@@ -252,7 +284,7 @@ def check_task_3(task, VisionTransformer):
     expect_module_class(task, VisionTransformer, NAME)
     fixture = load_fixture(__package__, 3)
     model = _built(task, VisionTransformer, fixture["config"])
-    _structure(task, model, fixture["config"])
+    _structure(task, model, fixture["config"], VisionTransformer)
     _load(task, model, fixture["weights"], fixture["config"]).eval()
     _expect_embedding(task, model, fixture)
     _expect_blocks(task, model, fixture)

@@ -57,6 +57,23 @@ NO_GRADIENT = Diagnosis(
     "no gradient reaches the images: build the patches with torch operations on `images` (no .detach(), "
     ".numpy() or torch.tensor(...)), so that the patch embedding can be trained through them.")
 
+ROWS_FROM_WIDTH = Diagnosis(
+    "rows-from-width",
+    "it is right on square images but not on {height} × {width} ones: the patch rows and columns are counted "
+    "from the wrong sides; H / p patch rows come from the height and W / p patch columns from the width.")
+ONE_SIDE_TESTED = Diagnosis(
+    "one-side-tested",
+    "it raises ValueError when {tested} is not a multiple of patch_size but not when only {other} is: test both "
+    "sides, `if H % patch_size or W % patch_size`.")
+BOTH_SIDES_NEEDED = Diagnosis(
+    "both-sides-needed",
+    "it raises ValueError only when both H and W are not multiples of patch_size, not when one side alone is: "
+    "either side is enough, `if H % patch_size or W % patch_size` (or, not and).")
+RESHAPED = Diagnosis(
+    "reshaped",
+    "the values are the right patches in the right order, but shaped {shape}{meaning}: reshape the result to "
+    "(B, N, C·p·p), N = (H / p)·(W / p) patch tokens of C·p·p values each.")
+
 LOOPS = Diagnosis(
     "loops",
     "it loops in Python over the patches; use reshape/permute (or einops) so the work does not grow with the "
@@ -127,6 +144,9 @@ def _explain_shape(task, patchify, images_shape, patch_size, got_shape, what):
     batch_size, channels, height, width = images_shape
     num_patches, size = (height // patch_size) * (width // patch_size), channels * patch_size * patch_size
     found = f"{what} has shape {got_shape}, expected {(batch_size, num_patches, size)} = (B, N, C·p·p)"
+    regrouped = _regrouped(patchify, images_shape, patch_size, got_shape)
+    if regrouped:
+        task.fail(f"{found}: {regrouped}", RESHAPED.slug)
     index = probe(patchify, images_shape, patch_size)
     if index is not None:
         if is_patchify(index.transpose(1, 2), images_shape, (patch_size, patch_size)):
@@ -135,6 +155,38 @@ def _explain_shape(task, patchify, images_shape, patch_size, got_shape, what):
             task.fail(f"{found}: {PER_SIDE}", PER_SIDE.slug)
     task.fail(f"{found}, for N = (H / p)·(W / p) = ({height} / {patch_size})·({width} / {patch_size}) = "
               f"{num_patches} patches of C·p·p = {size} values.")
+
+
+def _regrouped(patchify, images_shape, patch_size, got_shape):
+    """RESHAPED filled in when patchify's output, read in memory order as (B, N, C·p·p), is right: the grid not
+    flattened, (B, H / p, W / p, C·p·p), the channels as tokens, (B, C·N, p·p), or another grouping."""
+    batch_size, channels, height, width = images_shape
+    rows, cols, area = height // patch_size, width // patch_size, patch_size * patch_size
+    images = torch.arange(math.prod(images_shape), dtype=torch.float64).reshape(images_shape)
+    try:
+        with torch.no_grad():
+            got = patchify(images, patch_size).reshape(batch_size, rows * cols, channels * area)
+    except Exception:  # noqa: BLE001 -- only a probe
+        return None
+    if not torch.equal(got.round(), got) or not is_patchify(got.long(), images_shape, (patch_size, patch_size)):
+        return None
+    meanings = {(batch_size, rows, cols, channels * area): " = (B, H / p, W / p, C·p·p), the patch grid not flattened",
+                (batch_size, channels * rows * cols, area): " = (B, C·N, p·p), each channel of a patch a token of its "
+                                                            "own"}
+    return RESHAPED.format(shape=got_shape, meaning=meanings.get(tuple(got_shape), ""))
+
+
+def _square_only(patchify, shape, patch_size):
+    """ROWS_FROM_WIDTH filled in when patchify is right on square images of the shorter side and on the transposed
+    shape's squares but wrong on this non-square one (rows and columns counted from the wrong sides)."""
+    batch_size, channels, height, width = shape
+    side = min(height, width)
+    if height == width or side % patch_size:
+        return None
+    square = probe(patchify, (batch_size, channels, side, side), patch_size)
+    if square is None or not is_patchify(square, (batch_size, channels, side, side), (patch_size, patch_size)):
+        return None
+    return ROWS_FROM_WIDTH.format(height=height, width=width)
 
 
 def _runs(patchify, shape, patch_size):
@@ -187,6 +239,9 @@ def _expect_case(task, patchify, case, passed):
     what = describe(images, patch_size)
     if not matches(got, case["patches"], ATOL, RTOL):
         expect_finite(task, what, got)
+        square = _square_only(patchify, tuple(images.shape), patch_size)
+        if square:
+            task.fail(f"{what} is wrong: {square}", square.slug)
         explain_order(task, patchify, tuple(images.shape), patch_size, what)
     expect_close(task, what, got, case["patches"], ATOL, RTOL)
 
@@ -204,9 +259,35 @@ def _expect_value_error(task, patchify, shape, patch_size):
             task.fail(f"{what} raised ValueError({one_line(error, 100)!r}): {SIZES_UNNAMED}", SIZES_UNNAMED.slug)
         return
     except Exception as error:  # noqa: BLE001 -- the student's error, named below
-        task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 100)}): {NO_VALUE_ERROR}",
-                  NO_VALUE_ERROR.slug)
-    task.fail(f"{what} returned {type(result).__name__} instead of raising: {NO_VALUE_ERROR}", NO_VALUE_ERROR.slug)
+        sides = _sides_tested(patchify, shape[1], patch_size)
+        task.fail(f"{what} raised {type(error).__name__} ({one_line(error, 100)}): {sides or NO_VALUE_ERROR}",
+                  (sides or NO_VALUE_ERROR).slug)
+    sides = _sides_tested(patchify, shape[1], patch_size)
+    task.fail(f"{what} returned {type(result).__name__} instead of raising: {sides or NO_VALUE_ERROR}",
+              (sides or NO_VALUE_ERROR).slug)
+
+
+def _sides_tested(patchify, channels, patch_size):
+    """Which bad sides make patchify raise ValueError: ONE_SIDE_TESTED when only one side's, BOTH_SIDES_NEEDED when
+    only both at once; None otherwise (none, or every one)."""
+    if patch_size < 2:
+        return None
+    good, bad = 2 * patch_size, 2 * patch_size + 1
+    raised = {}
+    for name, (height, width) in {"H": (bad, good), "W": (good, bad), "both": (bad, bad)}.items():
+        try:
+            patchify(torch.zeros(1, channels, height, width), patch_size)
+            raised[name] = False
+        except ValueError:
+            raised[name] = True
+        except Exception:  # noqa: BLE001 -- only a probe: any other error is no ValueError
+            raised[name] = False
+    if raised["both"] and raised["H"] != raised["W"]:
+        tested = "H" if raised["H"] else "W"
+        return ONE_SIDE_TESTED.format(tested=tested, other="W" if tested == "H" else "H")
+    if raised["both"] and not raised["H"] and not raised["W"]:
+        return BOTH_SIDES_NEEDED
+    return None
 
 
 def _expect_non_contiguous(task, patchify, case):

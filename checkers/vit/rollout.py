@@ -3,6 +3,7 @@ import torch
 
 from .._compare import expect_close, expect_finite, expect_tensor, matches, signatures
 from .._core import Diagnosis, CheckFailure, check_function, expect_callable, load_fixture, slug_of
+from . import _probes_rollout as probes
 
 NAME = "attention_rollout"
 ATOL, RTOL = 1e-9, 1e-7
@@ -80,7 +81,14 @@ def _roll(task, attention_rollout, maps, what):
         if " raised " in str(failure) and maps[0].dtype == torch.float64 and \
                 _rollout_or_none(attention_rollout, [attention.float() for attention in maps]) is not None:
             task.fail(f"{str(failure).split(': ', 1)[1].rstrip('.')}; {FIXED_DTYPE}", FIXED_DTYPE.slug)
+        axes = " raised " in str(failure) and probes.explain_raise(attention_rollout, maps)
+        if axes:
+            task.fail(f"{what}: {axes}")
         raise
+    if rollout is None:
+        skipped = probes.none_for_one_layer(attention_rollout, maps) if len(maps) == 1 else None
+        if skipped:
+            task.fail(f"{what}: {skipped}")
     if any(not torch.equal(attention.detach(), saved) for attention, saved in zip(maps, before)):
         task.fail(MODIFIES_INPUT)
     batch_size, num_heads, seq_len, _ = maps[0].shape
@@ -101,6 +109,7 @@ def _expect_case(task, attention_rollout, name, case, cases):
         _diagnose(task, attention_rollout, what, rollout, case, cases)
         _explain_composition(task, attention_rollout, what, dict(got=rollout, maps=case["maps"]), cases)
         _explain_layer(task, what, rollout, case["maps"])
+        _explain_probes(task, attention_rollout, what, rollout, case)
         _explain_row_sums(task, what, rollout, len(case["maps"]))
     expect_close(task, what, rollout, case["rollout"], ATOL, RTOL)
 
@@ -155,6 +164,19 @@ def _combinations(attention_rollout, maps):
         later_left, earlier_left, product = single @ later_left, earlier_left @ single, single * product
     return {RIGHT: later_left, ELEMENTWISE: product, WRONG_ORDER: earlier_left, LAST_LAYER: alone[-1],
             FIRST_LAYER: alone[0]}
+
+
+def _explain_probes(task, attention_rollout, what, rollout, case):
+    """Fail with what a probe of the function finds: a transposed result, rows normalised over the whole matrix,
+    only the first head read, the first layer treated apart, a layer left out; otherwise return."""
+    maps = case["maps"]
+    for found in (probes.transposed(rollout.detach(), case["rollout"]),
+                  probes.whole_matrix_normalised(rollout.detach(), len(maps)),
+                  probes.only_first_head(attention_rollout, maps),
+                  probes.first_layer_apart(attention_rollout, maps),
+                  probes.skipped_layers(attention_rollout, maps)):
+        if found:
+            task.fail(f"{what} is wrong: {found}")
 
 
 def _explain_layer(task, what, rollout, maps):

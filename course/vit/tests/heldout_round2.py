@@ -157,7 +157,5 @@ LIST = HeldOut("vit", CHECKED)
 
 # What this list found when it was written (issue 43), still open: mistakes its checks pass, and mistakes the
 # grade pays (tests/test_heldout_round2.py expects both to keep failing until mended; then the line goes).
-KNOWN_FALSE_PASSES = {
-    'vit_logits_squeezed': 'a batch of one image gives logits of shape (K,): the check passes, the grade pays nothing',
-}
+KNOWN_FALSE_PASSES = {}
 KNOWN_GRADE_PAYS = {}

@@ -54,7 +54,7 @@ EMBEDDINGS = {
     "zeros in the [CLS] slot": (lambda self, cls, patches: torch.cat([torch.zeros_like(cls), patches], dim=1)
                                 + self.position_embedding, _tokens.CLS_UNUSED),
     "[CLS] doubled": (lambda self, cls, patches: torch.cat([2 * cls, patches], dim=1) + self.position_embedding,
-                      _tokens.CLS_WRONG),
+                      "token 0 is 2·cls_token + 1·(row 0 of position_embedding): it holds cls_token twice"),
     "LayerNorm on the tokens": (lambda self, cls, patches: nn.functional.layer_norm(
         torch.cat([cls, patches], dim=1) + self.position_embedding, cls.shape[-1:]), _tokens.NORMALISED),
     "every token doubled": (lambda self, cls, patches: 2 * (torch.cat([cls, patches], dim=1)
