@@ -10,7 +10,8 @@ ASSIGNMENT ?=
 EACH_ASSIGNMENT = names="$(or $(ASSIGNMENT),$$($(BIN)/python -m course.registry names))" && for name in $$names; do
 export MPLBACKEND := Agg
 
-.PHONY: lab test test-all test-slurm release student-dist fixtures assets bench collect grade grade-slurm grade-k8s report similarity clean
+.PHONY: lab test test-all test-slurm test-hub release student-dist fixtures assets bench collect grade grade-slurm grade-k8s hub-release hub-collect hub-feedback report \
+	similarity clean
 
 # pip compiles every installed module to bytecode on one core (22 of the install's 35 s, docs/bench.md): it installs
 # without. What the grading sandbox imports must be compiled before it runs (its site-packages are read-only, so it
@@ -65,6 +66,11 @@ test-all: $(COMPILED)  ## every test: the fast tier, end-to-end grading and red 
 test-slurm: $(COMPILED)  ## grading through a real Slurm cluster, end to end (root; Debian's slurmctld, slurmd, munge)
 	$(BIN)/python tools/timed.py "Slurm, end to end" -- $(BIN)/pytest -q -m cluster tests/test_slurm.py
 
+# make test-hub: only the test that runs the course on a JupyterHub it starts (tests/test_hub.py, marker hub; root,
+# Debian's chromium and bubblewrap, npm's configurable-http-proxy, or skipped saying why); make test-all runs it too.
+test-hub: $(COMPILED)  ## the course on a real JupyterHub through nbgrader's exchange, end to end (root)
+	$(BIN)/python tools/timed.py "JupyterHub, end to end" -- $(BIN)/pytest -q -m hub tests/test_hub.py
+
 release: $(STAMP)  ## regenerate the student notebooks from the references (nbgrader generate_assignment)
 	$(EACH_ASSIGNMENT) \
 		$(BIN)/nbgrader generate_assignment $$name --no-db --force --log-level=WARN || exit 1; \
@@ -104,6 +110,13 @@ grade-k8s: $(COMPILED)  ## write Kubernetes Jobs: make grade-k8s SHARDS=N IMAGE=
 	$(BIN)/python -m grading.cluster.k8s --shards "$(SHARDS)" --image "$(IMAGE)" \
 		$(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") $(if $(CLAIM),--claim "$(CLAIM)") \
 		$(if $(RERUN),--rerun "$(RERUN)") --jobs "$(or $(JOBS),1)" --sandbox "$(or $(SANDBOX),auto)"
+
+# On a JupyterHub (docs/instructors.md, "On a JupyterHub"): nbgrader's exchange, EXCHANGE=/srv/nbgrader/exchange unless
+# given. hub-release puts notebooks/<a>/ in the students' Assignment Lists; after the deadline hub-collect fills
+# submitted/ (then make grade), and hub-feedback hands each student their own feedback page.
+EXCHANGE ?= /srv/nbgrader/exchange
+hub-release hub-collect hub-feedback: $(STAMP)  ## nbgrader's exchange on a hub: make hub-release|hub-collect|hub-feedback ASSIGNMENT=name
+	$(BIN)/python -m grading.exchange $(patsubst hub-%,%,$@) --assignment "$(ASSIGNMENT)" --exchange "$(EXCHANGE)"
 
 # make report ASSIGNMENT=A: what the class got wrong, from the last grading's record (reports/<a>/graded.json):
 # reports/<a>/class_report.html (one file, opens offline) and diagnoses.csv (student data: git-ignored).

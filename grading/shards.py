@@ -11,6 +11,7 @@ import os
 from dataclasses import asdict
 
 from .judge import Result, Verdict
+from .publish import CARRIED
 
 INDEX_VARIABLES = ("SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX")  # where a cluster puts a task's index
 
@@ -66,7 +67,8 @@ def save_result(folder, result, build):
     rendered = build / "rendered" / result.student / folder.name
     write_atomically(folder / f"{result.student}.json", {
         "result": asdict(result), "notebook": text_of(rendered / f"{folder.name}.ipynb"),
-        "timestamp": text_of(rendered / "timestamp.txt"), "log": text_of(build / "logs" / f"{result.student}.log")})
+        "carried": {name: text_of(rendered / name) for name in CARRIED},
+        "log": text_of(build / "logs" / f"{result.student}.log")})
 
 
 def save_manifest(folder, index, count, students, context):
@@ -114,8 +116,9 @@ def restore(folder, student, build):
     """The saved Result of a student; its graded notebook and log written back where one run leaves them in build."""
     saved = json.loads((folder / f"{student}.json").read_text(encoding="utf-8"))
     rendered, logs = build / "rendered" / student / folder.name, build / "logs"
-    for path, text in ((rendered / f"{folder.name}.ipynb", saved["notebook"]),
-                       (rendered / "timestamp.txt", saved["timestamp"]), (logs / f"{student}.log", saved["log"])):
+    carried = [(rendered / name, text) for name, text in saved["carried"].items()]
+    for path, text in [(rendered / f"{folder.name}.ipynb", saved["notebook"]), *carried,
+                       (logs / f"{student}.log", saved["log"])]:
         if text is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")

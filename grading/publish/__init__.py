@@ -57,13 +57,19 @@ def write_minimal(course, release, submission, graded, reason):
     write_rendered(course, submission, notebook)
 
 
+# What nbgrader's exchange keeps beside a submission and carries on to its feedback: the time it was submitted, and the
+# secret that names the student's feedback page in the exchange (`nbgrader release_feedback` needs both).
+CARRIED = ("timestamp.txt", "submission_secret.txt")
+
+
 def write_rendered(course, submission, notebook):
-    """build/grading/rendered/<student>/<assignment>/<assignment>.ipynb (and the submission's timestamp)."""
+    """build/grading/rendered/<student>/<assignment>/<assignment>.ipynb, and the submission's CARRIED files."""
     folder = course.build / "rendered" / submission.student / course.assignment
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{course.assignment}.ipynb").write_text(json.dumps(notebook, indent=1), encoding="utf-8")
-    if (submission.folder / "timestamp.txt").is_file():
-        shutil.copy(submission.folder / "timestamp.txt", folder / "timestamp.txt")
+    for name in CARRIED:
+        if (submission.folder / name).is_file():
+            shutil.copy(submission.folder / name, folder / name)
 
 
 def publish(course, release, submissions, results, context, student=None, layouts=LAYOUTS):
