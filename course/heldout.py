@@ -45,8 +45,9 @@ class HeldOut:
         return Mutant(item["task"], item["name"], item["edits"]).apply(reference_source(assignment(self.name)))
 
     def arguments(self, item):
-        """Every object the task's check cell passes, in order, built from the edited source."""
-        namespace = load_reference(self.source(item))
+        """Every object the task's check cell passes, in order, built from the edited source run as a student's notebook
+        cell (so that a check shows its lines, as in the notebook)."""
+        namespace = load_reference(self.source(item), cell=f"<ipython-input-{self.name}-{item['name']}>")
         names = self.checked[item["task"]]
         found = tuple(namespace[name] for name in ((names,) if isinstance(names, str) else names))
         return found + tuple(self.extra(namespace, item["task"]) if self.extra else ())

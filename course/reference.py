@@ -4,6 +4,7 @@ Read by tools/ (fixtures, assets, bench) and grading/ (expected values), never c
 probe can read. Only the tasks answered by definitions are executed: a training task's answer trains a model.
 """
 import json
+import linecache
 import math
 from pathlib import Path
 
@@ -60,10 +61,17 @@ def solution_regions(notebook):
     return answers, given
 
 
-def load_reference(source=None):
-    """Execute the reference answer cells (or a variant of their source) and return their namespace."""
+def load_reference(source=None, cell=None):
+    """Execute the reference answer cells (or a variant of their source) and return their namespace.
+
+    cell: run them as a notebook cell of that name (`<ipython-input-...>`), whose lines a traceback shows, as a
+    student's code is run; by default they are ours ("<reference answer cells>").
+    """
     namespace = {"math": math, "torch": torch, "nn": nn, "F": F}
-    exec(compile(source or reference_source(), "<reference answer cells>", "exec"), namespace)
+    source = source or reference_source()
+    if cell:
+        linecache.cache[cell] = (len(source), None, source.splitlines(True), cell)
+    exec(compile(source, cell or "<reference answer cells>", "exec"), namespace)
     return namespace
 
 
