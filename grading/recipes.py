@@ -39,7 +39,7 @@ def named(name):
     return getattr(importlib.import_module(module), function)
 
 
-DTYPES = {"float64": torch.float64, "float32": torch.float32}
+DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}
 # Captured at import, before any student code runs: a notebook that rebinds torch.Tensor.clone
 # cannot change what the probe records (it could only make its own record wrong, never right).
 _clone, _detach = torch.Tensor.clone, torch.Tensor.detach

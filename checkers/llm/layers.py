@@ -1,7 +1,7 @@
 """Tasks 3 and 4: RMSNorm and SwiGLU with fixed weights on inputs of several scales, their structure and gradients."""
 import torch
 
-from .._compare import expect_close, expect_finite, matches
+from .._compare import DTYPE_NOT_FOLLOWED, expect_close, expect_finite, expect_tensor, matches
 from .._core import Diagnosis, check_function, expect_module_class, load_fixture
 from .._modules import ADDED_IN_PLACE, build, expect_gradients_everywhere, expect_output, load
 from ._layer_probes import rms_denominator, swiglu_gate
@@ -129,8 +129,21 @@ def check_task_3(task, RMSNorm):
         expect_close(task, what, outputs, case["outputs"], ATOL, RTOL, case.get("mistakes", {}).get("outputs"))
     _expect_default_eps(task, RMSNorm, fixture)
     _expect_input_gradient(task, RMSNorm, fixture)
+    _expect_dtype_followed(task, RMSNorm, fixture)
     task.passed("x / sqrt(mean(x², last axis) + eps) * weight, eps 1e-6 by default, weight starting at ones, no bias, "
-                "the input's gradient as expected.")
+                "the input's gradient as expected, the input's dtype kept.")
+
+
+def _expect_dtype_followed(task, RMSNorm, fixture):
+    """A bfloat16 norm on a bfloat16 input gives bfloat16: a statistic computed in float32 is cast back."""
+    norm = build(task, RMSNorm, "RMSNorm", fixture["embed_dim"], dtype=torch.bfloat16)
+    x = next(iter(fixture["cases"].values()))["x"].to(torch.bfloat16)
+    what = f"RMSNorm({fixture['embed_dim']}) in bfloat16 on a bfloat16 input"
+    outputs = _forward(task, norm, x, what)
+    if isinstance(outputs, torch.Tensor) and outputs.dtype != torch.bfloat16:
+        task.fail(f"{what} returned {outputs.dtype}: {DTYPE_NOT_FOLLOWED} (a statistic computed in float32 must be "
+                  "cast back, e.g. with .type_as(x))", DTYPE_NOT_FOLLOWED.slug)
+    expect_tensor(task, f"{what}'s output", outputs, tuple(x.shape), torch.bfloat16)
 
 
 def _rms_probes(norm, x):

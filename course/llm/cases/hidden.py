@@ -100,7 +100,9 @@ def rms_norm_cases(reference, generator):
               recipe(3, "hidden: one parameter of width 11", False, build=module("RMSNorm", embed_dim=11),
                      facts=[PARAMETERS]),
               recipe(3, "hidden: float32, module built under float32", False, call=called(x.float()), **FLOAT32,
-                     build=module("RMSNorm", dtype="float32", native=True, embed_dim=12, eps=1.0))]
+                     build=module("RMSNorm", dtype="float32", native=True, embed_dim=12, eps=1.0)),
+              recipe(3, "hidden: bfloat16 module and input, a bfloat16 output", False, atol=0.05, rtol=0.05,
+                     build=module("RMSNorm", dtype="bfloat16", embed_dim=12, eps=1.0), call=called(x.bfloat16()))]
     return cases
 
 

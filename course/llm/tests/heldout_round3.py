@@ -80,9 +80,5 @@ LIST = HeldOut("llm", CHECKED)
 
 # What this list found when it was written, still open: mistakes its checks pass, and mistakes the grade pays
 # (tests/test_heldout_round2.py expects both to keep failing until mended; then the line goes).
-KNOWN_FALSE_PASSES = {
-    'rms_upcast_not_cast_back': 'a float64 or half input comes back float32 (values right to float32 precision)',
-}
-KNOWN_GRADE_PAYS = {
-    'rms_upcast_not_cast_back': 'a float64 or half input comes back float32 (values right to float32 precision)',
-}
+KNOWN_FALSE_PASSES = {}
+KNOWN_GRADE_PAYS = {}
