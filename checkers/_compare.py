@@ -2,6 +2,7 @@
 import torch
 
 from ._core import Diagnosis, slug_of
+from ._relations import shape_relation, value_relation
 
 DTYPE_NOT_FOLLOWED = Diagnosis(
     "dtype-not-followed",
@@ -21,7 +22,9 @@ def expect_tensor(task, what, value, shape=None, dtype=None):
     if not isinstance(value, torch.Tensor):
         task.fail(f"{what} should be a torch.Tensor, got {describe(value)}.")
     if shape is not None and tuple(value.shape) != tuple(shape):
-        task.fail(f"{what} has shape {tuple(value.shape)}, expected {tuple(shape)}.")
+        relation = shape_relation(value.shape, shape)
+        task.fail(f"{what} has shape {tuple(value.shape)}, expected {tuple(shape)}"
+                  + (f": {relation}." if relation else "."))
     if dtype is not None and value.dtype != dtype:
         task.fail(f"{what} has dtype {value.dtype} for {dtype} inputs; {DTYPE_NOT_FOLLOWED}", DTYPE_NOT_FOLLOWED.slug)
     return value
@@ -94,6 +97,8 @@ def expect_close(task, what, got, expected, atol, rtol, mistakes=None):
         return
     diagnose(task, what, got, mistakes, atol, rtol)
     deviation = (got - expected).abs().max().item()
-    task.fail(f"{what} differs from the expected values: largest deviation {deviation:.3g} at index {index} "
+    relation = value_relation(got, expected)  # what no known mistake explained, said as a relation when one holds
+    task.fail(f"{what} differs from the expected values: {relation + '; ' if relation else ''}"
+              f"largest deviation {deviation:.3g} at index {index} "
               f"(got {got[index].item():.6g}, expected {expected[index].item():.6g}; "
               f"tolerance {atol:g} + {rtol:g}·|expected|).")
