@@ -138,12 +138,12 @@ def _expect_dtype_followed(task, RMSNorm, fixture):
     """A bfloat16 norm on a bfloat16 input gives bfloat16: a statistic computed in float32 is cast back."""
     norm = build(task, RMSNorm, "RMSNorm", fixture["embed_dim"], dtype=torch.bfloat16)
     x = next(iter(fixture["cases"].values()))["x"].to(torch.bfloat16)
-    what = f"RMSNorm({fixture['embed_dim']}) in bfloat16 on a bfloat16 input"
-    outputs = _forward(task, norm, x, what)
+    what = f"RMSNorm({fixture['embed_dim']}) in bfloat16, on a bfloat16 input,"
+    outputs = task.call(what, norm, x)
     if isinstance(outputs, torch.Tensor) and outputs.dtype != torch.bfloat16:
-        task.fail(f"{what} returned {outputs.dtype}: {DTYPE_NOT_FOLLOWED} (a statistic computed in float32 must be "
-                  "cast back, e.g. with .type_as(x))", DTYPE_NOT_FOLLOWED.slug)
-    expect_tensor(task, f"{what}'s output", outputs, tuple(x.shape), torch.bfloat16)
+        task.fail(f"{what} returned {outputs.dtype}: {DTYPE_NOT_FOLLOWED} A statistic computed in float32 must be "
+                  "cast back to the input's dtype (e.g. with .type_as(x)).", DTYPE_NOT_FOLLOWED.slug)
+    expect_tensor(task, f"{what} output", outputs, tuple(x.shape), torch.bfloat16)
 
 
 def _rms_probes(norm, x):
