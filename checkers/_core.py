@@ -12,6 +12,7 @@ import torch.nn as nn
 
 from course_lib.device import cpu_threads
 
+from ._python_errors import error_sentence
 from ._shapes import shape_sentence
 from ._traceback import attach_student_error, render_traceback
 
@@ -135,9 +136,9 @@ class Task:
         except CheckFailure:
             raise
         except Exception as error:  # noqa: BLE001 -- any student error becomes a message
-            shapes = shape_sentence(error)  # a shape error: the shapes on the student's line, in words
-            self.fail(f"{what} raised {type(error).__name__}: {shapes}" if shapes else
-                      f"{what} raised {type(error).__name__}: {one_line(error)}")
+            # a shape error: the shapes on the student's line, in words; a Python error known to error_sentence: it
+            sentence = shape_sentence(error) or error_sentence(error)
+            self.fail(f"{what} raised {type(error).__name__}: {sentence or one_line(error)}")
 
     def passed(self, summary):
         print(f"✓ Task {self.number} passed: {summary}")

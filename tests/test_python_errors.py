@@ -1,0 +1,50 @@
+"""checkers/_python_errors.py: Python's own errors on the student's line are said with that line; others keep their
+words."""
+import linecache
+
+import pytest
+import torch
+
+from checkers._core import CheckFailure, Task
+
+pytestmark = pytest.mark.fast
+
+CELL = "<ipython-input-3-python-errors>"
+SOURCE = '''
+def called(rate):
+    return rate(4)
+
+def truth(mask):
+    if mask:
+        return 1
+
+def as_bytes(a):
+    return bytes([a])
+
+def other():
+    return {}["key"]
+'''
+
+
+def cell():
+    linecache.cache[CELL] = (len(SOURCE), None, SOURCE.splitlines(True), CELL)
+    namespace = {}
+    exec(compile(SOURCE, CELL, "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("name, argument, said", [
+    ("called", 0.5, "your line 3 (`return rate(4)`) calls a float as if it were a function or a class"),
+    ("truth", torch.ones(3), "your line 6 (`if mask:`) uses a tensor as a truth value"),
+    ("as_bytes", 300, "your line 10 (`return bytes([a])`) makes bytes from a number of 256 or more"),
+])
+def test_a_known_python_error_is_said_with_the_students_line(name, argument, said):
+    with pytest.raises(CheckFailure) as failure:
+        Task(1).call(f"{name}(...)", cell()[name], argument)
+    assert said in str(failure.value), str(failure.value)
+
+
+def test_another_error_keeps_pythons_words():
+    with pytest.raises(CheckFailure) as failure:
+        Task(1).call("other()", cell()["other"])
+    assert str(failure.value) == "Task 1: other() raised KeyError: 'key'"
