@@ -55,8 +55,9 @@ def embedding_fixture(ref, generator):
 
 # ---- Tasks 3, 5: VisionTransformer, attention_rollout (the vit-model helper's block) ----
 
-MODEL_SIZES = dict(image_size=6, patch_size=2, in_channels=2, num_classes=5, embed_dim=8, num_heads=2,
-                   feedforward_dim=16, num_layers=3)  # N = 9 patches, T = 10 tokens, three blocks: order shows
+# N = 9 patches, T = 10 tokens, three blocks: their order shows; in_channels unlike patch_size: the two swapped fail
+MODEL_SIZES = dict(image_size=6, patch_size=2, in_channels=3, num_classes=5, embed_dim=8, num_heads=2,
+                   feedforward_dim=16, num_layers=3)
 
 
 def model_fixture(ref, generator):

@@ -47,7 +47,7 @@ WORDS = {
     "vit_shared_block": model.SHARED_BLOCKS,
     "vit_dropout_not_passed": model.DROPOUT_NOT_PASSED,
     "vit_swapped_block_args": _build_probes.SWAPPED.format(feedforward_dim=8, width=2),
-    "vit_digits_only": "its projection takes 4 values per patch (in_channels=2 and patch_size=2 give 8) and its "
+    "vit_digits_only": "its projection takes 4 values per patch (in_channels=3 and patch_size=2 give 12) and its "
                        "position_embedding has 17 rows (image_size=6 and patch_size=2 give 10)",
     "vit_attention_not_chained": model.DISAGREES,
     "vit_attention_reversed": model.REVERSED,
