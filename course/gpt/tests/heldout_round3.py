@@ -6,10 +6,10 @@ that no mistake here repeats one there). Each mistake is a list of edits (old te
 source, applied in order as course.mutant.Mutant applies a planted mistake; each old text occurs exactly once where
 it is applied. `what` says what is wrong, in the words a check that names the mistake would need.
 """
-import torch
 
 from course.heldout import HeldOut
-from course_lib import gpt as gpt_defaults
+
+from .heldout_round2 import trained_model  # Task 8's cell passes the notebook's model: built as round 2 builds it
 
 CHECKED = {1: "RotaryEmbedding", 2: "CausalSelfAttention", 3: "CausalSelfAttention", 4: "GPTBlock", 5: "GPT",
            6: "sample_next_token", 8: "generate"}  # task -> the object its check is called with
@@ -82,15 +82,6 @@ MISTAKES = [
          what="Without the cache each step feeds only the newest token (unseen) instead of the whole sequence, so "
               "use_cache=False forgets the prompt and everything before the last token."),
 ]
-
-
-def trained_model(namespace, task):
-    """What Task 8's cell passes besides `generate`: the notebook's trained model, here the namespace's own GPT,
-    untrained and seeded (as course/gpt/tests/agreement.py builds it)."""
-    if task != 8:
-        return ()
-    torch.manual_seed(0)
-    return (namespace["GPT"](**gpt_defaults.MODEL),)
 
 
 LIST = HeldOut("gpt", CHECKED, trained_model)

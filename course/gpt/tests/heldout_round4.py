@@ -6,10 +6,10 @@ mistakes or the other tests; heldout_round2.py, heldout_round3.py and unnamed_mi
 the reference answer source, applied in order as course.mutant.Mutant applies a planted mistake; each old text occurs
 exactly once where it is applied. `what` says what is wrong, in the words a check that names the mistake would need.
 """
-import torch
 
 from course.heldout import HeldOut
-from course_lib import gpt as gpt_defaults
+
+from .heldout_round2 import trained_model  # Task 8's cell passes the notebook's model: built as round 2 builds it
 
 CHECKED = {1: "RotaryEmbedding", 2: "CausalSelfAttention", 3: "CausalSelfAttention", 4: "GPTBlock", 5: "GPT",
            6: "sample_next_token", 8: "generate"}  # task -> the object its check is called with
@@ -91,15 +91,6 @@ MISTAKES = [
               "temperature and the temperature as top_k (with top_k=None, the logits are divided by None: a "
               "TypeError)."),
 ]
-
-
-def trained_model(namespace, task):
-    """What Task 8's cell passes besides `generate`: the notebook's trained model, here the namespace's own GPT,
-    untrained and seeded (as course/gpt/tests/agreement.py builds it)."""
-    if task != 8:
-        return ()
-    torch.manual_seed(0)
-    return (namespace["GPT"](**gpt_defaults.MODEL),)
 
 
 LIST = HeldOut("gpt", CHECKED, trained_model)
