@@ -80,9 +80,14 @@ def _rotate(task, rotary, x, offset, what):
 
 
 def _explain_error(task, rotary, x, offset, what):
-    """A call that fails on L positions but works on head_dim of them: L is read off the feature axis."""
-    head_dim = x.size(-1)
-    if x.size(-2) == head_dim or _probe(rotary, x.new_zeros(*x.shape[:-2], head_dim, head_dim), 0) is None:
+    """A call that fails at an offset but works at 0: the offset is mishandled; one that fails on L positions but
+    works on head_dim of them at the same offset: L is read off the feature axis."""
+    head_dim, seq_len = x.size(-1), x.size(-2)
+    if offset and _probe(rotary, x, 0) is not None:
+        task.fail(f"{what} fails, but the same {seq_len} positions starting at 0 work: the offset is mishandled; "
+                  f"positions offset .. offset + L - 1 are the table rows [offset:offset + L] (here {offset} to "
+                  f"{offset + seq_len - 1}).")
+    if seq_len == head_dim or _probe(rotary, x.new_zeros(*x.shape[:-2], head_dim, head_dim), offset) is None:
         return
     if _probe(rotary, x[..., :1, :], offset) is None and _probe(rotary, x[..., :2, :], offset) is None:
         task.fail(f"{what} fails for L = {x.size(-2)} positions but works when L equals head_dim = {head_dim}: the "

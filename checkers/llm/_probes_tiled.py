@@ -119,8 +119,18 @@ def _values_unused(got, expected, block_size, causal):
         return (f"with value the identity, the values of keys {block_size} to {got.size(-1) - 1} never reach the "
                 "output, only the first block's do: each block's probabilities multiply that block's own values, "
                 "probs @ value[..., start:end, :].")
+    blocks = [list(range(start, min(start + block_size, got.size(-1)))) for start in range(0, got.size(-1), block_size)]
+    if silent == blocks[0]:
+        return (f"with value the identity, the values of the first block's keys (0 to {block_size - 1}) never reach "
+                "the output: either the first block is never added, or the rescaling factor exp(m_old - m_new), "
+                "which is 0 at the first block (m_old = -inf), multiplies the accumulator after that block was added "
+                "instead of before.")
+    if any(block and set(block) <= set(silent) for block in blocks) and \
+            all(set(block) <= set(silent) or not set(block) & set(silent) for block in blocks):
+        return (f"with value the identity, the values of keys {', '.join(map(str, silent))} (whole blocks) never "
+                "reach the output: add every block's probs @ value[..., start:end, :] to the accumulator.")
     return (f"with value the identity, the values of keys {', '.join(map(str, silent))} never reach the output: "
-            "add every block's probs @ value[..., start:end, :] to the accumulator.")
+            "their weight ends as 0 (a factor of 0, such as exp(-inf), multiplies them after they were added?).")
 
 
 def _row_sums(got, expected, block_size, causal):

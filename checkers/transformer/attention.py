@@ -84,6 +84,7 @@ def _expect_case(task, attention_fn, name, case, mask=None):
         _explain_batched(task, attention_fn, name, case)
         _explain_mask_axes(task, attention_fn, name, case, mask)
         _explain_mask_dtype(task, attention_fn, name, case, mask)
+        _explain_mask_broadcast(task, attention_fn, name, case, mask)
         _explain_rank(task, attention_fn, name, case)
         raise
     if not matches(attention, case["attention"], ATOL, RTOL):
@@ -215,6 +216,22 @@ def _explain_mask_dtype(task, attention_fn, name, case, mask):
                   f"{'floats' if mask.is_floating_point() else 'integers'}: the mask may be bool, integer or float, "
                   "so test it by value, scores.masked_fill(mask == 0, float('-inf')) (~mask, `not` and logical "
                   "operators need bools).")
+
+
+def _explain_mask_broadcast(task, attention_fn, name, case, mask):
+    """Fail when a mask that only broadcasts to the scores fails but the same mask expanded to their full shape is
+    right: the mask is used in a way that needs that exact shape (boolean indexing, a view)."""
+    mask = case.get("mask") if mask is None else mask
+    scores_shape = (*torch.broadcast_shapes(case["query"].shape[:-2], case["key"].shape[:-2]),
+                    case["query"].size(-2), case["key"].size(-2))
+    if mask is None or tuple(mask.shape) == scores_shape:
+        return
+    inputs = (case["query"], case["key"], case["value"])
+    if _right(attention_fn, (*inputs, mask.expand(scores_shape).clone()), case):
+        task.fail(f"in case '{name}' the mask of shape {tuple(mask.shape)}, which broadcasts to the scores' shape "
+                  f"{scores_shape}, fails, but the same mask expanded to {scores_shape} is right: the mask is used in "
+                  "a way that needs the scores' exact shape (such as boolean indexing, scores[mask == 0] = ...): "
+                  "use scores.masked_fill(mask == 0, float('-inf')), which broadcasts.")
 
 
 def _explain_rank(task, attention_fn, name, case):
