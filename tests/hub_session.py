@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -79,6 +80,21 @@ def readable_by_all(*paths):
     finally:
         for folder, mode in reversed(opened):
             os.chmod(folder, mode)
+
+
+@contextlib.contextmanager
+def shared_folder():
+    """A new folder every user may enter and read (mode 755) in the system's temporary folder, removed afterwards.
+
+    Not under pytest's own: pytest makes its base folder private again (mode 700) whenever a process of the run first
+    asks for a temporary folder, which would lock the students out halfway.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="course-hub-"))
+    os.chmod(folder, 0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -155,34 +155,40 @@ def hub_run(tmp_path_factory):
     """Everything the hub route did and showed (see the module's docstring)."""
     if WHY_NOT:
         pytest.skip(WHY_NOT)
-    base = tmp_path_factory.mktemp("hub")
-    os.chmod(base, 0o755)
-    course, exchange = scratch_course(base / "course"), base / "exchange"
+    base = tmp_path_factory.mktemp("hub")  # root's alone: pytest keeps its folders private (mode 700)
+    course = scratch_course(base / "course")
     os.chmod(course, 0o700)  # what students must never read: every submission and every feedback page
-    seen = {"release": exchange_step(course, exchange, "release")}
-    course_id = hub_session.course_id(course)
-    python = hub_session.student_python(base / "env")
-    with hub_session.readable_by_all(ROOT, python), hub_session.unix_users(3) as names, \
-            hub_session.Hub(base / "hub", names, python, exchange) as hub:
-        students = dict(zip(("honest", "partial", "blank"), (hub_session.Student(hub, name) for name in names)))
-        seen["students"] = {kind: student.name for kind, student in students.items()}
-        for kind, student in students.items():
-            seen.setdefault("work", {})[kind] = work(student, course_id, kind)
-        plant_spoof(exchange, course_id, students["honest"].name, students["blank"].name)
-        seen["collect"] = exchange_step(course, exchange, "collect")
-        seen["grade"] = run(sys.executable, "-m", "grading.grade", "--assignment", NAME, "--jobs", "2",
-                            "--course", str(course))
-        seen["feedback"] = exchange_step(course, exchange, "feedback")
-        for kind, student in students.items():
-            student.act("fetch_feedback", course_id, NAME)
-            seen.setdefault("pages", {})[kind] = feedback_pages(student)
-        seen["others"] = reach_others(students, course, exchange, course_id)
-        shots = Path(os.environ.get("HUB_SCREENSHOTS") or base / "shots")
-        shots.mkdir(parents=True, exist_ok=True)
-        seen["shots"] = screenshots(hub, students["honest"], next(iter(seen["pages"]["honest"])), shots)
+    with hub_session.shared_folder() as shared:  # what every student reads: the exchange, the servers' Python
+        exchange, python = shared / "exchange", hub_session.student_python(shared / "env")
+        seen = {"release": exchange_step(course, exchange, "release")}
+        with hub_session.readable_by_all(ROOT, python), hub_session.unix_users(3) as names, \
+                hub_session.Hub(base / "hub", names, python, exchange) as hub:
+            seen.update(through_the_hub(hub, names, course, exchange, base))
     seen["hub"] = scores(course)
     seen["report"] = notes_by_student(course)
     seen["lms"] = lms_route(course, base / "lms", names)
+    return seen
+
+
+def through_the_hub(hub, names, course, exchange, base):
+    """The students' sessions, a spoofed submission, collection, grading, feedback, what others can reach, and the
+    screenshots: {step: what it gave}."""
+    course_id, seen = hub_session.course_id(course), {}
+    students = dict(zip(("honest", "partial", "blank"), (hub_session.Student(hub, name) for name in names)))
+    seen["students"] = {kind: student.name for kind, student in students.items()}
+    seen["work"] = {kind: work(student, course_id, kind) for kind, student in students.items()}
+    plant_spoof(exchange, course_id, students["honest"].name, students["blank"].name)
+    seen["collect"] = exchange_step(course, exchange, "collect")
+    seen["grade"] = run(sys.executable, "-m", "grading.grade", "--assignment", NAME, "--jobs", "2",
+                        "--course", str(course))
+    seen["feedback"] = exchange_step(course, exchange, "feedback")
+    for student in students.values():
+        student.act("fetch_feedback", course_id, NAME)
+    seen["pages"] = {kind: feedback_pages(student) for kind, student in students.items()}
+    seen["others"] = reach_others(students, course, exchange, course_id)
+    shots = Path(os.environ.get("HUB_SCREENSHOTS") or base / "shots")
+    shots.mkdir(parents=True, exist_ok=True)
+    seen["shots"] = screenshots(hub, students["honest"], next(iter(seen["pages"]["honest"])), shots)
     return seen
 
 
