@@ -7,6 +7,8 @@ import torch
 import torch.nn as nn
 from torch.overrides import TorchFunctionMode
 
+from .._perturb import noise, quiet, unchanged_by
+
 
 def _tensors(value):
     """The tensors in value, a tensor or a (nested) list, tuple or dict of them."""
@@ -76,25 +78,13 @@ def unused_parameters(module, run, scale=0.5):
     """Names of module's submodules none of whose parameters change run()'s output when changed (run: () -> tensor).
 
     A parameter shared by two submodules is changed once, under its first name."""
-    try:
-        with torch.no_grad():
-            before = run().detach().clone()
-    except Exception:  # noqa: BLE001 -- only a probe
+    before = quiet(run)
+    if before is None:
         return []
-    moved, generator = {}, torch.Generator().manual_seed(0)
+    moved, change = {}, noise(torch.Generator().manual_seed(0), scale)
     for name, parameter in module.named_parameters():
         owner = name.rpartition(".")[0]
-        saved = parameter.detach().clone()
-        try:
-            with torch.no_grad():
-                parameter.add_(scale * torch.randn(parameter.shape, generator=generator, dtype=parameter.dtype))
-                after = run().detach()
-        except Exception:  # noqa: BLE001 -- only a probe
-            after = None
-        finally:
-            with torch.no_grad():
-                parameter.copy_(saved)
-        same = after is not None and after.shape == before.shape and torch.allclose(after, before, atol=1e-12)
+        same = unchanged_by(run, [parameter], before, change, atol=1e-12)
         moved[owner] = moved.get(owner, False) or not same
     return [owner for owner, changed in moved.items() if owner and not changed]
 

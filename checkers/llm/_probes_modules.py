@@ -7,16 +7,7 @@ import torch
 import torch.nn as nn
 from torch.overrides import TorchFunctionMode
 
-
-def _quiet(run):
-    """run()'s output tensor, detached (the first item of a tuple), or None when run raises."""
-    try:
-        with torch.no_grad():
-            result = run()
-    except Exception:  # noqa: BLE001 -- only a probe
-        return None
-    result = result[0] if isinstance(result, (tuple, list)) and result else result
-    return result.detach() if isinstance(result, torch.Tensor) else None
+from .._perturb import noise, quiet, unchanged_by
 
 
 def ignored_parameters(run, slots):
@@ -26,22 +17,11 @@ def ignored_parameters(run, slots):
         run: a callable of no arguments that runs the module (its output a tensor, or a tuple that starts with one).
         slots: {role: parameter} of the module.
     """
-    before, ignored = _quiet(run), []
+    before = quiet(run)
     if before is None:
         return []
-    generator = torch.Generator().manual_seed(0)
-    for role, parameter in slots.items():
-        saved = parameter.detach().clone()
-        try:
-            with torch.no_grad():
-                parameter.add_(torch.randn(parameter.shape, generator=generator, dtype=parameter.dtype))
-            after = _quiet(run)
-        finally:
-            with torch.no_grad():
-                parameter.copy_(saved)
-        if after is not None and after.shape == before.shape and torch.equal(after, before):
-            ignored.append(role)
-    return ignored
+    change = noise(torch.Generator().manual_seed(0))
+    return [role for role, parameter in slots.items() if unchanged_by(run, [parameter], before, change)]
 
 
 def _bound(module, args, kwargs):
@@ -70,7 +50,7 @@ def submodule_calls(module, run, kind=nn.Module, skip=(nn.Linear,)):
         if name and isinstance(part, kind) and not isinstance(part, skip):
             hooks.append(part.register_forward_pre_hook(record(name), with_kwargs=True))
     try:
-        _quiet(run)
+        quiet(run)
     finally:
         for hook in hooks:
             hook.remove()

@@ -6,7 +6,8 @@ measured identifies the cause; otherwise it returns and the comparison that foll
 import torch
 import torch.nn.functional as F
 
-from ._probes_behaviour import changed, rows_coupled, scale_power, shift_changes_output
+from .._perturb import changed
+from ._probes_behaviour import rows_coupled, scale_power, shift_changes_output
 from ._probes_spies import misaligned_reduction
 from ._weights import layer_norm_slots
 

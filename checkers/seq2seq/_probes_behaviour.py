@@ -4,20 +4,10 @@ Generic: each takes the student's function or module and the inputs to try, name
 raises, and returns what it measured (or None when it could not run); the check turns that into one sentence.
 """
 import math
-from contextlib import contextmanager
 
 import torch
 
-
-def _quiet(run):
-    """run()'s tensor (the first one of a tuple), detached, or None when it fails or gives something else."""
-    try:
-        with torch.no_grad():
-            result = run()
-    except Exception:  # noqa: BLE001 -- only a probe
-        return None
-    result = result[0] if isinstance(result, (tuple, list)) and result else result
-    return result.detach() if isinstance(result, torch.Tensor) else None
+from .._perturb import changed, quiet as _quiet
 
 
 def _differ(first, second, atol=1e-9):
@@ -66,21 +56,6 @@ def scale_power(fn, x, factor=10.0):
         return None
     power = round(math.log(ratio.median().item()) / math.log(factor), 2)
     return power if torch.allclose(scaled, base * factor ** power, rtol=1e-2, atol=1e-6 * factor ** power) else None
-
-
-@contextmanager
-def changed(parameters, change):
-    """Each parameter replaced by change(parameter) inside the block, restored after it."""
-    saved = [parameter.detach().clone() for parameter in parameters]
-    try:
-        with torch.no_grad():
-            for parameter in parameters:
-                parameter.copy_(change(parameter))
-        yield
-    finally:
-        with torch.no_grad():
-            for parameter, value in zip(parameters, saved):
-                parameter.copy_(value)
 
 
 def later_positions_read(fn, tokens, position, vocab_size):

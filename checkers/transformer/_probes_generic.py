@@ -6,6 +6,8 @@ They never raise: a probe that cannot run observes nothing.
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .._perturb import noise, quiet, unchanged_by
+
 
 def outcome(fn, *args, **kwargs):
     """("ok", result) or ("raised", the exception) of fn(*args, **kwargs), under no_grad."""
@@ -32,25 +34,13 @@ def constant_factor(got, expected, atol=1e-6):
 def unused_weights(module, run, roles=None, atol=1e-9):
     """Names of the module's weights (parameters of 1 axis or more, biases left out: a key bias changes no softmax)
     whose change leaves run(module)'s tensor unchanged; [] when run fails."""
-    state, before = outcome(run, module)
-    if state != "ok" or not isinstance(_tensor(before), torch.Tensor):
+    before = quiet(lambda: run(module))
+    if before is None:
         return []
-    unused, generator = [], torch.Generator().manual_seed(0)
-    for name, parameter in module.named_parameters():
-        if name.endswith("bias") or (roles is not None and name not in roles):
-            continue
-        saved = parameter.detach().clone()
-        try:
-            with torch.no_grad():
-                parameter.add_(torch.randn(parameter.shape, generator=generator, dtype=parameter.dtype))
-            state, after = outcome(run, module)
-        finally:
-            with torch.no_grad():
-                parameter.copy_(saved)
-        if state == "ok" and _tensor(after).shape == _tensor(before).shape \
-                and torch.allclose(_tensor(after), _tensor(before), atol=atol):
-            unused.append(name)
-    return unused
+    change = noise(torch.Generator().manual_seed(0))
+    return [name for name, parameter in module.named_parameters()
+            if not name.endswith("bias") and (roles is None or name in roles)
+            and unchanged_by(lambda: run(module), [parameter], before, change, atol=atol)]
 
 
 def _tensor(result):
