@@ -133,7 +133,7 @@ def train(task, train_bpe, text, vocab_size):
     return pairs
 
 
-def compare(task, probe, got, consistent=lambda diagnosis: True, small_ties=None):
+def compare(task, probe, got, consistent=lambda diagnosis: True, small_ties=None, code_points=None):
     """Fail unless got equals the probe's merges; name a known mistake when they equal its merges here and the
     student's merges agree with it everywhere else (consistent); small_ties() says how the trainer breaks the ties of
     TIE_TEXTS, which tells a tie rule from counts that differ (None: not probed)."""
@@ -173,6 +173,10 @@ def compare(task, probe, got, consistent=lambda diagnosis: True, small_ties=None
     if k == len(got):
         task.fail(f"{where} it stops after {k} merges, all right, where {len(expected)} are expected: the next one is "
                   f"{shown(expected[k], vocab)}.")
+    unit = code_points() if k == 0 and code_points is not None else None
+    if unit is not None:
+        task.fail(f"{where} merge 0 is already wrong, and on {unit[0]!r} your trainer {unit[1]}: {unit[2]} is the "
+                  f"code point of {chr(unit[2])!r} (ord), not a byte: {CODE_POINTS}", CODE_POINTS.slug)
     why, diagnosis = why_other_pair(counts, vocab, expected[k], got[k], k, small_ties)
     task.fail(f"{where} the first {k} merges are right; merge {k} is {shown(got[k], token_bytes(got))} where "
               f"{shown(expected[k], vocab)} was expected{why}", diagnosis)
@@ -214,6 +218,27 @@ def why_other_pair(counts, vocab, theirs, mine, k, small_ties=None):
 # pairs of different first bytes ((c, d) wins), two pairs that share their first byte ((a, c) wins), and a greater
 # first byte before a greater second one ((c, a) wins, not (a, d))
 TIE_TEXTS = (("ab cd", [(99, 100)]), ("ab ac", [(97, 99)]), ("ca ad", [(99, 97)]))
+
+
+UNITS_TEXT = "€€ €€ €€"  # '€' is U+20AC: its code point 8364 is no byte; its UTF-8 bytes are 226, 130, 172
+CODE_POINTS = Diagnosis(
+    "code-points-not-bytes",
+    "the text is split into characters, not bytes: count pairs of each word's UTF-8 bytes, "
+    "word.encode(\"utf-8\", errors=\"surrogatepass\"), so that every id below 256 is a byte.")
+
+
+def code_point_units(train_bpe):
+    """(text, what train_bpe did on UNITS_TEXT, the id above 255 it used) when its first merge holds, or a KeyError
+    names, an id no byte has (a character's code point); None otherwise."""
+    try:
+        first = tuple(train_bpe(UNITS_TEXT, 257)[0])
+    except KeyError as error:  # a lookup of the id in a table of bytes
+        key = error.args[0] if error.args else None
+        return (UNITS_TEXT, f"raises KeyError {key}", key) if isinstance(key, int) and key > 255 else None
+    except Exception:  # noqa: BLE001 -- no evidence either way
+        return None
+    above = next((i for i in first if isinstance(i, int) and i > 255), None)
+    return (UNITS_TEXT, f"makes the first merge {first}", above) if above is not None else None
 
 
 def small_tie_rule(train_bpe):
@@ -282,7 +307,7 @@ def check_task_1(task, train_bpe):
     consistent = functools.partial(agrees_everywhere, train_bpe, probes, {})
     for probe in probes:
         compare(task, probe, train(task, train_bpe, probe["text"], probe["vocab_size"]), consistent,
-                functools.partial(small_tie_rule, train_bpe))
+                functools.partial(small_tie_rule, train_bpe), functools.partial(code_point_units, train_bpe))
     speed = fixture["speed"]
     fast, whole, one = speed_rule(lambda probe: timed(task, train_bpe, probe), speed)
     merges, chars = len(unpadded(speed["merges"])), len(speed["text"])
