@@ -3,6 +3,7 @@ edits of the reference answer source, planted, built, and run through its task's
 the test that holds the lists (tests/test_heldout_round2.py) and the tool that prints what the checks said
 (tools/heldout_messages.py)."""
 import contextlib
+import functools
 import importlib
 import io
 import re
@@ -31,13 +32,22 @@ def held_out_lists(round_=None):
     return found
 
 
+@functools.lru_cache(maxsize=None)
+def checked_names(name):
+    """{task: the names its check cell passes, in order}, read from the assignment's release notebook as the grader
+    reads it (grading.match)."""
+    from grading.match import check_cells, release_layout
+    from grading.match.notebook import read
+    cells = check_cells(release_layout(read(assignment(name).release_notebook)))
+    return {task: tuple(cell.names) for task, cell in cells.items()}
+
+
 @dataclass(frozen=True)
 class HeldOut:
-    """The assignment called name's list: CHECKED ({task: the name, or names, its check cell passes}) and, for a cell
-    that also passes what no answer defines (a trained model), extra(namespace, task) -> those objects."""
+    """The assignment called name's list; for a check cell that also passes what no answer defines (a trained model),
+    extra(namespace, task) -> those objects, in the order the cell passes them."""
 
     name: str
-    checked: dict
     extra: object = None
 
     def source(self, item):
@@ -48,9 +58,9 @@ class HeldOut:
         """Every object the task's check cell passes, in order, built from the edited source run as a student's notebook
         cell (so that a check shows its lines, as in the notebook)."""
         namespace = load_reference(self.source(item), cell=f"<ipython-input-{self.name}-{item['name']}>")
-        names = self.checked[item["task"]]
-        found = tuple(namespace[name] for name in ((names,) if isinstance(names, str) else names))
-        return found + tuple(self.extra(namespace, item["task"]) if self.extra else ())
+        names = checked_names(self.name)[item["task"]]
+        extras = iter(self.extra(namespace, item["task"]) if self.extra else ())
+        return tuple(namespace[name] if name in namespace else next(extras) for name in names)
 
 
 def check_said(name, held_out, item):

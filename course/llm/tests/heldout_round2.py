@@ -9,8 +9,6 @@ the mistake would need.
 """
 from course.heldout import HeldOut
 
-CHECKED = {1: "train_bpe", 2: "BPETokenizer", 3: "RMSNorm", 4: "SwiGLU", 5: "GroupedQueryAttention",
-           6: "tiled_attention", 8: "LoRALinear"}  # task -> the object its check is called with
 
 _MERGE_WORD = """    merged, i = [], 0
     while i < len(ids):
@@ -253,7 +251,7 @@ MISTAKES = [
 ]
 
 
-LIST = HeldOut("llm", CHECKED)
+LIST = HeldOut("llm")
 
 
 # What this list found when it was written (issue 43), still open: mistakes its checks pass, and mistakes the

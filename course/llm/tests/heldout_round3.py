@@ -9,8 +9,6 @@ need.
 """
 from course.heldout import HeldOut
 
-CHECKED = {1: "train_bpe", 2: "BPETokenizer", 3: "RMSNorm", 4: "SwiGLU", 5: "GroupedQueryAttention",
-           6: "tiled_attention", 8: "LoRALinear"}  # task -> the object its check is called with
 
 _RMS = "rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)"
 
@@ -75,7 +73,7 @@ MISTAKES = [
 ]
 
 
-LIST = HeldOut("llm", CHECKED)
+LIST = HeldOut("llm")
 
 
 # What this list found when it was written, still open: mistakes its checks pass, and mistakes the grade pays

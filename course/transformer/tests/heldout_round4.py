@@ -10,9 +10,6 @@ would need.
 """
 from course.heldout import HeldOut
 
-CHECKED = {1: "scaled_softmax_attention", 2: "MultiheadAttention", 3: "EncoderBlock", 4: "PositionalEncoding",
-           5: "TransformerForSequenceClassification",
-           7: ("LinformerAttention", "LinformerBlock", "LinformerForSequenceClassification")}
 
 _ENCODER_SUBLAYERS = """\
 attended, attention = self.attention(x, mask=mask, return_attention=True)  # (B, L, D), (B, H, L, L)
@@ -94,7 +91,7 @@ MISTAKES = [
 ]
 
 
-LIST = HeldOut("transformer", CHECKED)
+LIST = HeldOut("transformer")
 
 
 # What this list found when it was written, still open: mistakes its checks pass, and mistakes the grade pays
