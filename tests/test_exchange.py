@@ -41,7 +41,7 @@ def test_a_submission_after_the_due_date_is_noted_late_in_collected_json(tmp_pat
     exchange.record(tmp_path, due, ["another note"])
     notes = json.loads((tmp_path / "collected.json").read_text())["notes"]
     assert notes[-1] == "another note" and len(notes) == 1 + late
-    assert all(note.startswith("late: submitted 2026-12-0") for note in notes[:-1])
+    assert all(note.startswith("late: the submission is dated 2026-12-0") for note in notes[:-1])
 
 
 def test_no_timestamp_writes_no_record(tmp_path):

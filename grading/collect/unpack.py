@@ -159,9 +159,8 @@ def place(folder, entries, assignment, due=None):
         if not is_assignment_file(chosen.name, assignment):
             info.append(f"notebook `{Path(chosen.name).name}` graded as {assignment}.ipynb")
         info += [f"also sent `{entry.name}`: not graded" for entry in readable if entry is not chosen]
-    record = {"source": chosen.name if chosen else None, "notes": notes, "info": info,
-              "lms_id": next((lms_id(entry.name) for entry in entries if lms_id(entry.name)), "")}
-    (staging / "collected.json").write_text(json.dumps(record, indent=1))
+    write_record(staging, chosen.name if chosen else None, notes, info,
+                 next((lms_id(entry.name) for entry in entries if lms_id(entry.name)), ""))
     shutil.rmtree(folder, ignore_errors=True)
     staging.rename(folder)
     return notes, info
@@ -175,9 +174,21 @@ def lateness(entry, due):
     if entry.stamp is None:  # Canvas's unmarked name still says it was on time
         return [f"`{entry.name}` has no valid date in the zip: no timestamp recorded"
                 + (", lateness unknown" if mark is None else "")]
-    if mark is None and due is not None and entry.stamp > due:
-        return [f"late: `{entry.name}` is dated {entry.stamp:%Y-%m-%d %H:%M}, after the due date {due:%Y-%m-%d %H:%M}"]
+    return after_due(f"`{entry.name}`", entry.stamp, due) if mark is None else []
+
+
+def after_due(what, stamp, due):
+    """["late: ..."] when stamp (a local time) is after due (None: no due date), else []."""
+    if due is not None and stamp > due:
+        return [f"late: {what} is dated {stamp:%Y-%m-%d %H:%M}, after the due date {due:%Y-%m-%d %H:%M}"]
     return []
+
+
+def write_record(folder, source, notes, info, number=""):
+    """collected.json: where the submission came from, what needs the instructor (notes), what was done (info), and
+    the LMS's number for the student (for the grade exports)."""
+    record = {"source": source, "notes": notes, "info": info, "lms_id": number}
+    (folder / "collected.json").write_text(json.dumps(record, indent=1))
 
 
 def collect(zip_path, course_root=".", assignment=None):

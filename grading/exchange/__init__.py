@@ -11,7 +11,6 @@ exchange (nbgrader stops at the first without the exchange's secret).
 """
 import argparse
 import glob
-import json
 import os
 import pwd
 import shutil
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from nbgrader.utils import parse_utc
 
+from ..collect.unpack import after_due, write_record
 from ..folders import Course
 
 DEFAULT_EXCHANGE = "/srv/nbgrader/exchange"  # nbgrader's own default (Exchange.root)
@@ -104,16 +104,13 @@ def collect(course, exchange, course_id):
 
 
 def record(folder, due, notes):
-    """collected.json for a submission nbgrader collected: notes, and late when its timestamp (UTC) is after due
-    (local)."""
+    """collected.json for a submission nbgrader collected, as `make collect` writes one: notes, and late when its
+    timestamp (UTC) is after due (local time)."""
     if not (folder / "timestamp.txt").is_file():
         return
     stamp = parse_utc((folder / "timestamp.txt").read_text().strip()).replace(tzinfo=timezone.utc).astimezone()
-    stamp = stamp.replace(tzinfo=None)  # local time, as course.toml's `due` is written
-    if due is not None and stamp > due:
-        notes = [f"late: submitted {stamp:%Y-%m-%d %H:%M}, after the due date {due:%Y-%m-%d %H:%M}", *notes]
-    collected = {"source": "nbgrader's exchange", "notes": notes, "info": [], "lms_id": ""}
-    (folder / "collected.json").write_text(json.dumps(collected, indent=1))
+    late = after_due("the submission", stamp.replace(tzinfo=None), due)  # local time, as course.toml's `due`
+    write_record(folder, "nbgrader's exchange", late + notes, [])
 
 
 def release_feedback(course, exchange, feedback, assignment):
