@@ -172,6 +172,16 @@ def limits(root=None):
     return load(root)[0].limits
 
 
+def course_id(root=None):
+    """nbgrader's id of the course (course.toml's [course] id): its folder in nbgrader's exchange."""
+    path = (Path(root).resolve() if root is not None else ROOT) / REGISTRY
+    try:
+        with open(path, "rb") as file:
+            return str(tomllib.load(file)["course"]["id"])
+    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError) as error:
+        raise RegistryError(f"{path}: {type(error).__name__}: {error}") from None
+
+
 def student_repo(root=None):
     """The URL of the student-facing repository (course.toml's [course] student_repo), which notebooks install from."""
     path = (Path(root).resolve() if root is not None else ROOT) / REGISTRY

@@ -8,7 +8,7 @@ issue 43 has the table).
 """
 import pytest
 
-from course.heldout import check_said, held_out_lists
+from tools.heldout import check_said, held_out_lists
 from course.reference import load_reference
 from course.registry import assignments
 from grading.judge.expected import reference_namespace

@@ -1,7 +1,7 @@
 """Each held-out mistake beside what its check said: `python -m tools.heldout_messages [--assignment NAME] >
 messages.jsonl`.
 
-One JSON line per mistake of course/<name>/tests/heldout_round<N>.py (its LIST, a course.heldout.HeldOut): the
+One JSON line per mistake of course/<name>/tests/heldout_round<N>.py (its LIST, a tools.heldout.HeldOut): the
 assignment, round, task, name, what is wrong (the list's own words) and the check's sentence, for a reader who judges
 whether the sentence names the mistake (named, observed only, or wrong advice). Nothing here judges: the naming rate
 of issue 43 comes from that reading.
@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from course.heldout import check_said, held_out_lists
+from tools.heldout import check_said, held_out_lists
 
 
 def main(argv=None):

@@ -8,7 +8,7 @@ exactly once where it is applied. `what` says what is wrong, in the words a chec
 """
 import torch
 
-from course.heldout import HeldOut
+from tools.heldout import HeldOut
 from course_lib import gpt as gpt_defaults
 
 

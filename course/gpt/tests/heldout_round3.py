@@ -7,7 +7,7 @@ source, applied in order as course.mutant.Mutant applies a planted mistake; each
 it is applied. `what` says what is wrong, in the words a check that names the mistake would need.
 """
 
-from course.heldout import HeldOut
+from tools.heldout import HeldOut
 
 from .heldout_round2 import trained_model  # Task 8's cell passes the notebook's model: built as round 2 builds it
 

@@ -7,7 +7,7 @@ of the reference answer source, applied in order as course.mutant.Mutant applies
 occurs exactly once where it is applied. `what` says what is wrong, in the words a check that names the mistake would
 need.
 """
-from course.heldout import HeldOut
+from tools.heldout import HeldOut
 
 
 _RMS = "rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)"

@@ -7,7 +7,7 @@ text, new text) of the reference answer source, applied in order as course.mutan
 each old text occurs exactly once where it is applied. `what` says what is wrong, in the words a check that names the
 mistake would need.
 """
-from course.heldout import HeldOut
+from tools.heldout import HeldOut
 
 
 _RUNNING_UPDATE = """\

@@ -8,7 +8,7 @@ occurs exactly once where it is applied, and only answer code is edited (never t
 encoding or encoder block). `what` says what is wrong, in the words a check that names the mistake would need.
 None repeats a mistake of course/seq2seq/tests/unnamed_mistakes.py.
 """
-from course.heldout import HeldOut
+from tools.heldout import HeldOut
 
 
 # ---- pieces of the reference quoted whole where a line alone is not unique ----

@@ -8,7 +8,7 @@ mistake; each old text occurs exactly once where it is applied, and only answer 
 attention, positional encoding or encoder block). `what` says what is wrong, in the words a check that names the
 mistake would need.
 """
-from course.heldout import HeldOut
+from tools.heldout import HeldOut
 
 
 _MHA_ATTENTION = ("heads, attention = scaled_softmax_attention(query, key, value, mask)  "

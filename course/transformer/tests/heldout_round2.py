@@ -7,7 +7,7 @@ text) of the reference answer source, applied in order as course.mutant.Mutant a
 text occurs exactly once where it is applied. `what` says what is wrong, in the words a check that names the
 mistake would need. None repeats a mistake of course/transformer/tests/unnamed_mistakes.py.
 """
-from course.heldout import HeldOut
+from tools.heldout import HeldOut
 
 
 # ---- pieces of the reference quoted whole where a line alone is not unique ----

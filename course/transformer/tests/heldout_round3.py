@@ -7,7 +7,7 @@ were read for their format and names only, so that no mistake here repeats one t
 mistake; each old text occurs exactly once where it is applied. `what` says what is wrong, in the words a check that
 names the mistake would need.
 """
-from course.heldout import HeldOut
+from tools.heldout import HeldOut
 
 
 _SCORES = "scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))"

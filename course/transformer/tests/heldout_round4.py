@@ -8,7 +8,7 @@ text) of the reference answer source, applied in order as course.mutant.Mutant a
 text occurs exactly once where it is applied. `what` says what is wrong, in the words a check that names the mistake
 would need.
 """
-from course.heldout import HeldOut
+from tools.heldout import HeldOut
 
 
 _ENCODER_SUBLAYERS = """\

@@ -6,7 +6,7 @@ only, so that no mistake here repeats one there). Each mistake is a list of edit
 reference answer source, applied in order as course.mutant.Mutant applies a planted mistake; each old text occurs
 exactly once where it is applied. `what` says what is wrong, in the words a check that names the mistake would need.
 """
-from course.heldout import HeldOut
+from tools.heldout import HeldOut
 
 
 _SPLIT = "patches = images.reshape(batch_size, channels, rows, patch_size, cols, patch_size)"

@@ -6,7 +6,7 @@ that no mistake here repeats one there). Each mistake is a list of edits (old te
 source, applied in order as course.mutant.Mutant applies a planted mistake; each old text occurs exactly once where
 it is applied. `what` says what is wrong, in the words a check that names the mistake would need.
 """
-from course.heldout import HeldOut
+from tools.heldout import HeldOut
 
 
 _HEAD = "return self.head(self.final_norm(x[:, 0]))"

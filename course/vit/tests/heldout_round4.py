@@ -6,7 +6,7 @@ mistakes or the other tests; heldout_round2.py, heldout_round3.py and unnamed_mi
 the reference answer source, applied in order as course.mutant.Mutant applies a planted mistake; each old text occurs
 exactly once where it is applied. `what` says what is wrong, in the words a check that names the mistake would need.
 """
-from course.heldout import HeldOut
+from tools.heldout import HeldOut
 
 
 _SPLIT = """\

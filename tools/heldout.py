@@ -13,7 +13,10 @@ from pathlib import Path
 from course.mutant import Mutant
 from course.reference import load_reference, reference_source
 from course.registry import assignment, assignments
+from grading.match import check_cells, release_layout
+from grading.match.notebook import read
 
+COURSE = Path(__file__).resolve().parent.parent / "course"  # course/<name>/tests/heldout_round<N>.py
 ROUND = re.compile(r"heldout_round(\d+)\.py")
 
 
@@ -22,7 +25,7 @@ def held_out_lists(round_=None):
     that round only."""
     found = {}
     for registered in assignments():
-        folder = Path(__file__).resolve().parent / registered.name / "tests"
+        folder = COURSE / registered.name / "tests"
         numbers = sorted(int(match.group(1)) for path in folder.glob("heldout_round*.py")
                          if (match := ROUND.fullmatch(path.name)))
         for number in numbers:
@@ -36,8 +39,6 @@ def held_out_lists(round_=None):
 def checked_names(name):
     """{task: the names its check cell passes, in order}, read from the assignment's release notebook as the grader
     reads it (grading.match)."""
-    from grading.match import check_cells, release_layout
-    from grading.match.notebook import read
     cells = check_cells(release_layout(read(assignment(name).release_notebook)))
     return {task: tuple(cell.names) for task, cell in cells.items()}
 
