@@ -6,7 +6,8 @@ from ._relations import shape_relation, value_relation
 
 DTYPE_NOT_FOLLOWED = Diagnosis(
     "dtype-not-followed",
-    "the dtype should follow the input (a tensor created inside your code with a fixed dtype can cause this).")
+    "the dtype should follow the input (a tensor created inside your code with a fixed dtype, or a value computed in "
+    "float32 and never cast back, e.g. with .type_as(x), can cause this).")
 
 
 def describe(value):
