@@ -15,6 +15,7 @@ from pathlib import Path
 c = get_config()  # noqa: F821 -- injected by traitlets when it loads this file
 
 HUB = Path(__file__).resolve().parent
+# course.toml read here as nbgrader_config.py reads it: the hub may start where the course package is not importable
 with open(HUB.parent / "course.toml", "rb") as registry:
     COURSE_ID = tomllib.load(registry)["course"]["id"]
 

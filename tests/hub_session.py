@@ -150,8 +150,16 @@ class Hub:
             self.process = subprocess.Popen(
                 [str(Path(sys.prefix) / "bin" / "jupyterhub"), "-f", str(self.state / "jupyterhub_config.py")],
                 cwd=self.state, env=self.environment, stdout=log, stderr=subprocess.STDOUT)
-        wait_for(lambda: self.process.poll() is None and answers(self.url + "/hub/api/"), self.tail)
+        try:
+            wait_for(lambda: self.stopped() or answers(self.url + "/hub/api/"), self.tail)
+            assert not self.stopped(), f"the hub stopped:\n{self.tail()}"
+        except AssertionError:
+            self.__exit__(None, None, None)  # its proxy too
+            raise
         return self
+
+    def stopped(self):
+        return self.process.poll() is not None
 
     def __exit__(self, *exc):
         self.process.terminate()  # the hub stops the servers it spawned (JupyterHub.cleanup_servers)
@@ -282,9 +290,3 @@ def parsed(raw):
     except ValueError:
         return text
 
-
-def course_id(course):
-    """nbgrader's course id of a course folder (its course.toml)."""
-    import tomllib
-    with open(Path(course) / "course.toml", "rb") as registry:
-        return tomllib.load(registry)["course"]["id"]

@@ -21,6 +21,7 @@ import pytest
 
 import devtools
 import hub_session
+from course import registry
 from course_paths import DEFINITION_TASKS, NAME, POINTS, ROOT, SOURCE
 from grading.sandbox import sandbox
 from submissions import (collect_and_grade, csv_rows, reference_answers, scratch_course,
@@ -173,7 +174,7 @@ def hub_run(tmp_path_factory):
 def through_the_hub(hub, names, course, exchange, base):
     """The students' sessions, a spoofed submission, collection, grading, feedback, what others can reach, and the
     screenshots: {step: what it gave}."""
-    course_id, seen = hub_session.course_id(course), {}
+    course_id, seen = registry.course_id(course), {}
     students = dict(zip(("honest", "partial", "blank"), (hub_session.Student(hub, name) for name in names)))
     seen["students"] = {kind: student.name for kind, student in students.items()}
     seen["work"] = {kind: work(student, course_id, kind) for kind, student in students.items()}
